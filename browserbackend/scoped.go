@@ -1,0 +1,75 @@
+package browserbackend
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Command is one CDP command (SEL-1). Params is the JSON object of the
+// command's parameters (nil or empty for none); SessionID, when set, routes
+// the command to a flat-mode CDP session (Target.attachToTarget with
+// flatten: true).
+type Command struct {
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+}
+
+// ScopedClient sends CDP commands to one browser (SEL-1). It is the contract
+// between the selector and every backend, and also what the per-invocation
+// Client offers to tools.
+//
+// Send sends one command and returns the raw JSON "result" object of the CDP
+// reply. It must return within ctx's deadline. A failure is an *Error (or is
+// classified into one by Classify): ClassTransport when no CDP answer was
+// obtained, ClassProtocol when the browser answered with an error,
+// ClassTimeout when the deadline passed after dispatch, ClassAborted when ctx
+// was cancelled, ClassClosed after Close.
+//
+// Implementations are safe for concurrent use. Close releases what the client
+// holds, is idempotent, and makes later and in-flight Sends fail with
+// ClassClosed.
+type ScopedClient interface {
+	Send(ctx context.Context, cmd Command) (json.RawMessage, error)
+	Close() error
+}
+
+// SendFunc adapts a function to a ScopedClient whose Close does nothing,
+// so fakes and middleware are one-liners.
+type SendFunc func(ctx context.Context, cmd Command) (json.RawMessage, error)
+
+// Send calls f.
+func (f SendFunc) Send(ctx context.Context, cmd Command) (json.RawMessage, error) {
+	return f(ctx, cmd)
+}
+
+// Close does nothing and returns nil.
+func (f SendFunc) Close() error { return nil }
+
+// Event is one CDP event from a backend (SEL-14). SessionID is the flat
+// session it arrived on, empty for browser-level or page-level (non-flat)
+// events.
+type Event struct {
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+}
+
+// EventSource is implemented by backends that deliver CDP events (SEL-14).
+//
+// Subscribe returns a channel of the events whose method equals method (every
+// event when method is empty) and a cancel func. Delivery never blocks the
+// backend: a subscriber that falls more than its buffer behind loses events
+// (see EventBus). The channel is closed by cancel or when the backend closes.
+//
+// A backend reports that a flat session went away (its tab closed, the target
+// detached) by delivering a Target.detachedFromTarget event with that
+// sessionId; the per-invocation Client then fails commands bound to it with
+// ErrSessionNotFound instead of letting them run elsewhere.
+type EventSource interface {
+	Subscribe(method string) (events <-chan Event, cancel func())
+}
+
+// MethodTargetDetached is the CDP event that invalidates a flat session
+// (CDP domain Target).
+const MethodTargetDetached = "Target.detachedFromTarget"

@@ -1,0 +1,95 @@
+package eventhub
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Interface ids (SPEC §0, HUB-2): the transport interface a client or a turn
+// speaks through.
+const (
+	InterfaceChromeExtension = "chrome-extension"
+	InterfaceMacOS           = "macos"
+	InterfaceWindows         = "windows"
+	InterfaceWeb             = "web"
+	InterfaceCLI             = "cli"
+)
+
+// Capability is a host-proxy capability a client's interface grants (HUB-2).
+type Capability string
+
+// The host-proxy capabilities.
+const (
+	CapHostBash       Capability = "host_bash"
+	CapHostFile       Capability = "host_file"
+	CapHostCU         Capability = "host_cu"
+	CapHostAppControl Capability = "host_app_control"
+	CapHostBrowser    Capability = "host_browser"
+	CapHostUISnapshot Capability = "host_ui_snapshot"
+)
+
+// ClientInfo describes a registered client (HUB-1).
+type ClientInfo struct {
+	ClientID     string       `json:"clientId"`
+	InterfaceID  string       `json:"interfaceId"`
+	Capabilities []Capability `json:"capabilities"`
+	// ActorPrincipalID is the authenticated actor the client belongs to.
+	ActorPrincipalID string    `json:"actorPrincipalId,omitempty"`
+	MachineName      string    `json:"machineName,omitempty"`
+	ConnectedAt      time.Time `json:"connectedAt"`
+	// LastActive moves on what the client does (HUB-5).
+	LastActive time.Time `json:"lastActive"`
+}
+
+// Has reports whether the client holds capability c.
+func (c ClientInfo) Has(cap Capability) bool {
+	for _, x := range c.Capabilities {
+		if x == cap {
+			return true
+		}
+	}
+	return false
+}
+
+// Envelope is the JSON carried in an SSE frame's data (HUB-3):
+// {id, conversationId, emittedAt, seq, message}.
+type Envelope struct {
+	ID             string          `json:"id"`
+	ConversationID string          `json:"conversationId,omitempty"`
+	EmittedAt      time.Time       `json:"emittedAt"`
+	Seq            uint64          `json:"seq"`
+	Message        json.RawMessage `json:"message"`
+}
+
+// Target selects the recipients of a published event (HUB-1). Exactly one of
+// ClientID, Capability, InterfaceID, ConversationID should be set.
+type Target struct {
+	ClientID       string
+	Capability     Capability
+	InterfaceID    string
+	ConversationID string
+}
+
+// Hub is the event hub abstraction (HUB-1). The in-process implementation is
+// the default; a distributed one can implement the same interface. All
+// methods are safe for concurrent use.
+type Hub interface {
+	// Publish sends message (marshalled to JSON) to the target's clients and
+	// returns the envelope id. A ClientID target that is not connected fails
+	// at once with ErrNotConnected; no recipient at all is ErrNoRecipients.
+	Publish(ctx context.Context, target Target, conversationID string, message any) (string, error)
+	// Roster returns the connected clients, most recently active first.
+	Roster() []ClientInfo
+	// Client returns one connected client.
+	Client(clientID string) (ClientInfo, bool)
+	// Touch records activity by the client (a result post, a ping) (HUB-5).
+	Touch(clientID string)
+	// Changed returns a channel closed at the next roster change (register,
+	// unregister, shed).
+	Changed() <-chan struct{}
+	// Gone returns a channel closed when the client's current registration
+	// ends (disconnect, replacement, shed); it is already closed when the
+	// client is not connected (HUB-5).
+	Gone(clientID string) <-chan struct{}
+}
