@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — prepare this machine for browserchain's demo and tests
+# (SPEC §1, LOC-2). Idempotent: every step checks first and does nothing when
+# its result is already in place, so a second run takes about a second.
+#
+# What it installs, and nothing more:
+#   1. Debian's `chromium` (apt-get update + install, only when missing). The
+#      local backend drives this system browser; Playwright's browser CDN is
+#      never used.
+#   2. The Go modules of go.mod (`go mod download`).
+#   3. The Playwright driver that github.com/mxschmitt/playwright-go expects,
+#      assembled offline-style from the npm package instead of the CDN:
+#        npm pack playwright-core@<version playwright-go pins>
+#        → extracted to $DRIVER_DIR/package (so package/cli.js exists)
+#        + the system node symlinked as $DRIVER_DIR/node
+#      where DRIVER_DIR defaults to $HOME/.cache/ms-playwright-go/<version>
+#      (playwright-go's own default; PLAYWRIGHT_DRIVER_PATH overrides it as it
+#      does for playwright-go). The driver bundle gets the same small patch
+#      playwright-go's installer applies (page errors without a location).
+#
+# Works as root without a TTY (CI); uses sudo for apt only when not root.
+# Node.js >= 20 is required by playwright-core; it is installed from apt when
+# absent, but Debian 12's own nodejs is 18, so on a bare Debian 12 provide
+# Node 20+ (e.g. NodeSource) first.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+cd "$(dirname "$0")/.."
+
+# ---- 1. system packages -----------------------------------------------------
+missing=()
+dpkg -s chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "${#missing[@]}" -gt 0 ]; then
+	sudo=""
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to install: ${missing[*]}"
+		sudo="sudo"
+	fi
+	log "installing ${missing[*]} with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+fi
+[ -x /usr/bin/chromium ] || log "warning: /usr/bin/chromium not found; set BROWSERCHAIN_CHROMIUM to your browser"
+
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" -ge 20 ] || die "node $(node --version) is too old: playwright-core needs Node.js >= 20"
+
+# ---- 2. Go modules ----------------------------------------------------------
+command -v go >/dev/null 2>&1 || die "go is not on PATH"
+go mod download
+
+# ---- 3. Playwright driver ---------------------------------------------------
+pw_mod=github.com/mxschmitt/playwright-go
+pw_dir="$(go list -m -f '{{.Dir}}' "$pw_mod")"
+[ -n "$pw_dir" ] && [ -f "$pw_dir/run.go" ] || die "cannot find $pw_mod source (go mod download failed?)"
+pw_version="$(sed -n 's/^[[:space:]]*playwrightCliVersion[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$pw_dir/run.go")"
+[ -n "$pw_version" ] || die "cannot read playwrightCliVersion from $pw_dir/run.go"
+
+if [ -n "${PLAYWRIGHT_DRIVER_PATH:-}" ]; then
+	driver_dir="$PLAYWRIGHT_DRIVER_PATH"
+else
+	[ -n "${HOME:-}" ] || die "HOME is not set (playwright-go keeps its driver under \$HOME/.cache)"
+	driver_dir="$HOME/.cache/ms-playwright-go/$pw_version"
+fi
+
+installed_version=""
+if [ -f "$driver_dir/package/package.json" ] && [ -f "$driver_dir/package/cli.js" ]; then
+	installed_version="$(node -p "require(process.argv[1]).version" "$driver_dir/package/package.json" 2>/dev/null || true)"
+fi
+if [ "$installed_version" != "$pw_version" ]; then
+	log "assembling Playwright driver $pw_version in $driver_dir"
+	mkdir -p "$driver_dir"
+	stage="$(mktemp -d "$driver_dir/.stage.XXXXXX")"
+	trap 'rm -rf "$stage"' EXIT
+	(cd "$stage" && npm pack "playwright-core@$pw_version" --silent --no-fund --no-audit </dev/null >/dev/null)
+	tar -xzf "$stage/playwright-core-$pw_version.tgz" -C "$stage"
+	[ -f "$stage/package/cli.js" ] || die "playwright-core $pw_version tarball has no package/cli.js"
+	# Same replacements as playwright-go's patchDriverBundle (run.go).
+	node -e '
+		const fs = require("fs"); const f = process.argv[1];
+		let s = fs.readFileSync(f, "utf8");
+		s = s.split("pageError.location.url").join("pageError.location?.url || \"\"")
+		     .split("pageError.location.lineNumber").join("pageError.location?.lineNumber || 0")
+		     .split("pageError.location.columnNumber").join("pageError.location?.columnNumber || 0");
+		fs.writeFileSync(f, s);' "$stage/package/lib/coreBundle.js"
+	rm -rf "$driver_dir/package"
+	mv "$stage/package" "$driver_dir/package"
+	rm -rf "$stage"
+	trap - EXIT
+fi
+if [ "$(readlink "$driver_dir/node" 2>/dev/null || true)" != "$(command -v node)" ]; then
+	ln -sfn "$(command -v node)" "$driver_dir/node"
+fi
+log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir"
