@@ -77,6 +77,23 @@ func (b *EventBus) Publish(ev Event) {
 	}
 }
 
+// publishExact delivers ev to the subscribers whose method filter is exactly
+// filter; it never blocks.
+func (b *EventBus) publishExact(filter string, ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.method != filter {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			b.dropped.Add(1)
+		}
+	}
+}
+
 // Dropped reports how many deliveries were dropped because a subscriber's
 // buffer was full.
 func (b *EventBus) Dropped() int64 { return b.dropped.Load() }

@@ -3,6 +3,7 @@ package browserbackend
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 )
 
 // Command is one CDP command (SEL-1). Params is the JSON object of the
@@ -13,6 +14,16 @@ type Command struct {
 	Method    string          `json:"method"`
 	Params    json.RawMessage `json:"params,omitempty"`
 	SessionID string          `json:"sessionId,omitempty"`
+}
+
+// LogValue implements slog.LogValuer: params are never logged, only their
+// size, since they may hold typed text or cookies (SEL-11).
+func (c Command) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("method", c.Method),
+		slog.String("sessionId", c.SessionID),
+		slog.Int("paramsBytes", len(c.Params)),
+	)
 }
 
 // ScopedClient sends CDP commands to one browser (SEL-1). It is the contract
