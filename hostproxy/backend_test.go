@@ -1,0 +1,285 @@
+package hostproxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+)
+
+// answer posts content for the next request client c receives.
+func answer(t *testing.T, p *Proxy, c *fakeClient, content string, isError bool) map[string]any {
+	t.Helper()
+	msg := c.next(t)
+	rec := postResult(p, c.info.ClientID, c.info.ActorPrincipalID,
+		ResultBody{RequestID: msg["requestId"].(string), Content: content, IsError: isError})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	return msg
+}
+
+func sendAsync(b *Backend, cmd browserbackend.Command) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := b.Send(context.Background(), cmd)
+		done <- outcome{res, err}
+	}()
+	return done
+}
+
+func TestHostBridgeBackend_GoesToDesktopOnlyAndNeverTargetsAClient(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	b := p.NewHostBridgeBackend(browserbackend.Invocation{ConversationID: "c1", ActorPrincipalID: "alice", TargetClientID: "ext"}, BackendOptions{})
+	defer b.Close()
+
+	// An extension connecting later does not steal the bridge's commands.
+	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	done := sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+	msg := answer(t, p, mac, `{"result":{"value":1}}`, false)
+	out := <-done
+	require.NoError(t, out.err)
+	assert.Equal(t, "Runtime.evaluate", msg["cdpMethod"])
+	assert.Equal(t, "mac", b.ClientID())
+	ext.empty(t)
+	assert.Equal(t, browserbackend.KindHostBridge, b.Kind())
+}
+
+func TestHostBridgeBackend_TabOperationsNotSupported(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
+	defer b.Close()
+	_, err := b.ListTabs(context.Background())
+	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
+	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
+	_, err = b.Send(context.Background(), browserbackend.Command{Method: MethodAttach})
+	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
+	mac.empty(t)
+}
+
+func TestExtensionBackend_TabOperationsAndClassification(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	p := newTestProxy(h)
+	b := p.NewExtensionBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
+	defer b.Close()
+
+	type tabsOut struct {
+		tabs []Tab
+		err  error
+	}
+	got := make(chan tabsOut, 1)
+	go func() {
+		tabs, err := b.ListTabs(context.Background())
+		got <- tabsOut{tabs, err}
+	}()
+	msg := answer(t, p, ext, `{"tabs":[{"id":7,"url":"https://a.test/","title":"A","active":true}]}`, false)
+	assert.Equal(t, MethodListTabs, msg["cdpMethod"])
+	o := <-got
+	require.NoError(t, o.err)
+	assert.Equal(t, []Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
+
+	done := sendAsync(b, browserbackend.Command{Method: "Nope.nope"})
+	answer(t, p, ext, `{"code":-32601,"message":"'Nope.nope' wasn't found"}`, true)
+	out := <-done
+	assert.ErrorIs(t, out.err, browserbackend.ErrProtocol)
+	assert.ErrorIs(t, out.err, browserbackend.ErrMethodNotFound)
+
+	done = sendAsync(b, browserbackend.Command{Method: "Page.navigate"})
+	answer(t, p, ext, `{"code":"transport_error","message":"debugger detached"}`, true)
+	out = <-done
+	assert.ErrorIs(t, out.err, browserbackend.ErrTransport)
+	var e *browserbackend.Error
+	require.ErrorAs(t, out.err, &e)
+	assert.Equal(t, browserbackend.KindExtension, e.Backend)
+}
+
+func TestBackend_EventsAndInvalidationReachSubscribers(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
+	defer b.Close()
+	loads, stop := b.Subscribe("Page.loadEventFired")
+	defer stop()
+	detached, stop2 := b.Subscribe(browserbackend.MethodTargetDetached)
+	defer stop2()
+
+	done := sendAsync(b, browserbackend.Command{Method: "Page.enable"})
+	answer(t, p, mac, `{}`, false)
+	require.NoError(t, (<-done).err)
+
+	rec := post(p.EventHandler(), "mac", "alice", []byte(`{"method":"Page.loadEventFired","params":{"timestamp":1.5}}`))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	ev := <-loads
+	assert.Equal(t, "Page.loadEventFired", ev.Method)
+	assert.JSONEq(t, `{"timestamp":1.5}`, string(ev.Params))
+
+	rec = post(p.SessionInvalidatedHandler(), "mac", "alice", []byte(`{"sessionId":"S9","targetId":"T9","reason":"tab_closed"}`))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	ev = <-detached
+	assert.Equal(t, "S9", ev.SessionID)
+	assert.JSONEq(t, `{"sessionId":"S9","targetId":"T9","reason":"tab_closed"}`, string(ev.Params))
+
+	// Rejections.
+	assert.Equal(t, http.StatusBadRequest, post(p.EventHandler(), "", "alice", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusNotFound, post(p.EventHandler(), "ghost", "alice", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusForbidden, post(p.EventHandler(), "mac", "mallory", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusBadRequest, post(p.EventHandler(), "mac", "alice", []byte(`{"params":{}}`)).Code)
+	assert.Equal(t, http.StatusBadRequest, post(p.SessionInvalidatedHandler(), "mac", "alice", []byte(`{"reason":"x"}`)).Code)
+	select {
+	case ev := <-loads:
+		t.Fatalf("rejected post delivered %v", ev)
+	default:
+	}
+}
+
+func TestBackend_CloseFailsInFlightWithClosed(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
+	events, _ := b.Subscribe("")
+	done := sendAsync(b, browserbackend.Command{Method: "Page.navigate"})
+	req := mac.next(t)
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close())
+	out := <-done
+	assert.ErrorIs(t, out.err, browserbackend.ErrClosed)
+	assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": req["requestId"]}, mac.next(t))
+	_, open := <-events
+	assert.False(t, open, "subscriptions close with the backend")
+	_, err := b.Send(context.Background(), browserbackend.Command{Method: "Page.navigate"})
+	assert.ErrorIs(t, err, browserbackend.ErrClosed)
+}
+
+func TestExtensionProvider_ProposesForActorsExtensionOnly(t *testing.T) {
+	h := newFakeHub()
+	p := newTestProxy(h)
+	prov := p.ExtensionProvider(ProviderOptions{})
+	env := browserbackend.Env{Cooldowns: &browserbackend.Cooldowns{}}
+	inv := browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: "macos"}
+
+	_, err := prov.Propose(inv, env)
+	assert.ErrorIs(t, err, browserbackend.ErrSkip)
+
+	h.add("ext-bob", eventhub.InterfaceChromeExtension, "bob", t0)
+	h.add("mac-alice", eventhub.InterfaceMacOS, "alice", t0)
+	_, err = prov.Propose(inv, env)
+	assert.ErrorIs(t, err, browserbackend.ErrSkip, "bob's extension and alice's bridge do not count")
+
+	h.add("ext-alice", eventhub.InterfaceChromeExtension, "alice", t0)
+	c, err := prov.Propose(inv, env)
+	require.NoError(t, err)
+	assert.Equal(t, browserbackend.KindExtension, c.Kind)
+	assert.Empty(t, c.CooldownKey, "the extension candidate is never cooled down")
+	assert.NoError(t, c.Probe(context.Background()))
+	sc, err := c.Build(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, browserbackend.KindExtension, sc.(*Backend).Kind())
+	require.NoError(t, sc.Close())
+}
+
+func TestExtensionProvider_TargetClient(t *testing.T) {
+	h := newFakeHub()
+	p := newTestProxy(h)
+	prov := p.ExtensionProvider(ProviderOptions{})
+	env := browserbackend.Env{Pinned: true, Cooldowns: &browserbackend.Cooldowns{}}
+	h.add("ext-1", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	h.add("ext-2", eventhub.InterfaceChromeExtension, "alice", t0)
+
+	inv := browserbackend.Invocation{ActorPrincipalID: "alice", TargetClientID: "ext-2"}
+	c, err := prov.Propose(inv, env)
+	require.NoError(t, err)
+	assert.Contains(t, c.Reason, "ext-2")
+
+	inv.TargetClientID = "ext-9"
+	_, err = prov.Propose(inv, env)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, browserbackend.ErrSkip, "a missing target client is a selection error, not a skip")
+	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
+
+	// The backend sends to the target even though ext-1 is more recent.
+	ext2 := h.clients["ext-2"]
+	inv.TargetClientID = "ext-2"
+	c, err = prov.Propose(inv, env)
+	require.NoError(t, err)
+	sc, err := c.Build(context.Background())
+	require.NoError(t, err)
+	defer sc.Close()
+	done := sendAsync(sc.(*Backend), browserbackend.Command{Method: "Page.enable"})
+	answer(t, p, ext2, `{}`, false)
+	require.NoError(t, (<-done).err)
+	h.clients["ext-1"].empty(t)
+}
+
+func TestHostBridgeProvider_Rules(t *testing.T) {
+	h := newFakeHub()
+	p := newTestProxy(h)
+	prov := p.HostBridgeProvider(ProviderOptions{})
+	cool := &browserbackend.Cooldowns{}
+	env := browserbackend.Env{Cooldowns: cool}
+	alice := browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: "macos"}
+	bob := browserbackend.Invocation{ActorPrincipalID: "bob", InterfaceID: "macos"}
+
+	skipCode := func(err error) string {
+		var s *browserbackend.SkipError
+		require.ErrorAs(t, err, &s)
+		return s.Code
+	}
+	_, err := prov.Propose(alice, env)
+	assert.Equal(t, browserbackend.CodeNoClient, skipCode(err))
+
+	h.add("mac-alice", eventhub.InterfaceMacOS, "alice", t0)
+	h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+	c, err := prov.Propose(alice, env)
+	require.NoError(t, err)
+	assert.Equal(t, browserbackend.KindHostBridge, c.Kind)
+	assert.Equal(t, browserbackend.HostBridgeCooldownKey("alice"), c.CooldownKey)
+	assert.Equal(t, DefaultHostBridgeCooldown, c.CooldownFor)
+
+	cool.Record(browserbackend.HostBridgeCooldownKey("alice"), time.Minute)
+	_, err = prov.Propose(alice, env)
+	assert.Equal(t, browserbackend.CodeCooldown, skipCode(err))
+	_, err = prov.Propose(bob, env)
+	assert.NoError(t, err, "alice's cooldown does not affect bob")
+
+	h.add("ext-bob", eventhub.InterfaceChromeExtension, "bob", t0)
+	_, err = prov.Propose(bob, env)
+	assert.Equal(t, CodeExtensionConnected, skipCode(err), "never both extension and host-bridge")
+
+	bob.TargetClientID = "ext-bob"
+	_, err = prov.Propose(bob, env)
+	assert.Equal(t, CodeTargetClient, skipCode(err))
+
+	h2 := newFakeHub()
+	h2.add("mac", eventhub.InterfaceMacOS, "", t0)
+	prov = newTestProxy(h2).HostBridgeProvider(ProviderOptions{HostBridgeCooldown: 5 * time.Second})
+	c, err = prov.Propose(browserbackend.Invocation{}, browserbackend.Env{Cooldowns: &browserbackend.Cooldowns{}})
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, c.CooldownFor)
+	assert.Equal(t, browserbackend.HostBridgeCooldownKey(""), c.CooldownKey)
+}
+
+func TestProviders_ChangedFollowsRoster(t *testing.T) {
+	h := newFakeHub()
+	p := newTestProxy(h)
+	var w browserbackend.Watcher = p.ExtensionProvider(ProviderOptions{})
+	ch := w.Changed()
+	select {
+	case <-ch:
+		t.Fatal("changed before any roster change")
+	default:
+	}
+	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	<-ch // closed by the registration
+}

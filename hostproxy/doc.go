@@ -1,0 +1,78 @@
+// Package hostproxy sends CDP commands to browsers that hub clients reach —
+// the user's Chrome through the paired Chrome extension, or through a desktop
+// app's bridge — and serves the routes those clients answer on (SPEC §4,
+// PXY-1 … PXY-7).
+//
+// A Proxy publishes each command on an eventhub.Hub to one client it picks
+// from the live roster, waits for the client's POSTed result, and turns the
+// outcome into the CDP result or a browserbackend.*Error. Its two backends,
+// extension and host-bridge, are browserbackend.ScopedClients, and its two
+// providers propose them to a browserbackend selector (SEL-3).
+//
+// # Wire contract
+//
+// This contract is shared with the reference extension (examples/extension)
+// and the reference desktop bridge (hostproxy/bridge); the names are defined
+// once in wire.go.
+//
+// Server → client, as the "message" of an eventhub envelope on GET /v1/events,
+// published to the chosen client only:
+//
+//	{"type":"host_browser_request","requestId":"…","conversationId":"…",
+//	 "cdpMethod":"Page.navigate","cdpParams":{…}?,"cdpSessionId":"…"?,"timeout_seconds":30?}
+//	{"type":"host_browser_cancel","requestId":"…"}
+//
+// After a cancel the client must not post a result for that request.
+//
+// Client → server, each with header X-Vellum-Client-Id (the client id it
+// subscribed with) and the client's credentials (the host app's auth
+// middleware puts the actor into the context with eventhub.WithActor):
+//
+//	POST /v1/host-browser-result             {"requestId","content","isError"}  → {"accepted":true}
+//	POST /v1/host-browser-event              {"method","params","sessionId"?}   → {"accepted":true}
+//	POST /v1/host-browser-session-invalidated {"sessionId"?,"targetId"?,"reason"?} → {"accepted":true}
+//
+// content is a string holding JSON. On success (isError false) it is the CDP
+// result object. On error it is {"code":…,"message":"…"} where code is either
+//   - a string: transport_error, unreachable, timeout, non_loopback,
+//     cdp_session_not_found or cancelled make a transport error (the selector
+//     may fail over); any other string is a protocol-class error with that
+//     code (for example extension_required);
+//   - a number: the CDP error code the browser answered, a protocol error.
+//
+// Content that is not JSON is a transport error (invalid_response).
+//
+// Result route answers (PXY-4): 400 malformed JSON or no requestId; 404
+// unknown or already answered; 409 the pending interaction is not
+// host_browser; for a request sent to one client, 400 without
+// X-Vellum-Client-Id, 403 when it names another client, 403 when the
+// authenticated actor is not the target client's actor; 413 body larger than
+// Options.MaxBodyBytes (64 MiB by default). Rejected posts leave the request
+// pending. Error answers are {"error":{"code","message"}}.
+//
+// Events are delivered to the subscribers (SEL-14) of every backend bound to
+// the posting client; a session invalidation is delivered as a
+// Target.detachedFromTarget event carrying that sessionId.
+//
+// # Tab operations
+//
+// The extension implements these pseudo-methods (never sent to a desktop
+// bridge; PXY-2). Params → result:
+//
+//	Vellum.listTabs  {}                          → {"tabs":[{"id","url","title","active"}…]}
+//	Vellum.selectTab {"tabId"}                   → {}
+//	Vellum.closeTab  {"tabId"}                   → {}
+//	Vellum.createTab {"url","active"}            → {"tab":{…}}
+//	Vellum.findTab   {"url"?,"title"?}           → {"tab":{…}|null}
+//	Vellum.attach    {"tabId"}                   → {}
+//	Vellum.detach    {"tabId"}                   → {}
+//
+// # Client choice (PXY-2)
+//
+// Only host_browser-capable clients are eligible; with a source actor only
+// that actor's; an explicit target client pins one; Vellum.* methods go only
+// to chrome-extension clients (else a protocol-class extension_required error,
+// which does not fail over); raw CDP prefers chrome-extension clients over
+// desktop bridges, most recently active first within each group. No eligible
+// client is a transport error with code no_client.
+package hostproxy

@@ -1,0 +1,468 @@
+package hostproxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+)
+
+// DefaultTimeout is how long Request waits for a result when neither the
+// request nor Options set a timeout (PXY-1).
+const DefaultTimeout = 30 * time.Second
+
+// DefaultMaxBodyBytes caps the body of the result, event and
+// session-invalidated routes when Options.MaxBodyBytes is zero: 64 MiB,
+// enough for full-page screenshots encoded as base64 inside a JSON string.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Options configures a Proxy. Hub is required; every other zero field takes
+// the documented default.
+type Options struct {
+	// Hub carries requests and cancels to clients and holds the roster.
+	Hub eventhub.Hub
+	// Tracker holds pending interactions; nil gives the proxy its own. Share
+	// one Tracker with other host proxies (bash, file, …) so the result route
+	// can answer 409 for a request of another kind.
+	Tracker *Tracker
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// DefaultTimeout bounds each Request without its own Timeout; 0 means
+	// DefaultTimeout (30 s).
+	DefaultTimeout time.Duration
+	// MaxBodyBytes caps route bodies; 0 means DefaultMaxBodyBytes. A larger
+	// body is answered 413.
+	MaxBodyBytes int64
+	// NewRequestID returns a fresh request id; nil means 16 random bytes in
+	// hex.
+	NewRequestID func() string
+}
+
+// Route restricts which kind of client a Request may go to, on top of the
+// PXY-2 rules.
+type Route int
+
+const (
+	// RouteAny applies PXY-2 alone: chrome-extension clients first, then
+	// desktop bridges.
+	RouteAny Route = iota
+	// RouteExtension allows only chrome-extension clients.
+	RouteExtension
+	// RouteBridge allows only clients that are not chrome-extension clients
+	// (desktop bridges).
+	RouteBridge
+)
+
+// Req is one CDP command for a host client (PXY-1).
+type Req struct {
+	// ConversationID is carried to the client and recorded on the pending
+	// interaction.
+	ConversationID string
+	// Method is the CDP method, or a Vellum.* pseudo-method.
+	Method string
+	// Params is the JSON object of parameters; nil for none.
+	Params json.RawMessage
+	// SessionID is the flat CDP session the command is bound to, if any.
+	SessionID string
+	// Timeout overrides Options.DefaultTimeout when positive.
+	Timeout time.Duration
+	// TargetClientID pins one client (PXY-2).
+	TargetClientID string
+	// SourceActor, when set, restricts the choice to that actor's clients
+	// (PXY-2).
+	SourceActor string
+	// Route restricts the client kind; the zero value is RouteAny.
+	Route Route
+	// Backend labels errors with the backend kind that sent the request.
+	Backend browserbackend.Kind
+}
+
+// Proxy sends CDP commands to hub clients and waits for their results
+// (PXY-1, PXY-2, PXY-5), and serves the routes clients answer on (PXY-4).
+// Create it with New; all methods are safe for concurrent use. Close cancels
+// every request in flight.
+type Proxy struct {
+	hub      eventhub.Hub
+	tracker  *Tracker
+	log      *slog.Logger
+	timeout  time.Duration
+	maxBody  int64
+	newID    func() string
+	done     chan struct{}
+	closeOne sync.Once
+
+	mu        sync.Mutex
+	waiters   map[string]*waiter
+	listeners map[string]map[*browserbackend.EventBus]struct{}
+}
+
+type waiter struct {
+	clientID string
+	ch       chan ResultBody // buffered 1; written once by the result route
+}
+
+// New returns a Proxy. It panics when opts.Hub is nil (a programming error).
+func New(opts Options) *Proxy {
+	if opts.Hub == nil {
+		panic("hostproxy: New: Options.Hub is nil")
+	}
+	p := &Proxy{
+		hub:       opts.Hub,
+		tracker:   opts.Tracker,
+		log:       opts.Logger,
+		timeout:   opts.DefaultTimeout,
+		maxBody:   opts.MaxBodyBytes,
+		newID:     opts.NewRequestID,
+		done:      make(chan struct{}),
+		waiters:   make(map[string]*waiter),
+		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
+	}
+	if p.tracker == nil {
+		p.tracker = &Tracker{}
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.log = p.log.With("module", "hostproxy")
+	if p.timeout <= 0 {
+		p.timeout = DefaultTimeout
+	}
+	if p.maxBody <= 0 {
+		p.maxBody = DefaultMaxBodyBytes
+	}
+	if p.newID == nil {
+		p.newID = randomID
+	}
+	return p
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Hub returns the hub the proxy publishes to.
+func (p *Proxy) Hub() eventhub.Hub { return p.hub }
+
+// Tracker returns the pending-interaction tracker.
+func (p *Proxy) Tracker() *Tracker { return p.tracker }
+
+// Close fails every request in flight with a ClassClosed error, sending each
+// target client a cancel first, and makes later Requests fail the same way.
+// Idempotent; returns nil.
+func (p *Proxy) Close() error {
+	p.closeOne.Do(func() { close(p.done) })
+	return nil
+}
+
+func (p *Proxy) closed() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// IsPseudoMethod reports whether method is a Vellum.* pseudo-method that only
+// chrome-extension clients implement (PXY-2).
+func IsPseudoMethod(method string) bool { return strings.HasPrefix(method, "Vellum.") }
+
+func isExtension(c eventhub.ClientInfo) bool {
+	return c.InterfaceID == eventhub.InterfaceChromeExtension
+}
+
+// Choose picks the client a Request would go to now, from the live roster
+// (PXY-2):
+//   - only host_browser-capable clients; with SourceActor only that actor's;
+//     Route narrows further;
+//   - TargetClientID pins that client (transport error, code no_client, when
+//     it is not connected or not eligible);
+//   - Vellum.* methods go only to chrome-extension clients; when none is
+//     eligible the error is protocol-class with code extension_required (it
+//     must not fail over);
+//   - otherwise chrome-extension clients come before desktop bridges, most
+//     recently active first within each group.
+//
+// No eligible client is a transport error with code no_client.
+func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
+	roster := p.hub.Roster()
+	eligible := make([]eventhub.ClientInfo, 0, len(roster))
+	for _, c := range roster {
+		if !c.Has(eventhub.CapHostBrowser) {
+			continue
+		}
+		if req.SourceActor != "" && c.ActorPrincipalID != req.SourceActor {
+			continue
+		}
+		switch req.Route {
+		case RouteExtension:
+			if !isExtension(c) {
+				continue
+			}
+		case RouteBridge:
+			if isExtension(c) {
+				continue
+			}
+		}
+		eligible = append(eligible, c)
+	}
+	pseudo := IsPseudoMethod(req.Method)
+	if req.TargetClientID != "" {
+		for _, c := range eligible {
+			if c.ClientID != req.TargetClientID {
+				continue
+			}
+			if pseudo && !isExtension(c) {
+				return eventhub.ClientInfo{}, p.extensionRequired(req)
+			}
+			return c, nil
+		}
+		return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
+			"target client %q is not connected or not eligible", req.TargetClientID)
+	}
+	sort.SliceStable(eligible, func(i, j int) bool {
+		ei, ej := isExtension(eligible[i]), isExtension(eligible[j])
+		if ei != ej {
+			return ei
+		}
+		return eligible[i].LastActive.After(eligible[j].LastActive)
+	})
+	for _, c := range eligible {
+		if pseudo && !isExtension(c) {
+			continue
+		}
+		return c, nil
+	}
+	if pseudo {
+		return eventhub.ClientInfo{}, p.extensionRequired(req)
+	}
+	return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
+		"no connected host_browser client is eligible")
+}
+
+func (p *Proxy) extensionRequired(req Req) error {
+	return p.errorf(req, browserbackend.ClassProtocol, browserbackend.CodeExtensionRequired, false,
+		"%s is implemented only by the chrome extension, and no chrome-extension client is eligible", req.Method)
+}
+
+func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatched bool, format string, args ...any) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: class, Code: code, Method: req.Method, Backend: req.Backend,
+		Dispatched: dispatched, Message: fmt.Sprintf(format, args...),
+	}
+}
+
+// Request sends one command to the client chosen by Choose and waits for its
+// result (PXY-1). It returns the CDP result object, or an
+// *browserbackend.Error:
+//   - the Choose errors (nothing was sent);
+//   - ClassTransport when publishing fails (logged), when the target client
+//     disconnects or is shed while the request is in flight (HUB-5, at once),
+//     or when the client reports a transport-class code or a non-JSON result;
+//   - ClassProtocol for a CDP error the client reports (numeric code) or
+//     another string code;
+//   - ClassTimeout when the timeout (req.Timeout, else the proxy default)
+//     or ctx's deadline passes, ClassAborted when ctx is cancelled; in both
+//     cases a host_browser_cancel goes to the target client only (PXY-5);
+//   - ClassClosed after Close.
+func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
+	if p.closed() {
+		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, false, "proxy is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		e := browserbackend.Classify(err, false)
+		e.Method, e.Backend = req.Method, req.Backend
+		return nil, e
+	}
+	client, err := p.Choose(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.send(ctx, req, client)
+}
+
+func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (json.RawMessage, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = p.timeout
+	}
+	id := p.newID()
+	if err := p.tracker.Register(Interaction{
+		RequestID:      id,
+		Kind:           KindHostBrowser,
+		ConversationID: req.ConversationID,
+		TargetClientID: client.ClientID,
+		TargetActor:    client.ActorPrincipalID,
+	}); err != nil {
+		return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, false, "register request: %v", err)
+	}
+	w := &waiter{clientID: client.ClientID, ch: make(chan ResultBody, 1)}
+	p.mu.Lock()
+	p.waiters[id] = w
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiters, id)
+		p.mu.Unlock()
+	}()
+
+	gone := p.hub.Gone(client.ClientID)
+	msg := RequestMessage{
+		Type:           TypeRequest,
+		RequestID:      id,
+		ConversationID: req.ConversationID,
+		CDPMethod:      req.Method,
+		CDPParams:      req.Params,
+		CDPSessionID:   req.SessionID,
+		TimeoutSeconds: timeout.Seconds(),
+	}
+	if len(msg.CDPParams) == 0 || string(msg.CDPParams) == "null" {
+		msg.CDPParams = nil
+	}
+	if _, err := p.hub.Publish(ctx, eventhub.Target{ClientID: client.ClientID}, req.ConversationID, msg); err != nil {
+		p.tracker.Resolve(id)
+		p.log.Warn("host_browser_request publish failed",
+			"requestId", id, "clientId", client.ClientID, "interfaceId", client.InterfaceID,
+			"method", req.Method, "error", err)
+		e := p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, false,
+			"publish to client %q failed", client.ClientID)
+		e.Err = err
+		return nil, e
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case res := <-w.ch:
+		return p.classify(req, res)
+	case <-gone:
+		if res, ok := p.abandon(id, w); ok {
+			return p.classify(req, res)
+		}
+		p.log.Warn("host_browser_request target client went away",
+			"requestId", id, "clientId", client.ClientID, "method", req.Method)
+		return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, true,
+			"client %q disconnected while the request was in flight", client.ClientID)
+	case <-timer.C:
+		if res, ok := p.abandon(id, w); ok {
+			return p.classify(req, res)
+		}
+		p.cancel(id, client.ClientID, "timeout")
+		return nil, p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
+			"no result from client %q within %s", client.ClientID, timeout)
+	case <-ctx.Done():
+		if res, ok := p.abandon(id, w); ok {
+			return p.classify(req, res)
+		}
+		p.cancel(id, client.ClientID, "caller")
+		e := browserbackend.Classify(ctx.Err(), true)
+		e.Method, e.Backend = req.Method, req.Backend
+		return nil, e
+	case <-p.done:
+		if res, ok := p.abandon(id, w); ok {
+			return p.classify(req, res)
+		}
+		p.cancel(id, client.ClientID, "proxy closed")
+		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
+	}
+}
+
+// abandon resolves the pending entry. When the result route got there first
+// (it resolved the entry and is delivering), it waits for that result and
+// returns it with ok true.
+func (p *Proxy) abandon(id string, w *waiter) (ResultBody, bool) {
+	if _, ok := p.tracker.Resolve(id); ok {
+		return ResultBody{}, false
+	}
+	return <-w.ch, true
+}
+
+// cancel tells the target client, and only it, to stop working on id.
+func (p *Proxy) cancel(id, clientID, why string) {
+	// The request's own context may be done; the cancel gets a short one.
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	_, err := p.hub.Publish(ctx, eventhub.Target{ClientID: clientID}, "", CancelMessage{Type: TypeCancel, RequestID: id})
+	if err != nil {
+		p.log.Warn("host_browser_cancel publish failed", "requestId", id, "clientId", clientID, "why", why, "error", err)
+		return
+	}
+	p.log.Debug("host_browser_cancel sent", "requestId", id, "clientId", clientID, "why", why)
+}
+
+// deliver hands an accepted result to its waiter, if this proxy has one.
+func (p *Proxy) deliver(res ResultBody) {
+	p.mu.Lock()
+	w := p.waiters[res.RequestID]
+	p.mu.Unlock()
+	if w != nil {
+		w.ch <- res // buffered 1, and the tracker lets only one post through
+	}
+}
+
+// classify turns a client's result into the CDP result or a typed error
+// (PXY-6).
+func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
+	return ClassifyResult(req.Method, req.Backend, res.Content, res.IsError)
+}
+
+// ClassifyResult applies the wire contract to a result's content (PXY-6):
+//   - success: content must be JSON (else ClassTransport/invalid_response);
+//     an empty content means an empty result object;
+//   - error with a string code from the transport set (transport_error,
+//     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled):
+//     ClassTransport with that code;
+//   - error with a numeric code: ClassProtocol with that CDP code;
+//   - error with another string code: ClassProtocol with that code;
+//   - error content that is not such an object: ClassTransport/invalid_response.
+func ClassifyResult(method string, backend browserbackend.Kind, content string, isError bool) (json.RawMessage, error) {
+	mk := func(class browserbackend.Class, code, msg string) *browserbackend.Error {
+		return &browserbackend.Error{Class: class, Code: code, Method: method, Backend: backend, Dispatched: true, Message: msg}
+	}
+	if !isError {
+		if strings.TrimSpace(content) == "" {
+			return json.RawMessage(`{}`), nil
+		}
+		if !json.Valid([]byte(content)) {
+			return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned a result that is not JSON")
+		}
+		return json.RawMessage(content), nil
+	}
+	var ec ErrorContent
+	if err := json.Unmarshal([]byte(content), &ec); err != nil || len(ec.Code) == 0 {
+		msg := "client returned an error without a structured code"
+		if len(content) <= 200 && err != nil {
+			msg += ": " + content
+		}
+		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, msg)
+	}
+	var s string
+	if json.Unmarshal(ec.Code, &s) == nil {
+		if IsTransportCode(s) {
+			return nil, mk(browserbackend.ClassTransport, s, ec.Message)
+		}
+		return nil, mk(browserbackend.ClassProtocol, s, ec.Message)
+	}
+	var n json.Number
+	dec := json.NewDecoder(strings.NewReader(string(ec.Code)))
+	dec.UseNumber()
+	if dec.Decode(&n) == nil {
+		if i, err := n.Int64(); err == nil && i >= -1<<31 && i < 1<<31 {
+			e := browserbackend.ProtocolError(int(i), ec.Message)
+			e.Method, e.Backend, e.Dispatched = method, backend, true
+			return nil, e
+		}
+	}
+	return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned an error with an unusable code")
+}

@@ -1,0 +1,157 @@
+package hostproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Wire names shared with the clients (the reference extension and desktop
+// bridge). They are defined here once; see doc.go for the full contract.
+const (
+	// TypeRequest is the "type" of a request message published to a client
+	// (PXY-1).
+	TypeRequest = "host_browser_request"
+	// TypeCancel is the "type" of a cancel message published to the target
+	// client only (PXY-5).
+	TypeCancel = "host_browser_cancel"
+
+	// HeaderClientID names the posting client on the result, event and
+	// session-invalidated routes.
+	HeaderClientID = "X-Vellum-Client-Id"
+	// HeaderInterfaceID names the client's interface on GET /v1/events.
+	HeaderInterfaceID = "X-Vellum-Interface-Id"
+
+	// PathResult, PathEvent and PathSessionInvalidated are the conventional
+	// mount points of ResultHandler, EventHandler and
+	// SessionInvalidatedHandler (PXY-4).
+	PathResult             = "/v1/host-browser-result"
+	PathEvent              = "/v1/host-browser-event"
+	PathSessionInvalidated = "/v1/host-browser-session-invalidated"
+)
+
+// RequestMessage is the host_browser_request message (PXY-1):
+// {"type","requestId","conversationId","cdpMethod","cdpParams"?,"cdpSessionId"?,"timeout_seconds"?}.
+type RequestMessage struct {
+	Type           string          `json:"type"`
+	RequestID      string          `json:"requestId"`
+	ConversationID string          `json:"conversationId"`
+	CDPMethod      string          `json:"cdpMethod"`
+	CDPParams      json.RawMessage `json:"cdpParams,omitempty"`
+	CDPSessionID   string          `json:"cdpSessionId,omitempty"`
+	// TimeoutSeconds is the server's deadline for the request, in seconds,
+	// so a client can bound its own work.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+}
+
+// CancelMessage is the host_browser_cancel message (PXY-5): {"type","requestId"}.
+// A client that receives it must not post a result for that request.
+type CancelMessage struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId"`
+}
+
+// ResultBody is the body of POST /v1/host-browser-result (PXY-4):
+// {"requestId","content","isError"}. Content is a string holding JSON: the
+// CDP result object on success; on error an ErrorContent.
+type ResultBody struct {
+	RequestID string `json:"requestId"`
+	Content   string `json:"content"`
+	IsError   bool   `json:"isError"`
+}
+
+// EventBody is the body of POST /v1/host-browser-event: one CDP event the
+// client observed, {"method","params","sessionId"?}.
+type EventBody struct {
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+}
+
+// InvalidationBody is the body of POST /v1/host-browser-session-invalidated:
+// {"sessionId"?,"targetId"?,"reason"?}.
+type InvalidationBody struct {
+	SessionID string `json:"sessionId,omitempty"`
+	TargetID  string `json:"targetId,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ErrorContent is the JSON a client puts in ResultBody.Content when IsError is
+// true. Code is either a JSON string (a transport-class code such as
+// "unreachable") or a JSON number (a CDP error code such as -32601).
+type ErrorContent struct {
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+}
+
+// transportCodes are the string codes a client may report that make a result
+// a transport error (PXY-6, PXY-7).
+var transportCodes = map[string]bool{
+	"transport_error":       true,
+	"unreachable":           true,
+	"timeout":               true,
+	"non_loopback":          true,
+	"cdp_session_not_found": true,
+	"cancelled":             true,
+}
+
+// IsTransportCode reports whether code is one of the transport-class string
+// codes of the wire contract.
+func IsTransportCode(code string) bool { return transportCodes[code] }
+
+// decodeStrict decodes exactly one JSON value into v.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}
+
+// DecodeResult parses a result body. It requires a JSON object; a missing
+// requestId is reported by ErrNoRequestID so the route can answer 400.
+func DecodeResult(data []byte) (ResultBody, error) {
+	var b ResultBody
+	if err := decodeStrict(data, &b); err != nil {
+		return ResultBody{}, fmt.Errorf("hostproxy: malformed result body: %w", err)
+	}
+	if b.RequestID == "" {
+		return ResultBody{}, ErrNoRequestID
+	}
+	return b, nil
+}
+
+// DecodeEvent parses an event body; method is required.
+func DecodeEvent(data []byte) (EventBody, error) {
+	var b EventBody
+	if err := decodeStrict(data, &b); err != nil {
+		return EventBody{}, fmt.Errorf("hostproxy: malformed event body: %w", err)
+	}
+	if b.Method == "" {
+		return EventBody{}, errors.New("hostproxy: event body: method is required")
+	}
+	if len(b.Params) > 0 && !json.Valid(b.Params) {
+		return EventBody{}, errors.New("hostproxy: event body: params is not JSON")
+	}
+	return b, nil
+}
+
+// DecodeInvalidation parses a session-invalidated body; at least one of
+// sessionId and targetId is required.
+func DecodeInvalidation(data []byte) (InvalidationBody, error) {
+	var b InvalidationBody
+	if err := decodeStrict(data, &b); err != nil {
+		return InvalidationBody{}, fmt.Errorf("hostproxy: malformed session-invalidated body: %w", err)
+	}
+	if b.SessionID == "" && b.TargetID == "" {
+		return InvalidationBody{}, errors.New("hostproxy: session-invalidated body: sessionId or targetId is required")
+	}
+	return b, nil
+}
+
+// ErrNoRequestID is returned by DecodeResult for a body without requestId.
+var ErrNoRequestID = errors.New("hostproxy: result body has no requestId")
