@@ -38,8 +38,15 @@ type ClientInfo struct {
 	ActorPrincipalID string    `json:"actorPrincipalId,omitempty"`
 	MachineName      string    `json:"machineName,omitempty"`
 	ConnectedAt      time.Time `json:"connectedAt"`
-	// LastActive moves on what the client does (HUB-5).
+	// LastActive moves on what the client does (HUB-5): registration, a
+	// result post (Touch), a ping that acknowledges a heartbeat it read.
+	// Never on what the server writes.
 	LastActive time.Time `json:"lastActive"`
+	// Healthy is false once the client has shown no activity for the hub's
+	// unhealthy-after window (HUB-5; default 3 heartbeat intervals, 21 s).
+	// An unhealthy client stays registered (its stream may still be open)
+	// but Roster lists it after every healthy client.
+	Healthy bool `json:"healthy"`
 }
 
 // Has reports whether the client holds capability c.
@@ -62,13 +69,27 @@ type Envelope struct {
 	Message        json.RawMessage `json:"message"`
 }
 
-// Target selects the recipients of a published event (HUB-1). Exactly one of
-// ClientID, Capability, InterfaceID, ConversationID should be set.
+// Target selects the recipients of a published event (HUB-1). Normally exactly
+// one of ClientID, Capability, InterfaceID, ConversationID is set; when several
+// are set a stream must match all of them. A Target with none of them set is
+// rejected with ErrEmptyTarget.
+//
+// Matching rules of the in-process hub:
+//   - ClientID: the stream registered under that client id.
+//   - Capability: registered clients whose interface grants it (HUB-2).
+//   - InterfaceID: registered clients with that interface id.
+//   - ConversationID: streams (registered or plain) opened without a
+//     conversation filter or with that conversation id.
+//   - ActorPrincipalID (optional, a restriction): only streams whose
+//     authenticated actor equals it.
 type Target struct {
 	ClientID       string
 	Capability     Capability
 	InterfaceID    string
 	ConversationID string
+	// ActorPrincipalID restricts delivery to one actor's streams. It is not a
+	// selector on its own: set it together with one of the fields above.
+	ActorPrincipalID string
 }
 
 // Hub is the event hub abstraction (HUB-1). The in-process implementation is
@@ -76,8 +97,11 @@ type Target struct {
 // methods are safe for concurrent use.
 type Hub interface {
 	// Publish sends message (marshalled to JSON) to the target's clients and
-	// returns the envelope id. A ClientID target that is not connected fails
-	// at once with ErrNotConnected; no recipient at all is ErrNoRecipients.
+	// returns the envelope id. It never blocks on a recipient (HUB-4). A
+	// ClientID target that is not connected fails at once with
+	// ErrNotConnected; a Capability or InterfaceID target with no recipient
+	// at all is ErrNoRecipients. A ConversationID target with no current
+	// subscriber succeeds: the event is kept for replay (HUB-3).
 	Publish(ctx context.Context, target Target, conversationID string, message any) (string, error)
 	// Roster returns the connected clients, most recently active first.
 	Roster() []ClientInfo
@@ -90,6 +114,9 @@ type Hub interface {
 	Changed() <-chan struct{}
 	// Gone returns a channel closed when the client's current registration
 	// ends (disconnect, replacement, shed); it is already closed when the
-	// client is not connected (HUB-5).
+	// client is not connected (HUB-5). On replacement (a reconnect with the
+	// same client id) the new registration is in place before the old
+	// channel closes, so a waiter that wants to survive a reconnect can
+	// check Client(clientID) and wait on Gone(clientID) again.
 	Gone(clientID string) <-chan struct{}
 }

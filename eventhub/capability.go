@@ -1,0 +1,39 @@
+package eventhub
+
+import "slices"
+
+// allCapabilities is every host-proxy capability, in a stable order.
+var allCapabilities = []Capability{
+	CapHostBash, CapHostFile, CapHostCU, CapHostAppControl, CapHostBrowser, CapHostUISnapshot,
+}
+
+// Capabilities returns the host-proxy capabilities an interface grants
+// (HUB-2): chrome-extension → host_browser only; macos → all six; windows →
+// all but host_app_control; any other interface (web, cli, unknown) → none.
+// The result is a fresh slice the caller may keep.
+func Capabilities(interfaceID string) []Capability {
+	switch interfaceID {
+	case InterfaceChromeExtension:
+		return []Capability{CapHostBrowser}
+	case InterfaceMacOS:
+		return slices.Clone(allCapabilities)
+	case InterfaceWindows:
+		return slices.DeleteFunc(slices.Clone(allCapabilities), func(c Capability) bool {
+			return c == CapHostAppControl
+		})
+	default:
+		return nil
+	}
+}
+
+// Supports reports whether interfaceID grants capability c (HUB-2).
+func Supports(interfaceID string, c Capability) bool {
+	return slices.Contains(Capabilities(interfaceID), c)
+}
+
+// IsDesktop is the no-argument form of Supports (HUB-2): whether interfaceID
+// is a full desktop client (macos, windows). chrome-extension is not: it
+// grants host_browser only.
+func IsDesktop(interfaceID string) bool {
+	return interfaceID == InterfaceMacOS || interfaceID == InterfaceWindows
+}

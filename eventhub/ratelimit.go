@@ -1,0 +1,243 @@
+package eventhub
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/httprate"
+)
+
+// Default budgets of RateLimit, per client IP per minute (HUB-6).
+const (
+	DefaultLoopbackLimit        = 1200
+	DefaultAuthenticatedLimit   = 300
+	DefaultUnauthenticatedLimit = 20
+)
+
+// maxTrackedEndpoints bounds the per-IP endpoint breakdown kept for the 429
+// log; further endpoints are counted under "other".
+const maxTrackedEndpoints = 16
+
+// RateClass is the budget a request is charged to (HUB-6).
+type RateClass string
+
+// The budget classes.
+const (
+	// RateLoopback: authenticated, peer on 127.0.0.0/8 or ::1.
+	RateLoopback RateClass = "loopback"
+	// RateAuthenticated: authenticated, any other peer.
+	RateAuthenticated RateClass = "authenticated"
+	// RateUnauthenticated: no actor in the context, any peer.
+	RateUnauthenticated RateClass = "unauthenticated"
+)
+
+// RateLimitConfig configures RateLimit. The zero value uses the defaults.
+type RateLimitConfig struct {
+	// LoopbackLimit, AuthenticatedLimit and UnauthenticatedLimit are requests
+	// per Window per client IP; ≤ 0 takes the default (1200, 300, 20).
+	LoopbackLimit        int
+	AuthenticatedLimit   int
+	UnauthenticatedLimit int
+	// Window is the sliding window length (default 1 minute).
+	Window time.Duration
+	// Exempt reports whether a request bypasses the limiter. nil uses
+	// DefaultRateLimitExempt.
+	Exempt func(*http.Request) bool
+	// Logger receives the 429 warning (nil = slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultRateLimitExempt exempts the events stream and the health probes
+// (HUB-6): a path whose last segment is events, health, healthz or readyz.
+// The stream is one long connection; 429-ing it or a probe makes clients
+// reconnect harder.
+func DefaultRateLimitExempt(r *http.Request) bool {
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	switch p[strings.LastIndexByte(p, '/')+1:] {
+	case "events", "health", "healthz", "readyz":
+		return true
+	}
+	return false
+}
+
+// RateLimiter is the HUB-6 middleware: a per-client-IP sliding window
+// counter (github.com/go-chi/httprate) with three budgets. The key is the
+// budget class plus the peer IP from r.RemoteAddr — forwarding headers are
+// never trusted (a host app behind a trusted proxy rewrites RemoteAddr
+// itself before this middleware). IPv6 peers share a budget per /64.
+//
+// Order: mount it AFTER the auth middleware (it reads ActorFrom to pick the
+// budget) and before the routes:
+//
+//	mux.Handle("/v1/", auth(limiter.Handler(routes)))
+//
+// Safe for concurrent use; SetAuthenticatedLimit may be called at any time.
+type RateLimiter struct {
+	loopback, unauth int
+	authenticated    atomic.Int64
+	window           time.Duration
+	exempt           func(*http.Request) bool
+	logger           *slog.Logger
+	limiter          *httprate.RateLimiter
+
+	mu        sync.Mutex
+	usage     map[string]*endpointUsage
+	usageFrom time.Time
+}
+
+type endpointUsage struct {
+	counts map[string]int
+}
+
+// NewRateLimiter returns a limiter with cfg applied.
+func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
+	l := &RateLimiter{
+		loopback: cfg.LoopbackLimit,
+		unauth:   cfg.UnauthenticatedLimit,
+		window:   cfg.Window,
+		exempt:   cfg.Exempt,
+		logger:   cfg.Logger,
+		usage:    make(map[string]*endpointUsage),
+	}
+	if l.loopback <= 0 {
+		l.loopback = DefaultLoopbackLimit
+	}
+	if l.unauth <= 0 {
+		l.unauth = DefaultUnauthenticatedLimit
+	}
+	if l.window <= 0 {
+		l.window = time.Minute
+	}
+	if l.exempt == nil {
+		l.exempt = DefaultRateLimitExempt
+	}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	l.SetAuthenticatedLimit(cfg.AuthenticatedLimit)
+	// The per-request limit overrides this one through the context.
+	l.limiter = httprate.NewRateLimiter(l.loopback, l.window)
+	l.usageFrom = time.Now()
+	return l
+}
+
+// SetAuthenticatedLimit changes the authenticated-remote budget at run time
+// (≤ 0 restores the default 300). It applies from the next request.
+func (l *RateLimiter) SetAuthenticatedLimit(n int) {
+	if n <= 0 {
+		n = DefaultAuthenticatedLimit
+	}
+	l.authenticated.Store(int64(n))
+}
+
+// AuthenticatedLimit returns the current authenticated-remote budget.
+func (l *RateLimiter) AuthenticatedLimit() int { return int(l.authenticated.Load()) }
+
+// Classify returns the budget class and the limit that applies to r.
+func (l *RateLimiter) Classify(r *http.Request) (RateClass, int) {
+	if _, ok := ActorFrom(r.Context()); !ok {
+		return RateUnauthenticated, l.unauth
+	}
+	if peerIsLoopback(r.RemoteAddr) {
+		return RateLoopback, l.loopback
+	}
+	return RateAuthenticated, l.AuthenticatedLimit()
+}
+
+// peerIP returns the IP part of a RemoteAddr ("host:port" or a bare host).
+func peerIP(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}
+
+func peerIsLoopback(remote string) bool {
+	a, err := netip.ParseAddr(peerIP(remote))
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// Handler wraps next with the limiter. A request over budget gets 429 with
+// Retry-After and X-RateLimit-* headers, and a warn log (module
+// rate-limiter) naming the denied endpoint, the class, the limit and the
+// per-endpoint breakdown of what this IP consumed in the current window.
+func (l *RateLimiter) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.exempt(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		class, limit := l.Classify(r)
+		ip := httprate.CanonicalizeIP(peerIP(r.RemoteAddr))
+		key := string(class) + "|" + ip
+		r2 := r.WithContext(httprate.WithRequestLimit(r.Context(), limit))
+		if l.limiter.OnLimit(w, r2, key) {
+			l.logger.Warn("rate limit exceeded",
+				"module", "rate-limiter",
+				"endpoint", r.Method+" "+r.URL.Path,
+				"class", string(class),
+				"clientIp", ip,
+				"limit", limit,
+				"window", l.window,
+				slog.Any("consumedBy", l.breakdown(key)))
+			http.Error(w, "eventhub: rate limit exceeded", http.StatusTooManyRequests)
+			return
+		}
+		l.record(key, r.Method+" "+r.URL.Path)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// record counts an admitted request under its endpoint, for the 429 log.
+// The breakdown resets every window so it stays bounded.
+func (l *RateLimiter) record(key, endpoint string) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.usageFrom) >= l.window {
+		clear(l.usage)
+		l.usageFrom = now
+	}
+	u := l.usage[key]
+	if u == nil {
+		u = &endpointUsage{counts: make(map[string]int)}
+		l.usage[key] = u
+	}
+	if _, ok := u.counts[endpoint]; !ok && len(u.counts) >= maxTrackedEndpoints {
+		endpoint = "other"
+	}
+	u.counts[endpoint]++
+}
+
+// EndpointCount is one line of the 429 breakdown.
+type EndpointCount struct {
+	Endpoint string `json:"endpoint"`
+	Count    int    `json:"count"`
+}
+
+func (l *RateLimiter) breakdown(key string) []EndpointCount {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u := l.usage[key]
+	if u == nil {
+		return nil
+	}
+	out := make([]EndpointCount, 0, len(u.counts))
+	for e, n := range u.counts {
+		out = append(out, EndpointCount{e, n})
+	}
+	slices.SortFunc(out, func(a, b EndpointCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Endpoint, b.Endpoint)
+	})
+	return out
+}
