@@ -128,14 +128,15 @@ func (c *Client) sendSticky(ctx context.Context, b ScopedClient, cmd Command) (j
 	if err == nil {
 		return res, nil
 	}
-	e := c.classify(ctx, err, cmd.Method, c.Kind())
-	return nil, e
+	return nil, c.classify(ctx, err, cmd.Method, c.Kind(), true)
 }
 
 // classify turns a backend failure into an *Error. A done ctx decides the
-// class (the caller's cancellation or deadline never fails over).
-func (c *Client) classify(ctx context.Context, err error, method string, k Kind) *Error {
-	e := Classify(err, true)
+// class (the caller's cancellation or deadline never fails over). dispatched
+// is what an error that is not an *Error yet is classified with: false for a
+// construction failure, true (unknown, so assume it may have) for a send.
+func (c *Client) classify(ctx context.Context, err error, method string, k Kind, dispatched bool) *Error {
+	e := Classify(err, dispatched)
 	if ctx.Err() != nil && e.Class != ClassClosed {
 		ce := ctxError(ctx, method, e.Dispatched)
 		ce.Backend = k
@@ -179,11 +180,11 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	if !pinned && inv.ConversationID != "" {
 		if k, ok := s.memo.Get(inv.ConversationID); ok {
 			cands, skipped, perr := s.propose(inv, k, true)
-			c.addAttempts(skipped...)
+			c.addSkipped(skipped)
 			if perr == nil && len(cands) > 0 {
 				s.log.Info("trying the conversation's remembered backend", "candidateKind", k,
 					"conversationId", inv.ConversationID)
-				res, done, err := c.tryCandidate(ctx, cands[0], cmd, false)
+				res, done, err := c.tryCandidate(ctx, cands[0], cmd, false, true)
 				if done {
 					if errors.Is(err, ErrTransport) {
 						s.memo.Forget(inv.ConversationID)
@@ -207,7 +208,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	} else {
 		cands, skipped, err = s.propose(inv, "", false)
 	}
-	c.addAttempts(skipped...)
+	c.addSkipped(skipped)
 	for _, a := range skipped {
 		if a.Code == CodeCooldown {
 			s.log.Info("candidate skipped: cooldown active", "candidateKind", a.Kind, "reason", a.Reason,
@@ -225,7 +226,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 
 	for i, cand := range cands {
 		last := i == len(cands)-1
-		res, done, err := c.tryCandidate(ctx, cand, cmd, !pinned && (i > 0 || fellBack))
+		res, done, err := c.tryCandidate(ctx, cand, cmd, !pinned && (i > 0 || fellBack), !last)
 		if done {
 			if err != nil {
 				var e *Error
@@ -249,7 +250,9 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 
 // tryCandidate builds cand and sends cmd on it. done is false when the walk
 // should move on (the policy allowed failover); err is then the failure.
-func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, afterFallback bool) (res json.RawMessage, done bool, err error) {
+// hasNext says whether the walk has a candidate after this one: the failover
+// record and hook are only emitted when it has.
+func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, afterFallback, hasNext bool) (res json.RawMessage, done bool, err error) {
 	s, inv := c.sel, c.inv
 	start := time.Now()
 	s.log.Debug("attempting candidate", "candidateKind", cand.Kind, "reason", cand.Reason,
@@ -269,6 +272,9 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 		}
 		s.recordCooldown(cand, inv, e)
 		if ctx.Err() == nil && s.policy.failover(e, stage) {
+			if !hasNext {
+				return nil, false, e
+			}
 			s.log.Info("transport-level failure, failing over to next candidate", "candidateKind", cand.Kind,
 				"stage", stage, "code", e.Code, "conversationId", inv.ConversationID, "method", cmd.Method)
 			if s.hooks.Failover != nil {
@@ -288,18 +294,14 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 		if b != nil {
 			b.Close()
 		}
-		e := c.classify(ctx, err, cmd.Method, cand.Kind)
-		if e.Class == ClassTimeout && ctx.Err() != nil {
-			e.Dispatched = false
-		}
-		return fail(StageConstruction, e)
+		return fail(StageConstruction, c.classify(ctx, err, cmd.Method, cand.Kind, false))
 	}
 	if !c.keep(b) {
 		return nil, true, &Error{Class: ClassClosed, Code: CodeClosed, Method: cmd.Method, Backend: cand.Kind, Message: "client is closed"}
 	}
 	res, err = b.Send(ctx, cmd)
 	if err != nil {
-		r, done, e := fail(StageSend, c.classify(ctx, err, cmd.Method, cand.Kind))
+		r, done, e := fail(StageSend, c.classify(ctx, err, cmd.Method, cand.Kind, true))
 		c.discard(b)
 		return r, done, e
 	}
@@ -339,6 +341,17 @@ func (c *Client) selectionError(mode Mode, pinned bool, deciding error) error {
 		se.Err = &Error{Class: ClassUnavailable, Code: CodeNoCandidates, Message: "no provider proposed a candidate"}
 	}
 	return se
+}
+
+// addSkipped records candidate_selection attempts and reports each to the
+// AttemptDone hook.
+func (c *Client) addSkipped(as []Attempt) {
+	c.addAttempts(as...)
+	if h := c.sel.hooks.AttemptDone; h != nil {
+		for _, a := range as {
+			h(c.inv, a, 0)
+		}
+	}
 }
 
 func (c *Client) addAttempts(as ...Attempt) {
