@@ -1,0 +1,332 @@
+package cdpinspect
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+)
+
+// Backend is a cdp-inspect connection to a user's browser (INS-2, INS-3): one
+// browser-level WebSocket with one flat CDP session attached to a page
+// target. It implements browserbackend.ScopedClient and
+// browserbackend.EventSource, and is safe for concurrent use.
+//
+// Commands without a SessionID run on the attached page's session; a
+// command with a SessionID is passed through as given (for example a
+// Target.* command on the browser with a session the caller attached).
+type Backend struct {
+	c         *conn
+	bus       bb.EventBus
+	s         settings
+	endpoint  Endpoint
+
+	mu        sync.Mutex // guards the three below (set while attaching)
+	targetID  string
+	sessionID string
+	created   bool // the target was created by Dial and is closed by Close
+
+	detached  atomic.Bool // the page session went away
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var (
+	_ bb.ScopedClient = (*Backend)(nil)
+	_ bb.EventSource  = (*Backend)(nil)
+)
+
+// Dial discovers the browser of cfg (see Discover), opens its browser
+// WebSocket, and attaches a flat session (Target.attachToTarget with
+// flatten: true) to a page target: the first "page" target whose URL is not
+// a DevTools, extension or other browser-internal page, or — when there is
+// none and WithCreateTarget is on (default) — a new about:blank tab. It then
+// resumes the target if it waits for a debugger
+// (Runtime.runIfWaitingForDebugger).
+//
+// Errors are *browserbackend.Error of ClassTransport (with the discovery
+// code, or no_targets), ClassAborted or ClassTimeout for ctx. Dial leaves
+// nothing open when it fails.
+func Dial(ctx context.Context, cfg bb.CDPInspectConfig, opts ...Option) (*Backend, error) {
+	s := newSettings(opts)
+	s.probeTimeout = probeTimeout(cfg)
+	return dial(ctx, cfg, s)
+}
+
+func dial(ctx context.Context, cfg bb.CDPInspectConfig, s settings) (*Backend, error) {
+	ep, err := discover(ctx, cfg, &s)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{s: s, endpoint: ep}
+	c, err := dialConn(ctx, ep, &b.s, b.onFrame, b.onEnd)
+	if err != nil {
+		return nil, err
+	}
+	b.c = c
+	if err := b.attach(ctx); err != nil {
+		b.closed.Store(true)
+		c.close(&bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Backend: bb.KindCDPInspect, Message: "dial failed"})
+		b.bus.Close()
+		return nil, constructionErr(err)
+	}
+	s.logger.Debug("cdpinspect: attached", "source", string(ep.Source), "createdTarget", b.created)
+	return b, nil
+}
+
+// constructionErr makes an attach failure a transport error (failover
+// material under SEL-4: nothing the caller asked for was sent), unless the
+// caller cancelled.
+func constructionErr(err error) error {
+	e, ok := err.(*bb.Error)
+	if !ok {
+		return bb.TransportError(bb.CodeTransportError, "attach failed", err)
+	}
+	if e.Class == bb.ClassAborted || e.Class == bb.ClassTransport {
+		return e
+	}
+	c := *e
+	c.Class, c.Dispatched = bb.ClassTransport, false
+	c.Message = "attach failed: " + c.Message
+	return &c
+}
+
+// targetInfo is the part of CDP Target.TargetInfo that Dial reads.
+type targetInfo struct {
+	TargetID string `json:"targetId"`
+	Type     string `json:"type"`
+	URL      string `json:"url"`
+}
+
+// eligiblePageURL reports whether a page target is a real page to drive: not
+// DevTools, an extension page, or another browser-internal page (the new-tab
+// page is fine).
+func eligiblePageURL(u string) bool {
+	for _, p := range []string{"devtools://", "chrome-extension://", "chrome-untrusted://", "chrome-search://"} {
+		if strings.HasPrefix(u, p) {
+			return false
+		}
+	}
+	if strings.HasPrefix(u, "chrome://") {
+		return strings.HasPrefix(u, "chrome://newtab") || strings.HasPrefix(u, "chrome://new-tab-page")
+	}
+	return true
+}
+
+// attach picks or creates the page target and attaches a flat session.
+func (b *Backend) attach(ctx context.Context) error {
+	ctx, cancel := withDeadline(ctx, b.s.commandTimeout)
+	defer cancel()
+	raw, err := b.c.call(ctx, "Target.getTargets", nil, "")
+	if err != nil {
+		return err
+	}
+	var list struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return b.transportErr(bb.CodeInvalidResponse, "Target.getTargets", "malformed target list", err)
+	}
+	var targetID string
+	for _, t := range list.TargetInfos {
+		if t.Type == "page" && eligiblePageURL(t.URL) {
+			targetID = t.TargetID
+			break
+		}
+	}
+	if targetID == "" {
+		if !b.s.createTarget {
+			return b.transportErr(bb.CodeNoTargets, "Target.getTargets", "the browser has no page target to attach to", nil)
+		}
+		raw, err := b.c.call(ctx, "Target.createTarget", json.RawMessage(`{"url":"about:blank"}`), "")
+		if err != nil {
+			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
+		}
+		var created struct {
+			TargetID string `json:"targetId"`
+		}
+		if err := json.Unmarshal(raw, &created); err != nil || created.TargetID == "" {
+			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
+		}
+		targetID = created.TargetID
+		b.mu.Lock()
+		b.targetID, b.created = targetID, true
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	b.targetID = targetID
+	b.mu.Unlock()
+	params, _ := json.Marshal(map[string]any{"targetId": targetID, "flatten": true})
+	raw, err = b.c.call(ctx, "Target.attachToTarget", params, "")
+	if err != nil {
+		b.closeCreated()
+		return err
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(raw, &att); err != nil || att.SessionID == "" {
+		b.closeCreated()
+		return b.transportErr(bb.CodeInvalidResponse, "Target.attachToTarget", "no sessionId in the reply", err)
+	}
+	b.mu.Lock()
+	b.sessionID = att.SessionID
+	b.mu.Unlock()
+	if _, err := b.c.call(ctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID); err != nil {
+		b.closeCreated()
+		return err
+	}
+	return nil
+}
+
+// closeCreated closes the target Dial created, if any (best effort).
+func (b *Backend) closeCreated() {
+	b.mu.Lock()
+	created, targetID := b.created, b.targetID
+	b.created = false
+	b.mu.Unlock()
+	if !created {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	params, _ := json.Marshal(map[string]string{"targetId": targetID})
+	_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
+}
+
+func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error {
+	return &bb.Error{Class: bb.ClassTransport, Code: code, Method: method, Backend: bb.KindCDPInspect, Message: msg, Err: cause}
+}
+
+// onFrame runs on the reader goroutine for every event. It publishes the
+// event (never blocking) and notes when the page session went away.
+func (b *Backend) onFrame(f frame) {
+	ev := bb.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}
+	if f.Method == bb.MethodTargetDetached {
+		// Chrome sends Target.detachedFromTarget on the parent (browser)
+		// connection with the detached session in params; the EventSource
+		// contract puts that session in Event.SessionID.
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(f.Params, &p) == nil && p.SessionID != "" {
+			ev.SessionID = p.SessionID
+			if p.SessionID == b.SessionID() {
+				b.detached.Store(true)
+			}
+		}
+	}
+	b.bus.Publish(ev)
+}
+
+// onEnd runs on the reader goroutine when the socket is gone. Unless Close
+// caused it, subscribers first learn that the page session went away (a
+// synthetic Target.detachedFromTarget), then their channels close.
+func (b *Backend) onEnd() {
+	if sid := b.SessionID(); sid != "" && !b.closed.Load() && !b.detached.Swap(true) {
+		params, _ := json.Marshal(map[string]string{"sessionId": sid, "targetId": b.TargetID()})
+		b.bus.Publish(bb.Event{Method: bb.MethodTargetDetached, Params: params, SessionID: sid})
+	}
+	b.bus.Close()
+}
+
+// Send implements browserbackend.ScopedClient. A command without SessionID
+// runs on the attached page's session. When ctx has no deadline, the
+// command timeout (default 30 s) applies.
+//
+// Errors: ClassProtocol with the JSON-RPC code for a CDP error reply;
+// ClassTransport when the socket fails or was lost (in-flight commands fail
+// at once, Dispatched true), or with code cdp_session_not_found when the
+// page session went away (its tab was closed); ClassTimeout when the
+// deadline passes after dispatch; ClassAborted when ctx is cancelled;
+// ClassClosed after Close; ClassPolicy for params that are not JSON.
+func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, error) {
+	if b.closed.Load() {
+		return nil, b.closedErr(cmd.Method)
+	}
+	sid := cmd.SessionID
+	if sid == "" {
+		if b.detached.Load() {
+			return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeSessionNotFound, Method: cmd.Method,
+				Backend: bb.KindCDPInspect, Message: "the attached page went away (tab closed or target detached)"}
+		}
+		sid = b.SessionID()
+	}
+	ctx, cancel := withDeadline(ctx, b.s.commandTimeout)
+	defer cancel()
+	res, err := b.c.call(ctx, cmd.Method, cmd.Params, sid)
+	if err != nil && b.closed.Load() {
+		if e, ok := err.(*bb.Error); ok && e.Class == bb.ClassTransport {
+			return nil, b.closedErr(cmd.Method)
+		}
+	}
+	return res, err
+}
+
+func (b *Backend) closedErr(method string) *bb.Error {
+	return &bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Method: method, Backend: bb.KindCDPInspect, Message: "backend closed"}
+}
+
+// Subscribe implements browserbackend.EventSource: every CDP event of the
+// connection (the page session's and browser-level ones) with its
+// sessionId. Target.detachedFromTarget carries the detached session in
+// SessionID. Channels close when the backend closes or the socket is lost.
+func (b *Backend) Subscribe(method string) (<-chan bb.Event, func()) {
+	return b.bus.Subscribe(method)
+}
+
+// Endpoint returns where the browser was found.
+func (b *Backend) Endpoint() Endpoint { return b.endpoint }
+
+// SessionID returns the flat session attached to the page target.
+func (b *Backend) SessionID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sessionID
+}
+
+// TargetID returns the page target the session is attached to.
+func (b *Backend) TargetID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.targetID
+}
+
+// CreatedTarget reports whether Dial opened the page target itself (and
+// Close will close it again).
+func (b *Backend) CreatedTarget() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.created
+}
+
+// Done is closed when the browser connection has ended (socket lost or
+// Close).
+func (b *Backend) Done() <-chan struct{} { return b.c.done }
+
+// Close detaches from the page (Target.detachFromTarget), or closes the
+// page when Dial created it, then drops the WebSocket (INS-3: the browser
+// and every tab it did not create stay open). In-flight and later Sends
+// fail with ClassClosed; event channels close. Idempotent; always returns
+// nil (the browser is the user's, and a failed detach ends with the socket
+// anyway).
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		if b.CreatedTarget() {
+			params, _ := json.Marshal(map[string]string{"targetId": b.TargetID()})
+			_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
+		} else if !b.detached.Load() {
+			params, _ := json.Marshal(map[string]string{"sessionId": b.SessionID()})
+			_, _ = b.c.call(ctx, "Target.detachFromTarget", params, "")
+		}
+		cancel()
+		b.c.close(b.closedErr(""))
+		b.bus.Close()
+	})
+	return nil
+}

@@ -1,0 +1,270 @@
+package cdpinspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+)
+
+// frame is one CDP JSON-RPC message in either direction: a command
+// {id, method, params, sessionId}, a reply {id, result | error, sessionId},
+// or an event {method, params, sessionId}.
+type frame struct {
+	ID        int64           `json:"id,omitempty"`
+	Method    string          `json:"method,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *rpcError       `json:"error,omitempty"`
+}
+
+// rpcError is the error object of a CDP reply.
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// reply is what the reader hands to a waiting call.
+type reply struct {
+	result json.RawMessage
+	err    *rpcError
+}
+
+// conn multiplexes CDP commands over one browser-level WebSocket: a single
+// reader goroutine routes replies to waiting calls by id and hands events to
+// onEvent. It is the ~150-line replacement for rpcc plus a session-routing
+// codec (see the package doc for why).
+type conn struct {
+	ws      *websocket.Conn
+	log     *slog.Logger
+	onEvent func(frame) // runs on the reader goroutine; must not block
+	onEnd   func()      // runs on the reader goroutine after the last frame
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan reply
+	err     *bb.Error // set once the connection is finished; fails all calls
+
+	done chan struct{} // closed when the reader has exited
+}
+
+// dialConn opens the browser WebSocket of ep, bounded by timeout, connecting
+// only to ep's checked loopback addresses.
+func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame), onEnd func()) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, s.probeTimeout)
+	defer cancel()
+	rec := &dialRecord{}
+	ws, resp, err := websocket.Dial(dctx, ep.BrowserWSURL, &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: pinnedTransport(ep.addrs, rec)},
+	})
+	if err != nil {
+		dialed, _ := rec.get()
+		var e *bb.Error
+		switch {
+		case ctx.Err() != nil:
+			return nil, abortErr(ctx)
+		case dctx.Err() != nil:
+			e = discoveryErr(bb.CodeTimeout, fmt.Sprintf("WebSocket handshake took longer than the probe timeout (%v)", s.probeTimeout), err)
+		case !dialed:
+			e = discoveryErr(bb.CodeUnreachable, "WebSocket: nothing is listening (the browser may have exited)", err)
+		case resp != nil:
+			e = discoveryErr(bb.CodeNonChrome, fmt.Sprintf("WebSocket handshake refused with HTTP %d", resp.StatusCode), err)
+		default:
+			e = discoveryErr(bb.CodeInvalidResponse, "WebSocket handshake failed", err)
+		}
+		e.Message = "connect: " + e.Message[len("discovery: "):]
+		return nil, e
+	}
+	ws.SetReadLimit(s.readLimit)
+	c := &conn{
+		ws:      ws,
+		log:     s.logger,
+		onEvent: onEvent,
+		onEnd:   onEnd,
+		pending: make(map[int64]chan reply),
+		done:    make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// readLoop reads frames until the socket fails or is closed, then fails
+// every waiting call.
+func (c *conn) readLoop() {
+	defer close(c.done)
+	for {
+		_, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.finish(&bb.Error{
+				Class:      bb.ClassTransport,
+				Code:       bb.CodeTransportError,
+				Backend:    bb.KindCDPInspect,
+				Dispatched: true,
+				Message:    "browser connection lost",
+				Err:        err,
+			})
+			if c.onEnd != nil {
+				c.onEnd()
+			}
+			return
+		}
+		var f frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.log.Warn("cdpinspect: dropping malformed frame", "bytes", len(data), "err", err)
+			continue
+		}
+		if f.ID == 0 {
+			if f.Method != "" && c.onEvent != nil {
+				c.onEvent(f)
+			}
+			continue
+		}
+		c.mu.Lock()
+		ch, ok := c.pending[f.ID]
+		delete(c.pending, f.ID)
+		c.mu.Unlock()
+		if !ok {
+			c.log.Debug("cdpinspect: reply for unknown id dropped", "id", f.ID)
+			continue
+		}
+		ch <- reply{result: f.Result, err: f.Error} // buffered (1): never blocks
+	}
+}
+
+// finish records why the connection ended (the first reason wins) and
+// fails every waiting call with it. It does not close the socket.
+func (c *conn) finish(e *bb.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = e
+	}
+	for id, ch := range c.pending {
+		delete(c.pending, id)
+		close(ch)
+	}
+}
+
+// close ends the connection with e (ClassClosed from Backend.Close), drops
+// the socket and waits for the reader. Idempotent.
+func (c *conn) close(e *bb.Error) {
+	c.finish(e)
+	_ = c.ws.CloseNow()
+	<-c.done
+}
+
+// failure returns the error that ended the connection, for method.
+func (c *conn) failure(method string) *bb.Error {
+	c.mu.Lock()
+	e := *c.err
+	c.mu.Unlock()
+	e.Method = method
+	return &e
+}
+
+// call sends one command and waits for its reply, ctx's end, or the end of
+// the connection. ctx must carry a deadline (Backend.Send adds one).
+func (c *conn) call(ctx context.Context, method string, params json.RawMessage, sessionID string) (json.RawMessage, error) {
+	if ctx.Err() != nil {
+		return nil, ctxErr(ctx, method, false)
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		e := c.failure(method)
+		e.Dispatched = false
+		return nil, e
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	data, err := json.Marshal(frame{ID: id, Method: method, Params: params, SessionID: sessionID})
+	if err != nil {
+		c.forget(id)
+		return nil, &bb.Error{Class: bb.ClassPolicy, Code: "invalid_params", Method: method, Backend: bb.KindCDPInspect,
+			Message: "params are not a JSON object", Err: err}
+	}
+	// A cancelled context makes coder/websocket close the whole socket, so
+	// the write gets its own bound instead of the caller's cancellation.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	err = c.ws.Write(wctx, websocket.MessageText, data)
+	cancel()
+	if err != nil {
+		c.forget(id)
+		c.mu.Lock()
+		ended := c.err != nil
+		c.mu.Unlock()
+		if ended {
+			e := c.failure(method)
+			e.Dispatched = false
+			return nil, e
+		}
+		return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeTransportError, Method: method,
+			Backend: bb.KindCDPInspect, Message: "write to browser failed", Err: err}
+	}
+
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return nil, c.failure(method)
+		}
+		if r.err != nil {
+			e := bb.ProtocolError(r.err.Code, r.err.Message)
+			if len(r.err.Data) > 0 {
+				e.Message += ": " + string(r.err.Data)
+			}
+			e.Method, e.Backend, e.Dispatched = method, bb.KindCDPInspect, true
+			return nil, e
+		}
+		if len(r.result) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctxErr(ctx, method, true)
+	}
+}
+
+// ctxErr classifies the end of a command's context: a passed deadline is
+// ClassTimeout (outcome unknown when dispatched), anything else is the
+// caller's cancellation (ClassAborted).
+func ctxErr(ctx context.Context, method string, dispatched bool) *bb.Error {
+	e := &bb.Error{Class: bb.ClassAborted, Code: bb.CodeCancelled, Method: method, Backend: bb.KindCDPInspect,
+		Dispatched: dispatched, Message: "cancelled by the caller", Err: context.Cause(ctx)}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e.Class, e.Code = bb.ClassTimeout, bb.CodeTimeout
+		e.Message = "no reply before the deadline"
+		if dispatched {
+			e.Message += " (outcome unknown)"
+		}
+	}
+	return e
+}
+
+func (c *conn) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// withDeadline returns ctx with d added when it has no deadline yet.
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}

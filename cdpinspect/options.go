@@ -1,0 +1,152 @@
+package cdpinspect
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// Defaults of the options below.
+const (
+	// DefaultCommandTimeout is the deadline given to a command whose context
+	// has none (INS-2: every command has a deadline).
+	DefaultCommandTimeout = 30 * time.Second
+	// DefaultReadLimit is the largest WebSocket message accepted, in bytes
+	// (256 MiB). Chrome sends a full-page screenshot as one base64 message of
+	// several MB; coder/websocket's own default (32 KiB) would break it.
+	DefaultReadLimit = 256 << 20
+	// DefaultProbeTimeout is used when the config's ProbeTimeoutMs is zero.
+	DefaultProbeTimeout = 500 * time.Millisecond
+	// closeTimeout bounds the detach (or close of a target we created)
+	// that Close sends before it drops the socket.
+	closeTimeout = 2 * time.Second
+	// writeTimeout bounds one WebSocket write.
+	writeTimeout = 10 * time.Second
+)
+
+// Option configures Discover, Dial and NewProvider (functional options; the
+// defaults are set in one place, newSettings).
+type Option func(*settings)
+
+type settings struct {
+	wsURL          string
+	userDataDirs   []string
+	logger         *slog.Logger
+	commandTimeout time.Duration
+	readLimit      int64
+	createTarget   bool
+	probeTimeout   time.Duration // from the config; 0 = DefaultProbeTimeout
+}
+
+func newSettings(opts []Option) settings {
+	s := settings{
+		userDataDirs:   KnownUserDataDirs(),
+		commandTimeout: DefaultCommandTimeout,
+		readLimit:      DefaultReadLimit,
+		createTarget:   true,
+	}
+	for _, o := range opts {
+		o(&s)
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	return s
+}
+
+// WithWebSocketURL sets an explicit browser WebSocket URL
+// (ws://127.0.0.1:9222/devtools/browser/<id>), the first INS-1 discovery
+// source. When set, the other sources are not consulted. The host must
+// resolve to loopback only.
+func WithWebSocketURL(u string) Option {
+	return func(s *settings) { s.wsURL = u }
+}
+
+// WithUserDataDirs replaces the user-data directories whose
+// DevToolsActivePort file is read (INS-1 step 2). The default is
+// KnownUserDataDirs(); WithUserDataDirs() with no argument disables the
+// file step.
+func WithUserDataDirs(dirs ...string) Option {
+	return func(s *settings) { s.userDataDirs = append([]string(nil), dirs...) }
+}
+
+// WithLogger sets the logger (nil means slog.Default()). Browser WebSocket
+// paths and command params are never logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) { s.logger = l }
+}
+
+// WithCommandTimeout sets the deadline given to commands whose context has
+// none (default DefaultCommandTimeout). d <= 0 keeps the default.
+func WithCommandTimeout(d time.Duration) Option {
+	return func(s *settings) {
+		if d > 0 {
+			s.commandTimeout = d
+		}
+	}
+}
+
+// WithReadLimit sets the largest accepted WebSocket message in bytes
+// (default DefaultReadLimit). n <= 0 keeps the default.
+func WithReadLimit(n int64) Option {
+	return func(s *settings) {
+		if n > 0 {
+			s.readLimit = n
+		}
+	}
+}
+
+// WithCreateTarget controls whether Dial opens a new about:blank tab when the
+// browser has no page target (default true). With false, such a browser
+// fails with code no_targets. A tab opened this way is closed again by Close
+// (INS-3: only what the backend created).
+func WithCreateTarget(create bool) Option {
+	return func(s *settings) { s.createTarget = create }
+}
+
+// KnownUserDataDirs returns the default profile directories of Chrome
+// (stable, beta, dev/unstable, canary) and Chromium for the running OS, in
+// that order. Directories that do not exist are included; Discover skips
+// missing files silently.
+func KnownUserDataDirs() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		base := filepath.Join(home, "Library", "Application Support")
+		return []string{
+			filepath.Join(base, "Google", "Chrome"),
+			filepath.Join(base, "Google", "Chrome Beta"),
+			filepath.Join(base, "Google", "Chrome Dev"),
+			filepath.Join(base, "Google", "Chrome Canary"),
+			filepath.Join(base, "Chromium"),
+		}
+	case "windows":
+		base := os.Getenv("LOCALAPPDATA")
+		if base == "" {
+			return nil
+		}
+		return []string{
+			filepath.Join(base, "Google", "Chrome", "User Data"),
+			filepath.Join(base, "Google", "Chrome Beta", "User Data"),
+			filepath.Join(base, "Google", "Chrome Dev", "User Data"),
+			filepath.Join(base, "Google", "Chrome SxS", "User Data"),
+			filepath.Join(base, "Chromium", "User Data"),
+		}
+	default:
+		base := os.Getenv("XDG_CONFIG_HOME")
+		if base == "" {
+			base = filepath.Join(home, ".config")
+		}
+		return []string{
+			filepath.Join(base, "google-chrome"),
+			filepath.Join(base, "google-chrome-beta"),
+			filepath.Join(base, "google-chrome-unstable"),
+			filepath.Join(base, "chromium"),
+		}
+	}
+}
