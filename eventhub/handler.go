@@ -148,6 +148,12 @@ func (h *InProcess) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-s.done:
+			if !s.wasShed() {
+				// Ended by the hub (replaced, unregistered, closed): undo a
+				// possible abort so the response ends cleanly (EOF, not a
+				// cut connection) and the client reconnects normally.
+				_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.writeTimeout))
+			}
 			return
 		case <-ctx.Done():
 			return

@@ -274,6 +274,15 @@ func (h *InProcess) end(s *stream, reason EndReason, shed ShedReason) {
 	h.mu.Unlock()
 }
 
+// wasShed reports whether s ended by a shed. Call only after <-s.done.
+func (s *stream) wasShed() bool {
+	switch ShedReason(s.endReason) {
+	case ShedQueueFull, ShedWriteTimeout, ShedEvicted:
+		return true
+	}
+	return false
+}
+
 // abort unblocks a writer stuck in a network write by moving its write
 // deadline to now.
 func (s *stream) abort() {
