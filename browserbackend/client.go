@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,9 +175,13 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 		return nil, err
 	}
 	fellBack := false
+	var failedMemo Kind
 
 	// SEL-9: an auto invocation first tries the conversation's remembered
-	// kind as if pinned; a transport failure forgets it and runs plain auto.
+	// kind as if pinned; a transport failure forgets it and runs plain auto
+	// without that kind (it has just failed for this very command). A
+	// remembered kind that is no longer proposed is forgotten silently: no
+	// candidate failed, so there is no fallback to report.
 	if !pinned && inv.ConversationID != "" {
 		if k, ok := s.memo.Get(inv.ConversationID); ok {
 			cands, skipped, perr := s.propose(inv, k, true)
@@ -191,11 +196,13 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 					}
 					return res, err
 				}
+				failedMemo, fellBack = k, true
+				s.log.Warn("auto-mode fallback triggered", "from", k, "conversationId", inv.ConversationID,
+					"attempts", AttemptSummary(c.Attempts()))
 			}
 			s.memo.Forget(inv.ConversationID)
 			s.log.Info("forgot the conversation's remembered backend", "candidateKind", k,
 				"conversationId", inv.ConversationID)
-			fellBack = true
 		}
 	}
 
@@ -207,6 +214,9 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 		cands, skipped, err = s.proposeWithGrace(ctx, inv, pinnedKind)
 	} else {
 		cands, skipped, err = s.propose(inv, "", false)
+		if failedMemo != "" {
+			cands = slices.DeleteFunc(cands, func(c Candidate) bool { return c.Kind == failedMemo })
+		}
 	}
 	c.addSkipped(skipped)
 	for _, a := range skipped {
