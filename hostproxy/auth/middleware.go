@@ -53,3 +53,20 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// Identify is a lenient companion of Middleware for placing in front of a
+// rate limiter: when the request carries a valid access token it stores the
+// actor (eventhub.WithActor) and the claims, so the limiter can pick the
+// authenticated budget; otherwise it passes the request on untouched and
+// denies nothing (Middleware, mounted after it, does that).
+func (a *Authority) Identify(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			if c, err := a.Verify(strings.TrimSpace(tok), ScopeActorClient); err == nil {
+				r = r.WithContext(contextWithClaims(eventhub.WithActor(r.Context(), c.Subject), c))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,74 @@
+// Service worker of the browserchain reference extension (PXY-9).
+//
+// Lifecycle: an MV3 worker with no debugger attached is killed after 30 s
+// without extension-API calls and does not restart on its own (SPEC §1). So:
+//   - while the relay runs, a timer makes a cheap extension API call every
+//     KEEPALIVE_MS (≤ 20 s), which keeps the worker and its SSE stream alive;
+//   - an alarm (vellum-relay-keepalive, every 30 s, the minimum) is the
+//     safety net: it wakes a worker that was killed anyway and restarts the
+//     relay, which resumes the stream with Last-Event-ID.
+
+import * as relay from './lib/relay.js';
+import { Health, getHealth, identity, loadCreds, loadSettings, saveSettings, setHealth } from './lib/state.js';
+
+const ALARM = 'vellum-relay-keepalive';
+const KEEPALIVE_MS = 20 * 1000;
+
+let keepalive = null;
+
+function startKeepalive() {
+  if (keepalive) return;
+  keepalive = setInterval(() => {
+    if (!relay.isRunning()) { clearInterval(keepalive); keepalive = null; return; }
+    chrome.runtime.getPlatformInfo().catch(() => {});
+  }, KEEPALIVE_MS);
+}
+
+async function boot() {
+  await chrome.alarms.create(ALARM, { periodInMinutes: 0.5 });
+  await relay.start();
+  if (relay.isRunning()) startKeepalive();
+}
+
+chrome.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name !== ALARM) return;
+  if (relay.isRunning()) relay.nudge(); else boot().catch(() => {});
+});
+
+chrome.runtime.onStartup.addListener(() => { boot().catch(() => {}); });
+chrome.runtime.onInstalled.addListener(() => { boot().catch(() => {}); });
+
+// Popup commands: {type:"status"} | {type:"connect", serverUrl?} | {type:"pause"}.
+chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
+  (async () => {
+    if (msg && msg.type === 'connect') {
+      relay.stop();
+      const patch = { autoConnect: true };
+      if (msg.serverUrl) patch.serverUrl = msg.serverUrl;
+      await saveSettings(patch);
+      await setHealth(Health.RECONNECTING, 'connecting');
+      await boot();
+    } else if (msg && msg.type === 'pause') {
+      relay.stop();
+      await saveSettings({ autoConnect: false });
+      await setHealth(Health.PAUSED);
+    }
+    const [settings, health, ids, creds] = await Promise.all([loadSettings(), getHealth(), identity(), loadCreds()]);
+    return {
+      settings, health, clientId: ids.clientId,
+      actorPrincipalId: creds && creds.actorPrincipalId, stats: relay.stats,
+    };
+  })().then(reply, (e) => reply({ error: String((e && e.message) || e) }));
+  return true; // reply asynchronously
+});
+
+// Test and debugging hooks, reachable through the worker's DevTools target.
+globalThis.vellum = {
+  stats: relay.stats,
+  whenSuppressed: relay.whenSuppressed,
+  health: getHealth,
+  isConnected: relay.isConnected,
+};
+
+// Every worker start (browser start, alarm, event) resumes the relay.
+boot().catch(() => {});

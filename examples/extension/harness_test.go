@@ -1,0 +1,439 @@
+package extension_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// ExtensionID is the id Chrome derives from the "key" in manifest.json; it
+// is the same wherever the directory is loaded from.
+const ExtensionID = "fnkhihckcobbnjjhjjacjdbbidilbmnl"
+
+// ExtensionOrigin is the Origin the extension's requests carry.
+const ExtensionOrigin = "chrome-extension://" + ExtensionID
+
+// stepTimeout bounds each wait of a test on the browser or the server. It is
+// a deadline against hanging, not synchronisation.
+const stepTimeout = 30 * time.Second
+
+// records is a slog handler that keeps every record for assertions.
+type records struct {
+	mu   sync.Mutex
+	recs []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
+	rec.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s", a); return true })
+	r.mu.Lock()
+	r.recs = append(r.recs, b.String())
+	r.mu.Unlock()
+	return nil
+}
+func (r *records) WithAttrs(as []slog.Attr) slog.Handler { return &withAttrs{r, as} }
+func (r *records) WithGroup(string) slog.Handler         { return r }
+
+// matching returns the records containing every needle.
+func (r *records) matching(needles ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+next:
+	for _, s := range r.recs {
+		for _, n := range needles {
+			if !strings.Contains(s, n) {
+				continue next
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+type withAttrs struct {
+	r  *records
+	as []slog.Attr
+}
+
+func (w *withAttrs) Enabled(ctx context.Context, l slog.Level) bool { return true }
+func (w *withAttrs) Handle(ctx context.Context, rec slog.Record) error {
+	rec = rec.Clone()
+	rec.AddAttrs(w.as...)
+	return w.r.Handle(ctx, rec)
+}
+func (w *withAttrs) WithAttrs(as []slog.Attr) slog.Handler {
+	return &withAttrs{w.r, append(append([]slog.Attr{}, w.as...), as...)}
+}
+func (w *withAttrs) WithGroup(string) slog.Handler { return w }
+
+// resultPost is one POST /v1/host-browser-result as the server received it.
+type resultPost struct {
+	RequestID  string   `json:"requestId"`
+	IsError    bool     `json:"isError"`
+	DurationMs *float64 `json:"durationMs"`
+	Status     int      `json:"-"`
+}
+
+// stack is the reference runtime on a loopback port with a headless Chromium
+// that loaded the reference extension, configured by config.json to pair
+// with it and connect at start.
+type stack struct {
+	rt      *runtime.Runtime
+	srv     *httptest.Server
+	browser *chromiumtest.Browser
+	logs    *records
+	ids     chan string // request ids as the proxy creates them
+
+	mu      sync.Mutex
+	results []resultPost
+	unreg   atomic.Int32 // extension registrations that ended
+}
+
+type stackOptions struct {
+	fallbacks []browserbackend.Provider
+	timeout   time.Duration
+}
+
+func startStack(t testing.TB, o stackOptions) *stack {
+	t.Helper()
+	s := &stack{logs: &records{}, ids: make(chan string, 1024)}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	var n atomic.Int64
+	rt, err := runtime.New(runtime.Config{
+		Key:            key,
+		AllowedOrigins: []string{ExtensionOrigin},
+		Logger:         slog.New(s.logs),
+		Fallbacks:      o.fallbacks,
+		RequestTimeout: o.timeout,
+		NewRequestID: func() string {
+			id := fmt.Sprintf("req-%d", n.Add(1))
+			select {
+			case s.ids <- id:
+			default:
+			}
+			return id
+		},
+		HubOptions: []eventhub.Option{eventhub.WithHooks(eventhub.Hooks{
+			OnUnregister: func(c eventhub.ClientInfo, _ eventhub.EndReason) {
+				if c.InterfaceID == eventhub.InterfaceChromeExtension {
+					s.unreg.Add(1)
+				}
+			},
+		})},
+	})
+	require.NoError(t, err)
+	s.rt = rt
+	s.srv = chromiumtest.LoopbackServer(t, s.record(rt.Handler))
+	t.Cleanup(func() { rt.Close() })
+
+	dir := copyExtension(t, s.srv.URL)
+	s.browser = chromiumtest.Start(t, chromiumtest.WithExtension(dir))
+	return s
+}
+
+// record wraps h to keep every result post (request id, status, durationMs).
+func (s *stack) record(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != hostproxy.PathResult {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		var p resultPost
+		_ = json.Unmarshal(body, &p)
+		p.Status = sw.status
+		s.mu.Lock()
+		s.results = append(s.results, p)
+		s.mu.Unlock()
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+
+func (s *stack) resultsFor(id string) []resultPost {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []resultPost
+	for _, p := range s.results {
+		if p.RequestID == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// copyExtension copies the extension (this directory's files, without the
+// Go tests) to a temp dir and writes config.json pointing it at serverURL
+// with autoConnect on.
+func copyExtension(t testing.TB, serverURL string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, path), 0o755)
+		}
+		if strings.HasSuffix(path, ".go") || path == "config.json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, path), data, 0o644)
+	})
+	require.NoError(t, err)
+	cfg, _ := json.Marshal(map[string]any{"serverUrl": serverURL, "autoConnect": true})
+	require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644))
+	return dst
+}
+
+// waitExtension waits, on roster changes, until a chrome-extension client is
+// connected, and returns it.
+func (s *stack) waitExtension(t testing.TB) eventhub.ClientInfo {
+	t.Helper()
+	deadline := time.NewTimer(stepTimeout)
+	defer deadline.Stop()
+	for {
+		changed := s.rt.Hub.Changed()
+		for _, c := range s.rt.Hub.Roster() {
+			if c.InterfaceID == eventhub.InterfaceChromeExtension {
+				return c
+			}
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("the extension did not subscribe within %v; logs:\n%s", stepTimeout,
+				strings.Join(s.logs.matching(""), "\n"))
+		}
+	}
+}
+
+func (s *stack) invocation(conv string) browserbackend.Invocation {
+	return browserbackend.Invocation{ConversationID: conv, InterfaceID: eventhub.InterfaceMacOS,
+		ActorPrincipalID: s.rt.Auth.ActorPrincipalID(), Mode: browserbackend.ModeAuto}
+}
+
+// send sends one command and decodes the result into out (when non-nil).
+func send(t testing.TB, c *browserbackend.Client, method string, params any, out any) {
+	t.Helper()
+	raw, err := trySend(c, method, params)
+	require.NoError(t, err, method)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(raw, out), method)
+	}
+}
+
+func trySend(c *browserbackend.Client, method string, params any) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	var p json.RawMessage
+	if params != nil {
+		p, _ = json.Marshal(params)
+	}
+	return c.Send(ctx, browserbackend.Command{Method: method, Params: p})
+}
+
+// gate is a page-side barrier: the page fetches /started/<name>, which
+// signals started, then /release/<name>, which blocks until release is
+// closed (or the test ends).
+type gate struct {
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// fixtures serves test pages and gates on a loopback port.
+type fixtures struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	gates map[string]*gate
+	done  chan struct{}
+}
+
+func startFixtures(t testing.TB) *fixtures {
+	f := &fixtures{gates: map[string]*gate{}, done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page/{name}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>%s</title><h1 style='color:#c00'>%s</h1>", r.PathValue("name"), r.PathValue("name"))
+	})
+	mux.HandleFunc("/started/{name}", func(w http.ResponseWriter, r *http.Request) {
+		g := f.gate(r.PathValue("name"))
+		g.once.Do(func() { close(g.started) })
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	})
+	mux.HandleFunc("/release/{name}", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-f.gate(r.PathValue("name")).release:
+		case <-f.done:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	})
+	// Closing done first lets Close finish while a page still waits.
+	f.srv = chromiumtest.LoopbackServer(t, mux)
+	t.Cleanup(func() { close(f.done) })
+	return f
+}
+
+func (f *fixtures) gate(name string) *gate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.gates[name]
+	if g == nil {
+		g = &gate{started: make(chan struct{}), release: make(chan struct{})}
+		f.gates[name] = g
+	}
+	return g
+}
+
+func (f *fixtures) page(name string) string { return f.srv.URL + "/page/" + name }
+
+// gatedEval is a Runtime.evaluate expression that passes gate name and then
+// yields value.
+func (f *fixtures) gatedEval(name string, value int) map[string]any {
+	expr := fmt.Sprintf("fetch(%q).then(() => fetch(%q)).then(() => %d)",
+		f.srv.URL+"/started/"+name, f.srv.URL+"/release/"+name, value)
+	return map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}
+}
+
+func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(stepTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// cdpConn is a minimal CDP client on the browser endpoint, used only to read
+// the extension worker's test hooks.
+type cdpConn struct {
+	c  *websocket.Conn
+	id int
+}
+
+func dialCDP(t testing.TB, wsURL string) *cdpConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, wsURL, nil)
+	require.NoError(t, err)
+	c.SetReadLimit(64 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return &cdpConn{c: c}
+}
+
+func (c *cdpConn) call(ctx context.Context, sessionID, method string, params any, out any) error {
+	c.id++
+	msg := map[string]any{"id": c.id, "method": method, "params": params}
+	if sessionID != "" {
+		msg["sessionId"] = sessionID
+	}
+	data, _ := json.Marshal(msg)
+	if err := c.c.Write(ctx, websocket.MessageText, data); err != nil {
+		return err
+	}
+	for {
+		_, data, err := c.c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var resp struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &resp) != nil || resp.ID != c.id {
+			continue // an event
+		}
+		if resp.Error != nil {
+			return fmt.Errorf("%s: %s", method, resp.Error.Message)
+		}
+		if out != nil {
+			return json.Unmarshal(resp.Result, out)
+		}
+		return nil
+	}
+}
+
+// workerEval evaluates expr (awaiting a promise) in the extension's service
+// worker and returns its JSON value.
+func (s *stack) workerEval(t testing.TB, expr string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	c := dialCDP(t, s.browser.BrowserWSURL)
+	var targets struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+			URL      string `json:"url"`
+		} `json:"targetInfos"`
+	}
+	require.NoError(t, c.call(ctx, "", "Target.getTargets", map[string]any{}, &targets))
+	var worker string
+	for _, ti := range targets.TargetInfos {
+		if ti.Type == "service_worker" && strings.HasPrefix(ti.URL, ExtensionOrigin+"/") {
+			worker = ti.TargetID
+		}
+	}
+	require.NotEmpty(t, worker, "extension service worker target")
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": worker, "flatten": true}, &att))
+	var ev struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	require.NoError(t, c.call(ctx, att.SessionID, "Runtime.evaluate",
+		map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &ev))
+	require.Empty(t, ev.ExceptionDetails, "worker evaluation of %s", expr)
+	return ev.Result.Value
+}
+
+func timeout() <-chan time.Time { return time.After(stepTimeout) }

@@ -1,0 +1,277 @@
+// Runs host_browser_request commands in this Chrome through chrome.debugger
+// and implements the Vellum.* tab operations (PXY-6, PXY-9).
+//
+// Targets: a command with cdpSessionId goes to that flat child session (one
+// the server opened with Target.attachToTarget/setAutoAttach flatten:true);
+// any other raw CDP command goes to the conversation's pinned tab, and a
+// conversation without one gets a dedicated background tab (the user's own
+// tabs are never driven unless the server selects or attaches one).
+
+/** Error thrown for failures reported with a structured code. */
+export class CommandError extends Error {
+  /**
+   * @param {string|number} code a transport code string (transport_error,
+   *   unreachable, timeout, cdp_session_not_found, cancelled, …) or a CDP
+   *   numeric code (-32601, -32000, …).
+   */
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+  toContent() { return { code: this.code, message: this.message }; }
+}
+
+const PROTOCOL_VERSION = '1.3';
+
+const attached = new Map();      // tabId → Promise<void> of the attach
+const tabTargets = new Map();    // tabId → CDP targetId
+const childSessions = new Map(); // flat sessionId → tabId
+const invalidated = new Set();   // tabIds whose invalidation was posted
+let convTabs = null;             // conversationId → tabId (storage.session)
+
+let sink = { event() {}, invalidate() {} };
+
+/** Sets where CDP events and invalidations go (the relay). */
+export function setSink(s) { sink = s; }
+
+async function pins() {
+  if (convTabs === null) {
+    const { convTabs: stored } = await chrome.storage.session.get('convTabs');
+    convTabs = stored || {};
+  }
+  return convTabs;
+}
+
+async function pin(conv, tabId) {
+  const p = await pins();
+  if (tabId == null) delete p[conv]; else p[conv] = tabId;
+  await chrome.storage.session.set({ convTabs: p });
+}
+
+async function unpinTab(tabId) {
+  const p = await pins();
+  let changed = false;
+  for (const [c, t] of Object.entries(p)) {
+    if (t === tabId) { delete p[c]; changed = true; }
+  }
+  if (changed) await chrome.storage.session.set({ convTabs: p });
+}
+
+function tabInfo(t) {
+  return {
+    id: t.id, url: t.url || t.pendingUrl || '', title: t.title || '', active: !!t.active,
+    windowId: t.windowId, targetId: tabTargets.get(t.id),
+  };
+}
+
+async function tabExists(tabId) {
+  try { await chrome.tabs.get(tabId); return true; } catch { return false; }
+}
+
+/** Attaches the debugger to tabId once; concurrent callers share the attach. */
+export function ensureAttached(tabId) {
+  let p = attached.get(tabId);
+  if (p) return p;
+  p = (async () => {
+    try {
+      await chrome.debugger.attach({ tabId }, PROTOCOL_VERSION);
+    } catch (e) {
+      // Our earlier attach from a previous worker life is still in place.
+      if (!/already attached/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
+    }
+    invalidated.delete(tabId);
+    try {
+      const targets = await chrome.debugger.getTargets();
+      const t = targets.find((x) => x.tabId === tabId);
+      if (t) tabTargets.set(tabId, t.id);
+    } catch { /* the target id is informative only */ }
+  })();
+  attached.set(tabId, p);
+  p.catch(() => { if (attached.get(tabId) === p) attached.delete(tabId); });
+  return p;
+}
+
+/** Maps a chrome.debugger failure to a CommandError. */
+function debuggerError(e, target) {
+  const msg = String((e && e.message) || e);
+  try {
+    const j = JSON.parse(msg); // CDP errors arrive as the JSON of the error object
+    if (j && typeof j.code === 'number') return new CommandError(j.code, j.message || msg);
+  } catch { /* not JSON */ }
+  if (/No tab with given id|No target with given id|Cannot find (tab|target)/i.test(msg)) {
+    return new CommandError('cdp_session_not_found', `tab ${target.tabId} is gone: ${msg}`);
+  }
+  if (/Detached while handling command|Target closed/i.test(msg)) {
+    return new CommandError('transport_error', msg);
+  }
+  // chrome.debugger refused the command itself (e.g. a chrome:// page, a
+  // restricted method): the browser answered, so this is protocol-class.
+  return new CommandError(-32000, msg);
+}
+
+/**
+ * Sends one CDP command, re-attaching once when the debugger was detached
+ * under us. timing.ms accumulates the time spent inside sendCommand.
+ */
+async function send(target, method, params, timing) {
+  for (let attempt = 0; ; attempt++) {
+    const t0 = performance.now();
+    try {
+      const res = await chrome.debugger.sendCommand(target, method, params);
+      timing.ms += performance.now() - t0;
+      learnSessions(target.tabId, method, res);
+      return res ?? {};
+    } catch (e) {
+      timing.ms += performance.now() - t0;
+      if (attempt === 0 && /not attached/i.test(String(e && e.message))) {
+        attached.delete(target.tabId);
+        await ensureAttached(target.tabId);
+        continue;
+      }
+      throw debuggerError(e, target);
+    }
+  }
+}
+
+function learnSessions(tabId, method, res) {
+  if (method === 'Target.attachToTarget' && res && res.sessionId) childSessions.set(res.sessionId, tabId);
+}
+
+/** The tab sessionless commands of conv go to (created when missing). */
+async function tabFor(conv) {
+  const p = await pins();
+  const pinned = p[conv];
+  if (pinned != null) {
+    if (await tabExists(pinned)) return pinned;
+    await pin(conv, null);
+    throw new CommandError('cdp_session_not_found',
+      `the conversation's tab ${pinned} was closed; the next command opens a new tab`);
+  }
+  const tab = await chrome.tabs.create({ url: 'about:blank', active: false });
+  await pin(conv, tab.id);
+  return tab.id;
+}
+
+function needTab(params, fallback) {
+  const id = params && params.tabId != null ? Number(params.tabId) : fallback;
+  if (!Number.isInteger(id)) throw new CommandError(-32602, 'tabId (an integer) is required');
+  return id;
+}
+
+async function existingTab(tabId) {
+  try { return await chrome.tabs.get(tabId); } catch {
+    throw new CommandError(-32000, `no tab with id ${tabId}`);
+  }
+}
+
+const vellum = {
+  async 'Vellum.listTabs'() {
+    const tabs = await chrome.tabs.query({});
+    return { tabs: tabs.map(tabInfo) };
+  },
+  async 'Vellum.createTab'(params, conv) {
+    const tab = await chrome.tabs.create({ url: params.url || 'about:blank', active: !!params.active });
+    await pin(conv, tab.id);
+    return { tab: tabInfo(tab) };
+  },
+  async 'Vellum.findTab'(params) {
+    const url = params.url || '';
+    const title = params.title || '';
+    const tabs = await chrome.tabs.query({});
+    const t = tabs.find((x) => (x.url || x.pendingUrl || '').includes(url) && (x.title || '').includes(title));
+    return { tab: t ? tabInfo(t) : null };
+  },
+  async 'Vellum.selectTab'(params, conv) {
+    const tab = await existingTab(needTab(params));
+    await pin(conv, tab.id);
+    return {};
+  },
+  async 'Vellum.closeTab'(params, conv) {
+    const tabId = needTab(params, (await pins())[conv]);
+    await existingTab(tabId);
+    await chrome.tabs.remove(tabId);
+    await unpinTab(tabId);
+    return {};
+  },
+  async 'Vellum.attach'(params, conv) {
+    const tabId = needTab(params, (await pins())[conv]);
+    await existingTab(tabId);
+    await ensureAttached(tabId);
+    await pin(conv, tabId);
+    return {};
+  },
+  async 'Vellum.detach'(params, conv) {
+    const tabId = needTab(params, (await pins())[conv]);
+    attached.delete(tabId);
+    try {
+      await chrome.debugger.detach({ tabId });
+    } catch (e) {
+      if (!/not attached/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
+    }
+    return {};
+  },
+};
+
+/**
+ * Executes one host_browser_request message. Resolves to the CDP result
+ * object, or rejects with a CommandError. timing.ms receives the time spent
+ * in chrome.debugger.sendCommand.
+ */
+export async function execute(msg, timing) {
+  const method = msg.cdpMethod;
+  const params = msg.cdpParams || {};
+  if (typeof method !== 'string' || method === '') throw new CommandError(-32600, 'cdpMethod is required');
+  if (method.startsWith('Vellum.')) {
+    const op = vellum[method];
+    if (!op) throw new CommandError(-32601, `'${method}' wasn't found`);
+    return op(params, msg.conversationId || '');
+  }
+  let target;
+  if (msg.cdpSessionId) {
+    const tabId = childSessions.get(msg.cdpSessionId);
+    if (tabId == null) throw new CommandError('cdp_session_not_found', `unknown cdpSessionId ${msg.cdpSessionId}`);
+    target = { tabId, sessionId: msg.cdpSessionId };
+  } else {
+    target = { tabId: await tabFor(msg.conversationId || '') };
+  }
+  await ensureAttached(target.tabId);
+  return send(target, method, params, timing);
+}
+
+function invalidateTab(tabId, reason) {
+  attached.delete(tabId);
+  for (const [sid, t] of childSessions) {
+    if (t === tabId) {
+      childSessions.delete(sid);
+      sink.invalidate({ sessionId: sid, reason });
+    }
+  }
+  const targetId = tabTargets.get(tabId);
+  if (targetId && !invalidated.has(tabId)) {
+    invalidated.add(tabId);
+    sink.invalidate({ targetId, reason });
+  }
+}
+
+// Listeners are registered at the top level so that Chrome can wake the
+// worker for them.
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method === 'Target.attachedToTarget' && params && params.sessionId) {
+    childSessions.set(params.sessionId, source.tabId);
+  } else if (method === 'Target.detachedFromTarget' && params && params.sessionId) {
+    childSessions.delete(params.sessionId);
+  }
+  sink.event({ method, params: params ?? {}, sessionId: source.sessionId, tabId: source.tabId });
+});
+
+chrome.debugger.onDetach.addListener((source, reason) => {
+  if (source.tabId == null) return;
+  // A closed tab reports both this and tabs.onRemoved; invalidateTab posts once.
+  invalidateTab(source.tabId, reason === 'target_closed' ? 'tab_closed' : `debugger_detached:${reason}`);
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  invalidateTab(tabId, 'tab_closed');
+  tabTargets.delete(tabId);
+  unpinTab(tabId).catch(() => {});
+});

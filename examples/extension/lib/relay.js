@@ -1,0 +1,376 @@
+// The relay: pairs with the assistant runtime, keeps one SSE subscription
+// to GET /v1/events, runs the host_browser_request commands it receives and
+// posts their results, and forwards CDP events and tab invalidations
+// (PXY-8, PXY-9).
+
+import { SSEParser } from './sse.js';
+import { CommandError, execute, setSink } from './executor.js';
+import {
+  Health, identity, loadCreds, loadLastEventId, loadSettings, saveCreds, saveLastEventId, setHealth,
+} from './state.js';
+
+const INTERFACE_ID = 'chrome-extension';
+const EVENT_TYPE = 'assistant_event';
+/** Refresh or re-pair when the token expires within this window. */
+const RENEW_BEFORE_MS = 5 * 60 * 1000;
+/** Abort a stream that sent nothing (not even a heartbeat) for this long. */
+const STALL_MS = 30 * 1000;
+/** Reconnect backoff: base, cap, and failures after which health is "error". */
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_CAP_MS = 30 * 1000;
+const FAILURES_BEFORE_ERROR = 8;
+/** Bounds of the bookkeeping sets. */
+const MAX_REMEMBERED = 1000;
+const MAX_EVENT_QUEUE = 2000;
+
+class AuthError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+class RetryableError extends Error {
+  constructor(message, retryAfterMs = 0) { super(message); this.retryAfterMs = retryAfterMs; }
+}
+
+/** Counters and hooks a test can read through the worker's DevTools target. */
+export const stats = {
+  requests: 0, results: 0, resultFailures: 0, suppressed: 0, expired: 0, duplicates: 0,
+  events: 0, eventsDropped: 0, invalidations: 0, pings: 0, connects: 0,
+};
+const suppressWaiters = new Map(); // requestId → resolve
+const suppressedIds = new Set();
+
+/** Resolves when the relay has dropped the result of requestId after a cancel. */
+export function whenSuppressed(requestId) {
+  if (suppressedIds.has(requestId)) return Promise.resolve(true);
+  return new Promise((resolve) => suppressWaiters.set(requestId, resolve));
+}
+
+function remember(set, id) {
+  set.add(id);
+  if (set.size > MAX_REMEMBERED) set.delete(set.values().next().value);
+}
+
+// ---- connection state (one per worker life) ----
+let gen = 0;            // bumps on every start/stop; stale loops exit
+let running = false;
+let abortStream = null; // aborts the current fetch
+let wake = null;        // cuts the current backoff sleep short
+let conn = null;        // {serverUrl, token, clientId} while subscribed
+const inflight = new Map(); // requestId → {cancelled}
+const cancelledEarly = new Set();
+const seen = new Set();
+
+export function isRunning() { return running; }
+export function isConnected() { return conn !== null; }
+
+/**
+ * Starts the connection loop unless it runs already or the user paused the
+ * relay. Idempotent; called at worker start, by the alarm and by the popup.
+ */
+export async function start() {
+  if (running) return;
+  const settings = await loadSettings();
+  if (!settings.autoConnect) {
+    await setHealth(Health.PAUSED);
+    return;
+  }
+  if (running) return;
+  running = true;
+  const my = ++gen;
+  loop(my, settings).finally(() => { if (gen === my) running = false; });
+}
+
+/** Stops the loop and closes the stream (pause, or a settings change). */
+export function stop() {
+  gen++;
+  running = false;
+  conn = null;
+  abortStream?.();
+  wake?.();
+}
+
+/** Cuts a reconnect backoff short (the alarm uses it). */
+export function nudge() { wake?.(); }
+
+function backoff(failures) {
+  const exp = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, failures - 1));
+  return Math.round(exp * (0.5 + Math.random() / 2)); // jitter: 50–100 %
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => { wake = null; resolve(); }, ms);
+    wake = () => { clearTimeout(t); wake = null; resolve(); };
+  });
+}
+
+async function loop(my, settings) {
+  let failures = 0;
+  let repaired = false;
+  while (gen === my) {
+    let retryAfter = 0;
+    try {
+      const creds = await credentials(settings);
+      await subscribe(my, settings, creds, () => {
+        failures = 0;
+        repaired = false;
+        stats.connects++;
+        setHealth(Health.CONNECTED, settings.serverUrl);
+      });
+      if (gen !== my) return;
+      await setHealth(Health.RECONNECTING, 'stream closed by the server');
+    } catch (e) {
+      conn = null;
+      if (gen !== my) return;
+      if (e instanceof AuthError) {
+        if (e.status === 401 && !repaired) {
+          // The token was rejected (expired, key rotated): pair again once.
+          repaired = true;
+          await saveCreds(null);
+          continue;
+        }
+        await setHealth(Health.AUTH_REQUIRED, e.message);
+        running = false;
+        gen++;
+        return;
+      }
+      failures++;
+      retryAfter = e.retryAfterMs || 0;
+      await setHealth(failures >= FAILURES_BEFORE_ERROR ? Health.ERROR : Health.RECONNECTING,
+        `${e.message} (attempt ${failures})`);
+    }
+    if (gen !== my) return;
+    await sleep(Math.max(retryAfter, backoff(failures)));
+  }
+}
+
+// ---- pairing ----
+
+async function credentials(settings) {
+  const creds = await loadCreds();
+  const fresh = creds && creds.serverUrl === settings.serverUrl
+    && Date.parse(creds.expiresAt) - Date.now() > RENEW_BEFORE_MS;
+  if (fresh) return creds;
+  const { clientId, deviceId } = await identity();
+  if (creds && creds.serverUrl === settings.serverUrl && creds.refreshToken) {
+    try {
+      return await obtain(settings.serverUrl, '/v1/pair/refresh', { refreshToken: creds.refreshToken, deviceId });
+    } catch (e) {
+      if (!(e instanceof AuthError)) throw e;
+      // The refresh token is spent or expired: pair from scratch below.
+    }
+  }
+  return obtain(settings.serverUrl, '/v1/pair', { clientId, deviceId });
+}
+
+async function obtain(serverUrl, path, body) {
+  let resp;
+  try {
+    resp = await fetch(serverUrl + path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Vellum-Interface-Id': INTERFACE_ID },
+      body: JSON.stringify(body),
+      cache: 'no-store',
+    });
+  } catch (e) {
+    throw new RetryableError(`cannot reach ${serverUrl}: ${e.message}`);
+  }
+  if (resp.status === 429) {
+    throw new RetryableError('pairing rate-limited', 1000 * Number(resp.headers.get('Retry-After') || 60));
+  }
+  if (resp.status === 401 || resp.status === 403 || resp.status === 400) {
+    throw new AuthError(resp.status, `pairing refused (${resp.status}): ${await errorText(resp)}`);
+  }
+  if (!resp.ok) throw new RetryableError(`pairing failed (${resp.status})`);
+  const t = await resp.json();
+  const creds = {
+    serverUrl, token: t.token, expiresAt: t.expiresAt, refreshToken: t.refreshToken || '',
+    actorPrincipalId: t.actorPrincipalId,
+  };
+  await saveCreds(creds);
+  return creds;
+}
+
+async function errorText(resp) {
+  try {
+    const j = await resp.json();
+    return (j && j.error && j.error.message) || resp.statusText;
+  } catch { return resp.statusText; }
+}
+
+// ---- the event stream ----
+
+async function subscribe(my, settings, creds, onOpen) {
+  const { clientId } = await identity();
+  const ctrl = new AbortController();
+  abortStream = () => ctrl.abort();
+  const headers = {
+    Accept: 'text/event-stream',
+    Authorization: `Bearer ${creds.token}`,
+    'X-Vellum-Client-Id': clientId,
+    'X-Vellum-Interface-Id': INTERFACE_ID,
+  };
+  const last = await loadLastEventId();
+  if (last) headers['Last-Event-ID'] = last;
+  let resp;
+  try {
+    resp = await fetch(settings.serverUrl + '/v1/events', { headers, signal: ctrl.signal, cache: 'no-store' });
+  } catch (e) {
+    throw new RetryableError(`cannot reach ${settings.serverUrl}: ${e.message}`);
+  }
+  if (resp.status === 401 || resp.status === 403) {
+    throw new AuthError(resp.status, `event stream refused (${resp.status}): ${await errorText(resp)}`);
+  }
+  if (!resp.ok || !resp.body) throw new RetryableError(`event stream failed (${resp.status})`);
+  if (gen !== my) { ctrl.abort(); return; }
+
+  conn = { serverUrl: settings.serverUrl, token: creds.token, clientId };
+  onOpen();
+  let stall;
+  const arm = () => { clearTimeout(stall); stall = setTimeout(() => ctrl.abort(), STALL_MS); };
+  arm();
+  const parser = new SSEParser({
+    onEvent: (ev) => {
+      if (ev.id) saveLastEventId(ev.id).catch(() => {});
+      if (ev.type === EVENT_TYPE || ev.type === 'message') dispatch(ev.data);
+    },
+    onComment: (text) => {
+      if (text.startsWith('heartbeat ')) ping(text.slice('heartbeat '.length));
+    },
+  }, last);
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      arm();
+      parser.push(value);
+    }
+  } catch (e) {
+    if (gen !== my) return;
+    throw new RetryableError(`event stream broke: ${e.message}`);
+  } finally {
+    clearTimeout(stall);
+    conn = null;
+    reader.releaseLock?.();
+  }
+}
+
+function dispatch(data) {
+  let env;
+  try { env = JSON.parse(data); } catch { return; } // a malformed frame is skipped
+  const msg = env && env.message;
+  if (!msg || typeof msg !== 'object') return;
+  if (msg.type === 'host_browser_request') handleRequest(msg, env);
+  else if (msg.type === 'host_browser_cancel') handleCancel(msg);
+}
+
+function handleCancel(msg) {
+  const st = inflight.get(msg.requestId);
+  if (st) st.cancelled = true;
+  else remember(cancelledEarly, msg.requestId);
+}
+
+async function handleRequest(msg, env) {
+  const id = msg.requestId;
+  if (!id) return;
+  if (seen.has(id)) { stats.duplicates++; return; }
+  remember(seen, id);
+  if (cancelledEarly.has(id)) { suppress(id); return; }
+  // A request replayed after its server-side deadline is dropped: the
+  // server has already answered its caller with a timeout.
+  const emitted = Date.parse(env.emittedAt || '');
+  if (msg.timeout_seconds && emitted && Date.now() > emitted + msg.timeout_seconds * 1000) {
+    stats.expired++;
+    return;
+  }
+  stats.requests++;
+  const st = { cancelled: false };
+  inflight.set(id, st);
+  const timing = { ms: 0 };
+  let content;
+  let isError = false;
+  try {
+    content = JSON.stringify(await execute(msg, timing));
+  } catch (e) {
+    isError = true;
+    const err = e instanceof CommandError ? e : new CommandError('transport_error', String((e && e.message) || e));
+    content = JSON.stringify(err.toContent());
+  }
+  inflight.delete(id);
+  if (st.cancelled) { suppress(id); return; }
+  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms) }, 3)
+    .then(() => { stats.results++; }, () => { stats.resultFailures++; });
+}
+
+function round(ms) { return Math.round(ms * 1000) / 1000; }
+
+function suppress(id) {
+  stats.suppressed++;
+  remember(suppressedIds, id);
+  const w = suppressWaiters.get(id);
+  if (w) { suppressWaiters.delete(id); w(true); }
+}
+
+// ---- posting back ----
+
+/** POSTs body to path on the connected server, retrying network errors and 5xx. */
+async function post(path, body, tries = 1) {
+  const c = conn;
+  if (!c) throw new Error('not connected');
+  let lastErr;
+  for (let i = 0; i < tries; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 100 * i));
+    let resp;
+    try {
+      resp = await fetch(c.serverUrl + path, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Authorization: `Bearer ${c.token}`,
+          'X-Vellum-Client-Id': c.clientId,
+        },
+        body: JSON.stringify(body),
+        cache: 'no-store',
+      });
+    } catch (e) {
+      lastErr = e; // network failure: try again
+      continue;
+    }
+    if (resp.ok) return;
+    lastErr = new Error(`${path}: ${resp.status}`);
+    if (resp.status < 500) break; // the server refused it; retrying will not help
+  }
+  throw lastErr;
+}
+
+function ping(token) {
+  if (!conn) return;
+  stats.pings++;
+  post('/v1/ping', { heartbeat: token }).catch(() => {});
+}
+
+// Events and invalidations go through one ordered queue: the server sees
+// them in the order chrome.debugger reported them.
+const queue = [];
+let draining = false;
+
+function enqueue(path, body) {
+  if (!conn) return;
+  if (queue.length >= MAX_EVENT_QUEUE) { queue.shift(); stats.eventsDropped++; }
+  queue.push([path, body]);
+  if (!draining) drain();
+}
+
+async function drain() {
+  draining = true;
+  while (queue.length > 0) {
+    const [path, body] = queue.shift();
+    try { await post(path, body); } catch { stats.eventsDropped++; }
+  }
+  draining = false;
+}
+
+setSink({
+  event(ev) { stats.events++; enqueue('/v1/host-browser-event', ev); },
+  invalidate(inv) { stats.invalidations++; enqueue('/v1/host-browser-session-invalidated', inv); },
+});

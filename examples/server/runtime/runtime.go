@@ -1,0 +1,264 @@
+// Package runtime composes the reference assistant runtime of
+// examples/server (SPEC EX-2): the in-process event hub, the host browser
+// proxy and its routes, pairing and bearer authentication, the HUB-6 rate
+// limiter and a backend selector, plus a small command endpoint that runs one
+// CDP command for a conversation so a person (or a test) can drive any
+// backend by hand.
+//
+// Routes of Runtime.Handler:
+//
+//	POST /v1/pair, /v1/pair/refresh      pairing (loopback only, own rate limit; hostproxy/auth)
+//	GET  /v1/events                      SSE stream (bearer token)
+//	POST /v1/ping                        liveness ping (bearer token)
+//	POST /v1/host-browser-result         command results (bearer token)
+//	POST /v1/host-browser-event          CDP events (bearer token)
+//	POST /v1/host-browser-session-invalidated
+//	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)
+//
+// It lives in its own package so the end-to-end tests of the reference
+// extension run against exactly the composition the example server runs.
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/auth"
+)
+
+// CommandPath is the mount point of the command endpoint.
+const CommandPath = "/v1/browser/command"
+
+// maxCommandBody caps the command endpoint's request body.
+const maxCommandBody = 1 << 20
+
+// Config configures New. Key is required.
+type Config struct {
+	// Key is the HS256 token key (see auth.LoadOrCreateKey).
+	Key []byte
+	// AllowedOrigins are the chrome-extension://<id> origins that may pair.
+	AllowedOrigins []string
+	// ActorPrincipalID is the actor paired clients act for; default
+	// auth.DefaultActor.
+	ActorPrincipalID string
+	// Logger receives every record (selection records carry
+	// module=cdp-factory); nil means slog.Default().
+	Logger *slog.Logger
+	// HubOptions are passed to eventhub.New.
+	HubOptions []eventhub.Option
+	// RequestTimeout is the proxy's per-command default; 0 means 30 s.
+	RequestTimeout time.Duration
+	// Fallbacks are the providers tried after the hub's extension and
+	// host-bridge providers, in order (cdp-inspect, local).
+	Fallbacks []browserbackend.Provider
+	// SelectorOptions tunes the selector; Providers and Logger are set by
+	// New.
+	SelectorOptions browserbackend.Options
+	// Now is the auth clock (tests); nil means time.Now.
+	Now func() time.Time
+	// NewRequestID, when set, makes the proxy's request ids (tests).
+	NewRequestID func() string
+}
+
+// Runtime is a composed reference runtime. Its fields are read-only after
+// New; Handler serves every route.
+type Runtime struct {
+	Hub      *eventhub.InProcess
+	Proxy    *hostproxy.Proxy
+	Auth     *auth.Authority
+	Limiter  *eventhub.RateLimiter
+	Selector *browserbackend.Selector
+	Handler  http.Handler
+
+	log *slog.Logger
+}
+
+// New composes a Runtime. Close releases it.
+func New(cfg Config) (*Runtime, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	a, err := auth.New(auth.Config{
+		Key: cfg.Key, AllowedOrigins: cfg.AllowedOrigins, ActorPrincipalID: cfg.ActorPrincipalID,
+		Logger: log, Now: cfg.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
+	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
+		NewRequestID: cfg.NewRequestID})
+	so := cfg.SelectorOptions
+	so.Logger = log
+	so.Providers = append([]browserbackend.Provider{
+		proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
+		proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+	}, cfg.Fallbacks...)
+	rt := &Runtime{
+		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
+		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log}),
+		log:     log,
+	}
+
+	authed := http.NewServeMux()
+	authed.Handle("GET "+eventhub.EventsPath, hub.EventsHandler())
+	authed.Handle("POST "+eventhub.PingPath, hub.PingHandler())
+	proxy.Mount(authed)
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/pair", a.PairHandler())
+	mux.Handle("POST /v1/pair/refresh", a.RefreshHandler())
+	mux.Handle("POST "+CommandPath, a.LocalOnly(http.HandlerFunc(rt.serveCommand)))
+	// Identify lets the limiter see the actor; Middleware then refuses
+	// anything without a valid token.
+	protected := a.Identify(rt.Limiter.Handler(a.Middleware(authed)))
+	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
+		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
+		mux.Handle(p, protected)
+	}
+	rt.Handler = mux
+	return rt, nil
+}
+
+// Close cancels in-flight requests and ends every stream. Idempotent.
+func (rt *Runtime) Close() error {
+	rt.Proxy.Close()
+	return rt.Hub.Close()
+}
+
+// CommandRequest is the body of POST /v1/browser/command.
+type CommandRequest struct {
+	ConversationID string          `json:"conversationId"`
+	BrowserMode    string          `json:"browser_mode"`
+	Method         string          `json:"method"`
+	Params         json.RawMessage `json:"params,omitempty"`
+	SessionID      string          `json:"sessionId,omitempty"`
+	// InterfaceID is the turn's interface ("macos", "cli", …); default "cli".
+	InterfaceID string `json:"interfaceId,omitempty"`
+	// TargetClientID aims the command at one extension client.
+	TargetClientID string `json:"targetClientId,omitempty"`
+	// TimeoutMs bounds the command; default 30000.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+}
+
+// CommandResponse is the answer of POST /v1/browser/command.
+type CommandResponse struct {
+	Backend  browserbackend.Kind      `json:"backend,omitempty"`
+	Attempts []browserbackend.Attempt `json:"attempts"`
+	Result   json.RawMessage          `json:"result,omitempty"`
+	Error    *CommandError            `json:"error,omitempty"`
+	// Report is the human-readable failure report of a selection error.
+	Report string `json:"report,omitempty"`
+}
+
+// CommandError describes a failed command.
+type CommandError struct {
+	Class   browserbackend.Class `json:"class"`
+	Code    string               `json:"code,omitempty"`
+	CDPCode int                  `json:"cdpCode,omitempty"`
+	Message string               `json:"message"`
+}
+
+// Run runs one command as one invocation of the runtime's actor and returns
+// the result with the attempt sequence. It is what the command endpoint
+// calls.
+func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse, error) {
+	mode, err := browserbackend.ParseMode(req.BrowserMode)
+	if err != nil {
+		return CommandResponse{Attempts: []browserbackend.Attempt{}}, err
+	}
+	iface := req.InterfaceID
+	if iface == "" {
+		iface = eventhub.InterfaceCLI
+	}
+	timeout := 30 * time.Second
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := rt.Selector.Client(browserbackend.Invocation{
+		ConversationID: req.ConversationID, InterfaceID: iface, ActorPrincipalID: rt.Auth.ActorPrincipalID(),
+		Mode: mode, TargetClientID: req.TargetClientID,
+	})
+	defer client.Close()
+	res, err := client.Send(ctx, browserbackend.Command{Method: req.Method, Params: req.Params, SessionID: req.SessionID})
+	out := CommandResponse{Backend: client.Kind(), Attempts: client.Attempts(), Result: res}
+	if out.Attempts == nil {
+		out.Attempts = []browserbackend.Attempt{}
+	}
+	return out, err
+}
+
+func (rt *Runtime) serveCommand(w http.ResponseWriter, r *http.Request) {
+	// A web page may not drive the browser: cross-site requests carry an
+	// Origin, and a JSON content type forces a CORS preflight we never grant.
+	if o := r.Header.Get("Origin"); o != "" {
+		writeCommand(w, http.StatusForbidden, CommandResponse{Error: &CommandError{Class: browserbackend.ClassPolicy,
+			Code: "origin_not_allowed", Message: "requests from web pages are refused"}})
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeCommand(w, http.StatusUnsupportedMediaType, CommandResponse{Error: &CommandError{Class: browserbackend.ClassPolicy,
+			Code: "bad_request", Message: "Content-Type must be application/json"}})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommandBody))
+	var req CommandRequest
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || req.Method == "" {
+		msg := "body must be {conversationId, browser_mode, method, params}"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		writeCommand(w, http.StatusBadRequest, CommandResponse{Error: &CommandError{Class: browserbackend.ClassPolicy,
+			Code: "bad_request", Message: msg}})
+		return
+	}
+	resp, err := rt.Run(r.Context(), req)
+	if err == nil {
+		writeCommand(w, http.StatusOK, resp)
+		return
+	}
+	e := browserbackend.Classify(err, false)
+	resp.Error = &CommandError{Class: e.Class, Code: e.Code, CDPCode: e.CDPCode, Message: err.Error()}
+	var se *browserbackend.SelectionError
+	if errors.As(err, &se) {
+		resp.Report = se.Report()
+	}
+	status := http.StatusBadGateway
+	switch e.Class {
+	case browserbackend.ClassProtocol:
+		status = http.StatusUnprocessableEntity
+	case browserbackend.ClassPolicy:
+		status = http.StatusBadRequest
+	case browserbackend.ClassTimeout:
+		status = http.StatusGatewayTimeout
+	case browserbackend.ClassUnavailable:
+		status = http.StatusServiceUnavailable
+	}
+	rt.log.Warn("command failed", "module", "example-server", "method", req.Method, "mode", req.BrowserMode,
+		"class", e.Class, "code", e.Code)
+	writeCommand(w, status, resp)
+}
+
+func writeCommand(w http.ResponseWriter, status int, v CommandResponse) {
+	if v.Attempts == nil {
+		v.Attempts = []browserbackend.Attempt{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
