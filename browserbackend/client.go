@@ -295,6 +295,10 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 		return nil, true, e
 	}
 
+	if c.isClosed() {
+		// Closed while the walk was under way: build nothing more.
+		return nil, true, &Error{Class: ClassClosed, Code: CodeClosed, Method: cmd.Method, Backend: cand.Kind, Message: "client is closed"}
+	}
 	if cand.Build == nil {
 		return fail(StageConstruction, &Error{Class: ClassTransport, Code: CodeTransportError, Backend: cand.Kind,
 			Message: "candidate has no Build func"})
@@ -371,6 +375,12 @@ func (c *Client) addAttempts(as ...Attempt) {
 	c.mu.Lock()
 	c.attempts = append(c.attempts, as...)
 	c.mu.Unlock()
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // keep registers a built backend for disposal; false (and the backend closed)
