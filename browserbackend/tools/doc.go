@@ -1,0 +1,46 @@
+// Package tools implements the browser operations an assistant calls —
+// navigate, snapshot, screenshot, click, type, hover, scroll, press key,
+// select option, wait for, extract, links, attach, detach, close and status —
+// over any backend of the browserchain chain (SPEC §7, TOOL-1, TOOL-2, SEL-13).
+//
+// Tools is the entry point for a host application: each method is one tool
+// call. It validates the input's browser_mode with browserbackend.ParseMode
+// (and the rest of the input) before any CDP command is sent, takes a fresh
+// per-call *browserbackend.Client from the Selector, runs the operation on the
+// invocation's page with typed cdproto commands, and closes the Client. The
+// result carries the backend that served the call and every attempt.
+//
+// Page runs the same operations on any cdp.Session without a Selector, for
+// example a browserbackend.SessionView or SessionOf(a backend).
+//
+// Behaviour shared by every backend:
+//   - Navigate waits for Page.loadEventFired / Page.frameStoppedLoading of
+//     the navigated frame; it never polls. HTTP redirects resolve inside the
+//     navigation and the final URL is reported.
+//   - Snapshot renders Accessibility.getFullAXTree of every frame it can read;
+//     each node's ref is "e<backendDOMNodeId>", valid across calls while the
+//     node lives, accepted by Click, Type, Hover, Scroll, SelectOption,
+//     PressKey and Extract.
+//   - Mouse and key input is Input.dispatchMouseEvent / dispatchKeyEvent at
+//     the centre of the element's box (DOM.scrollIntoViewIfNeeded,
+//     DOM.getBoxModel).
+//   - WaitFor on a selector or text runs one awaited Runtime.evaluate whose
+//     promise a MutationObserver resolves inside the page (no polling); a
+//     navigation meanwhile restarts it on the new document.
+//   - Screenshot writes a PNG file and returns its path, SHA-256, size and
+//     dimensions; image bytes never travel in a result.
+//   - Links returns href and text, filtered by contains, at most limit
+//     (default 50, max 200).
+//
+// On the extension backend the first navigate of a conversation opens a
+// dedicated tab (Vellum.createTab) and pins it per (conversation, target
+// client); later calls select it with Vellum.attach before any CDP command;
+// new_tab and use_active_tab choose another (TOOL-2).
+//
+// Status (and Tools.Status) reports per backend whether it is available, how
+// that was verified (preflight or active probe), the auto order, the sticky
+// kind, the recommended mode and user actions (SEL-13).
+//
+// Every failure is an *Error with an op and a code (ErrNotFound,
+// ErrTimeout, …) that unwraps to the backend's *browserbackend.Error.
+package tools

@@ -1,0 +1,127 @@
+package tools
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// Error codes of the tools package. Backend failures keep their
+// browserbackend codes in the wrapped error; these name what went wrong at the
+// level of a tool call.
+const (
+	// CodeInvalidMode: browser_mode is not an accepted value (SEL-7). The
+	// wrapped error is browserbackend's ClassPolicy / CodeInvalidMode error.
+	CodeInvalidMode = "invalid_mode"
+	// CodeInvalidInput: a required field is missing or a value is out of
+	// range. Nothing was sent to a browser.
+	CodeInvalidInput = "invalid_input"
+	// CodeNotFound: no element matches the ref or selector (or the ref is
+	// stale: its node is gone).
+	CodeNotFound = "not_found"
+	// CodeNavigationFailed: the browser refused or failed the navigation
+	// (Page.navigate answered with errorText, e.g. net::ERR_CONNECTION_REFUSED).
+	CodeNavigationFailed = "navigation_failed"
+	// CodeTimeout: the operation's deadline passed (a wait that never became
+	// true, a load event that never came). The wrapped error, when a command
+	// was in flight, is browserbackend's ClassTimeout error.
+	CodeTimeout = "timeout"
+	// CodePageError: a script the tool ran in the page threw.
+	CodePageError = "page_error"
+	// CodeNoTab: on the extension backend, the conversation has no pinned tab
+	// yet and the operation does not open one (TOOL-2): navigate first, or
+	// pass use_active_tab.
+	CodeNoTab = "no_tab"
+	// CodeBackend: the backend failed; the wrapped error is a
+	// *browserbackend.Error or *browserbackend.SelectionError.
+	CodeBackend = "backend_error"
+	// CodeIO: the screenshot file could not be written.
+	CodeIO = "io_error"
+)
+
+// Error is the error of every operation in this package. Op is the tool
+// operation ("navigate", "click", …), Code one of the Code* constants, and
+// Err the cause (often a *browserbackend.Error or *browserbackend.SelectionError,
+// so errors.Is(err, browserbackend.ErrTransport) and errors.As work through
+// it).
+//
+// An *Error with only Code set is a pattern for errors.Is: ErrNotFound,
+// ErrTimeout, … match any *Error with that code.
+type Error struct {
+	Op      string
+	Code    string
+	Message string
+	Err     error
+}
+
+// Error formats "tools: <op>: <code>: message: cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("tools: ")
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Code)
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches a pattern *Error whose Code equals e.Code (and whose Op, when
+// set, equals e.Op).
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok || t.Code == "" {
+		return false
+	}
+	return t.Code == e.Code && (t.Op == "" || t.Op == e.Op)
+}
+
+// Code sentinels, for errors.Is.
+var (
+	ErrInvalidMode      = &Error{Code: CodeInvalidMode}
+	ErrInvalidInput     = &Error{Code: CodeInvalidInput}
+	ErrNotFound         = &Error{Code: CodeNotFound}
+	ErrNavigationFailed = &Error{Code: CodeNavigationFailed}
+	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrPageError        = &Error{Code: CodePageError}
+	ErrNoTab            = &Error{Code: CodeNoTab}
+	ErrBackend          = &Error{Code: CodeBackend}
+)
+
+func invalidInput(op, msg string) error {
+	return &Error{Op: op, Code: CodeInvalidInput, Message: msg}
+}
+
+// wrap turns a failure during op into an *Error, keeping an existing one. A
+// browserbackend timeout becomes CodeTimeout; everything else from a backend
+// is CodeBackend.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *Error
+	if errors.As(err, &te) {
+		if te.Op == "" {
+			cp := *te
+			cp.Op = op
+			return &cp
+		}
+		return err
+	}
+	if errors.Is(err, browserbackend.ErrTimeout) {
+		return &Error{Op: op, Code: CodeTimeout, Message: "deadline passed", Err: err}
+	}
+	return &Error{Op: op, Code: CodeBackend, Err: err}
+}

@@ -1,0 +1,372 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+)
+
+// ElementInput is the input of the tools that act on one element
+// (browser_click, browser_hover).
+type ElementInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	Target
+}
+
+// ActionResult is what an action on the page reports.
+type ActionResult struct {
+	// Ref is the element acted on, when there was one.
+	Ref string `json:"ref,omitempty"`
+	// X, Y are the viewport CSS-pixel coordinates the mouse event hit.
+	X float64 `json:"x,omitempty"`
+	Y float64 `json:"y,omitempty"`
+	Call
+}
+
+// Click clicks the element's content-box centre with the left button
+// (DOM.scrollIntoViewIfNeeded, DOM.getBoxModel, then Input.dispatchMouseEvent
+// mouseMoved, mousePressed, mouseReleased with clickCount 1). It returns
+// once the browser has dispatched the events; a navigation the click starts
+// is not awaited (use WaitFor).
+func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error) {
+	const op = "click"
+	node, err := p.resolve(ctx, op, in.Target)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	x, y, err := p.centre(ctx, op, node)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	for _, ev := range []input.DispatchMouseEventParams{
+		{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
+		{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
+		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
+	} {
+		if err := p.mouse(ctx, op, ev); err != nil {
+			return ActionResult{}, err
+		}
+	}
+	return ActionResult{Ref: Ref(node), X: x, Y: y}, nil
+}
+
+// Hover moves the mouse to the element's content-box centre
+// (Input.dispatchMouseEvent mouseMoved).
+func (p *Page) Hover(ctx context.Context, in ElementInput) (ActionResult, error) {
+	const op = "hover"
+	node, err := p.resolve(ctx, op, in.Target)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	x, y, err := p.centre(ctx, op, node)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	if err := p.mouse(ctx, op, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y}); err != nil {
+		return ActionResult{}, err
+	}
+	return ActionResult{Ref: Ref(node), X: x, Y: y}, nil
+}
+
+// MaxTypeChars bounds TypeInput.Text.
+const MaxTypeChars = 100_000
+
+// TypeInput is the browser_type tool input.
+type TypeInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	Target
+	// Text to type (at most MaxTypeChars runes).
+	Text string `json:"text"`
+	// Clear empties the field first (value set to "" with an input event).
+	Clear bool `json:"clear,omitempty"`
+	// Slowly sends one key event pair per character instead of one
+	// Input.insertText, for pages that listen to key events.
+	Slowly bool `json:"slowly,omitempty"`
+	// Submit presses Enter afterwards.
+	Submit bool `json:"submit,omitempty"`
+}
+
+const clearFn = `function() {
+	if ('value' in this) { this.value = ''; this.dispatchEvent(new Event('input', {bubbles: true})); }
+	else if (this.isContentEditable) { this.textContent = ''; }
+	return true;
+}`
+
+// Type focuses the element (DOM.focus) and types Text into it with
+// Input.insertText (or, with Slowly, Input.dispatchKeyEvent keyDown/keyUp per
+// character); with Submit it then presses Enter. Typed text is never logged.
+func (p *Page) Type(ctx context.Context, in TypeInput) (ActionResult, error) {
+	const op = "type"
+	if utf8.RuneCountInString(in.Text) > MaxTypeChars {
+		return ActionResult{}, invalidInput(op, fmt.Sprintf("text longer than %d characters", MaxTypeChars))
+	}
+	node, err := p.resolve(ctx, op, in.Target)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	if _, err := cdp.Call(ctx, p.s, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
+		return ActionResult{}, p.nodeErr(op, err)
+	}
+	if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
+		return ActionResult{}, &Error{Op: op, Code: CodeNotFound, Message: "the element cannot take focus", Err: err}
+	}
+	if in.Clear {
+		if err := p.callOn(ctx, op, node, clearFn, nil); err != nil {
+			return ActionResult{}, err
+		}
+	}
+	if in.Slowly {
+		for _, r := range in.Text {
+			k := keyFor(string(r))
+			if err := p.key(ctx, op, k, 0); err != nil {
+				return ActionResult{}, err
+			}
+		}
+	} else if in.Text != "" {
+		if _, err := cdp.Call(ctx, p.s, input.InsertText, input.InsertTextParams{Text: in.Text}); err != nil {
+			return ActionResult{}, wrap(op, err)
+		}
+	}
+	if in.Submit {
+		if err := p.key(ctx, op, keys["enter"], 0); err != nil {
+			return ActionResult{}, err
+		}
+	}
+	return ActionResult{Ref: Ref(node)}, nil
+}
+
+// keyDef describes a key for Input.dispatchKeyEvent.
+type keyDef struct {
+	key, code string
+	vk        int64
+	text      string
+}
+
+// keys are the named keys PressKey accepts (lower-case names).
+var keys = map[string]keyDef{
+	"enter":      {"Enter", "Enter", 13, "\r"},
+	"tab":        {"Tab", "Tab", 9, ""},
+	"escape":     {"Escape", "Escape", 27, ""},
+	"esc":        {"Escape", "Escape", 27, ""},
+	"backspace":  {"Backspace", "Backspace", 8, ""},
+	"delete":     {"Delete", "Delete", 46, ""},
+	"space":      {" ", "Space", 32, " "},
+	"arrowup":    {"ArrowUp", "ArrowUp", 38, ""},
+	"arrowdown":  {"ArrowDown", "ArrowDown", 40, ""},
+	"arrowleft":  {"ArrowLeft", "ArrowLeft", 37, ""},
+	"arrowright": {"ArrowRight", "ArrowRight", 39, ""},
+	"home":       {"Home", "Home", 36, ""},
+	"end":        {"End", "End", 35, ""},
+	"pageup":     {"PageUp", "PageUp", 33, ""},
+	"pagedown":   {"PageDown", "PageDown", 34, ""},
+}
+
+// modifier bits of Input.dispatchKeyEvent.
+var modifiers = map[string]int64{"alt": 1, "control": 2, "ctrl": 2, "meta": 4, "command": 4, "cmd": 4, "shift": 8}
+
+// keyFor returns the definition of a named key or a single character.
+func keyFor(s string) keyDef {
+	if k, ok := keys[strings.ToLower(s)]; ok {
+		return k
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	k := keyDef{key: s, text: s}
+	switch {
+	case r >= 'a' && r <= 'z':
+		k.code, k.vk = "Key"+strings.ToUpper(s), int64(r-'a'+'A')
+	case r >= 'A' && r <= 'Z':
+		k.code, k.vk = "Key"+s, int64(r)
+	case r >= '0' && r <= '9':
+		k.code, k.vk = "Digit"+s, int64(r)
+	}
+	return k
+}
+
+// parseKey parses "Enter", "a", "Control+a", "Shift+Tab".
+func parseKey(op, spec string) (keyDef, int64, error) {
+	parts := strings.Split(spec, "+")
+	if spec == "+" {
+		parts = []string{"+"}
+	}
+	var mods int64
+	for _, m := range parts[:len(parts)-1] {
+		bit, ok := modifiers[strings.ToLower(strings.TrimSpace(m))]
+		if !ok {
+			return keyDef{}, 0, invalidInput(op, fmt.Sprintf("unknown modifier %q (alt, control, meta, shift)", m))
+		}
+		mods |= bit
+	}
+	name := parts[len(parts)-1]
+	if name == "" {
+		return keyDef{}, 0, invalidInput(op, "key is required")
+	}
+	if _, named := keys[strings.ToLower(name)]; !named && utf8.RuneCountInString(name) != 1 {
+		return keyDef{}, 0, invalidInput(op, fmt.Sprintf("unknown key %q: use a single character or one of Enter, Tab, Escape, Backspace, Delete, Space, Arrow{Up,Down,Left,Right}, Home, End, PageUp, PageDown", name))
+	}
+	return keyFor(name), mods, nil
+}
+
+// key sends keyDown (or rawKeyDown for a key without text) and keyUp.
+func (p *Page) key(ctx context.Context, op string, k keyDef, mods int64) error {
+	text := k.text
+	if mods&^8 != 0 { // with Alt/Control/Meta a key produces no text
+		text = ""
+	}
+	down := input.DispatchKeyEventTypeKeyDown
+	if text == "" {
+		down = input.DispatchKeyEventTypeRawKeyDown
+	}
+	for _, ev := range []input.DispatchKeyEventParams{
+		{Type: down, Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Text: text, UnmodifiedText: text, Modifiers: mods},
+		{Type: input.DispatchKeyEventTypeKeyUp, Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: mods},
+	} {
+		if _, err := cdp.Call(ctx, p.s, input.DispatchKeyEvent, ev); err != nil {
+			return wrap(op, err)
+		}
+	}
+	return nil
+}
+
+// PressKeyInput is the browser_press_key tool input.
+type PressKeyInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	// Key is a single character or a named key, optionally with modifiers:
+	// "Enter", "a", "Control+a", "Shift+Tab".
+	Key string `json:"key"`
+	// Target, optional, is focused first; otherwise the key goes to the
+	// focused element.
+	Target
+}
+
+// PressKey presses one key (Input.dispatchKeyEvent keyDown/rawKeyDown and
+// keyUp), after focusing the target when one is given.
+func (p *Page) PressKey(ctx context.Context, in PressKeyInput) (ActionResult, error) {
+	const op = "press_key"
+	k, mods, err := parseKey(op, in.Key)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	var res ActionResult
+	if !in.Target.empty() {
+		node, err := p.resolve(ctx, op, in.Target)
+		if err != nil {
+			return res, err
+		}
+		if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
+			return res, &Error{Op: op, Code: CodeNotFound, Message: "the element cannot take focus", Err: err}
+		}
+		res.Ref = Ref(node)
+	}
+	return res, p.key(ctx, op, k, mods)
+}
+
+// ScrollInput is the browser_scroll tool input.
+type ScrollInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	// Target, optional: with no deltas the element is scrolled into view;
+	// with deltas the wheel event is sent at its centre.
+	Target
+	// DeltaX, DeltaY in CSS pixels (positive: right, down). With neither a
+	// target nor deltas, DeltaY defaults to one viewport height.
+	DeltaX float64 `json:"delta_x,omitempty"`
+	DeltaY float64 `json:"delta_y,omitempty"`
+}
+
+// Scroll scrolls the page with a mouse wheel event (Input.dispatchMouseEvent
+// mouseWheel) at the target's centre or the viewport's centre, or brings the
+// target into view (DOM.scrollIntoViewIfNeeded) when no delta is given. The
+// browser scrolls asynchronously after the event is dispatched.
+func (p *Page) Scroll(ctx context.Context, in ScrollInput) (ActionResult, error) {
+	const op = "scroll"
+	var res ActionResult
+	var x, y float64
+	if !in.Target.empty() {
+		node, err := p.resolve(ctx, op, in.Target)
+		if err != nil {
+			return res, err
+		}
+		res.Ref = Ref(node)
+		if x, y, err = p.centre(ctx, op, node); err != nil {
+			return res, err
+		}
+		if in.DeltaX == 0 && in.DeltaY == 0 {
+			return res, nil
+		}
+	} else {
+		m, err := cdp.Call(ctx, p.s, page.GetLayoutMetrics, cdp.Empty{})
+		if err != nil {
+			return res, wrap(op, err)
+		}
+		if m.CSSLayoutViewport != nil {
+			x, y = float64(m.CSSLayoutViewport.ClientWidth)/2, float64(m.CSSLayoutViewport.ClientHeight)/2
+			if in.DeltaX == 0 && in.DeltaY == 0 {
+				in.DeltaY = float64(m.CSSLayoutViewport.ClientHeight)
+			}
+		}
+	}
+	res.X, res.Y = x, y
+	return res, p.mouse(ctx, op, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: x, Y: y, DeltaX: in.DeltaX, DeltaY: in.DeltaY})
+}
+
+// SelectOptionInput is the browser_select_option tool input.
+type SelectOptionInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	Target
+	// Values are matched against each option's value, then its label; a
+	// single-choice select takes the first match.
+	Values []string `json:"values"`
+}
+
+// SelectOptionResult reports the options selected afterwards.
+type SelectOptionResult struct {
+	Selected []string `json:"selected"`
+	Call
+}
+
+const selectFn = `function(values) {
+	if (this.tagName !== 'SELECT') throw new Error('element is a ' + this.tagName.toLowerCase() + ', not a select');
+	const want = new Set(values);
+	let matched = 0;
+	for (const o of this.options) {
+		const hit = want.has(o.value) || want.has(o.label) || want.has(o.textContent.trim());
+		if (this.multiple) { o.selected = hit; if (hit) matched++; }
+		else if (hit && matched === 0) { o.selected = true; matched++; }
+	}
+	if (matched === 0) return null;
+	this.dispatchEvent(new Event('input', {bubbles: true}));
+	this.dispatchEvent(new Event('change', {bubbles: true}));
+	return Array.from(this.selectedOptions).map(o => o.value);
+}`
+
+// SelectOption selects the options of a <select> whose value or label is in
+// Values and fires input and change events (Runtime.callFunctionOn). No
+// matching option is CodeNotFound.
+func (p *Page) SelectOption(ctx context.Context, in SelectOptionInput) (SelectOptionResult, error) {
+	const op = "select_option"
+	if len(in.Values) == 0 {
+		return SelectOptionResult{}, invalidInput(op, "values is required")
+	}
+	node, err := p.resolve(ctx, op, in.Target)
+	if err != nil {
+		return SelectOptionResult{}, err
+	}
+	var sel *[]string
+	if err := p.callOn(ctx, op, node, selectFn, &sel, in.Values); err != nil {
+		return SelectOptionResult{}, err
+	}
+	if sel == nil {
+		return SelectOptionResult{}, &Error{Op: op, Code: CodeNotFound, Message: fmt.Sprintf("no option matches %q", in.Values)}
+	}
+	return SelectOptionResult{Selected: *sel}, nil
+}

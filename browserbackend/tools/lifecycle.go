@@ -1,0 +1,142 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// AttachInput is the browser_attach tool input.
+type AttachInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	// NewTab and UseActiveTab choose the extension tab as in NavigateInput;
+	// without either, attach reuses the pinned tab or opens a dedicated one.
+	NewTab       bool `json:"new_tab,omitempty"`
+	UseActiveTab bool `json:"use_active_tab,omitempty"`
+}
+
+// AttachResult reports the page the conversation is now attached to.
+type AttachResult struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	Call
+}
+
+// Attach selects the conversation's backend and page without changing it:
+// it runs the selection (the backend becomes the conversation's remembered
+// kind, SEL-9), pins an extension tab (TOOL-2), and reports the page's URL and
+// title.
+func (t *Tools) Attach(ctx context.Context, inv browserbackend.Invocation, in AttachInput) (AttachResult, error) {
+	return run(t, ctx, inv, spec{op: "attach", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		tab: tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
+		func(ctx context.Context, p *Page) (AttachResult, error) {
+			var loc struct{ URL, Title string }
+			err := p.evaluate(ctx, "attach", `({URL: location.href, Title: document.title})`, false, &loc)
+			return AttachResult{URL: loc.URL, Title: loc.Title}, err
+		})
+}
+
+// ReleaseInput is the browser_detach and browser_close tool input.
+type ReleaseInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+}
+
+// ReleaseResult reports what Detach or Close released.
+type ReleaseResult struct {
+	// Forgot is the backend kind the conversation memo held ("" when none).
+	Forgot browserbackend.Kind `json:"forgot,omitempty"`
+	// TabID is the extension tab detached or closed, 0 when none was pinned.
+	TabID int `json:"tabId,omitempty"`
+	// TabClosed is true when Close closed a tab the tools had opened.
+	TabClosed bool `json:"tabClosed,omitempty"`
+	Call
+}
+
+// Detach ends the conversation's hold on its browser: the extension tab pin
+// is released with Vellum.detach (the tab stays open) and the conversation
+// memo is forgotten (Selector.Forget, SEL-9), so the next call selects
+// afresh. It sends nothing when no extension tab is pinned.
+func (t *Tools) Detach(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput) (ReleaseResult, error) {
+	return t.release(ctx, inv, in, "detach", false)
+}
+
+// Close is Detach that also closes what the conversation opened: a dedicated
+// extension tab (Vellum.closeTab; a tab pinned with use_active_tab is only
+// detached, it is the user's), and, through Options.CloseConversation, the
+// state a backend keeps per conversation outside CDP (the local backend's
+// page). It never closes a cdp-inspect or host-bridge tab (INS-3).
+func (t *Tools) Close(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput) (ReleaseResult, error) {
+	return t.release(ctx, inv, in, "close", true)
+}
+
+func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput, op string, closing bool) (ReleaseResult, error) {
+	mode, err := parseMode(op, in.BrowserMode, inv)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	ctx, cancel, err := deadline(ctx, op, in.TimeoutMs, DefaultActionTimeout)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	defer cancel()
+	inv.Mode = mode
+	var res ReleaseResult
+	res.Forgot, _ = t.sel.Memo().Get(inv.ConversationID)
+	t.sel.Forget(inv.ConversationID)
+
+	var firstErr error
+	if pin, ok := t.pins.del(keyOf(inv)); ok && (mode == browserbackend.ModeAuto || mode == browserbackend.ModeExtension) {
+		ext := inv
+		ext.Mode = browserbackend.ModeExtension
+		c := t.sel.Client(ext)
+		res.TabID = pin.tabID
+		if closing && pin.owned {
+			firstErr = vellum(ctx, c, methodCloseTab, map[string]int{"tabId": pin.tabID}, nil)
+			res.TabClosed = firstErr == nil
+		} else {
+			firstErr = vellum(ctx, c, methodDetach, map[string]int{"tabId": pin.tabID}, nil)
+		}
+		res.Call = Call{Backend: c.Kind(), Attempts: c.Attempts(), TabID: pin.tabID}
+		c.Close()
+	}
+	if closing && t.closeFn != nil {
+		if err := t.closeFn(ctx, res.Forgot, inv.ConversationID); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return res, wrap(op, firstErr)
+	}
+	return res, nil
+}
+
+// StatusInput is the browser_status tool input.
+type StatusInput struct {
+	BrowserMode string `json:"browser_mode,omitempty"`
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
+	// Probe actively checks each proposed backend (Candidate.Probe); without
+	// it availability is the providers' preflight only.
+	Probe bool `json:"probe,omitempty"`
+}
+
+// Status is the browser_status tool (SEL-13); see the package-level Status.
+func (t *Tools) Status(ctx context.Context, inv browserbackend.Invocation, in StatusInput) (StatusReport, error) {
+	const op = "status"
+	mode, err := parseMode(op, in.BrowserMode, inv)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	ctx, cancel, err := deadline(ctx, op, in.TimeoutMs, DefaultActionTimeout)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	defer cancel()
+	inv.Mode = mode
+	rep, err := Status(ctx, t.sel, inv, StatusOptions{Probe: in.Probe})
+	if tab, ok := t.PinnedTab(inv); ok {
+		rep.PinnedTabID = tab
+	}
+	return rep, err
+}

@@ -1,0 +1,158 @@
+package tools
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+)
+
+// NavigateInput is the browser_navigate tool input.
+type NavigateInput struct {
+	// BrowserMode is the caller's browser_mode (SEL-7); "" means auto.
+	BrowserMode string `json:"browser_mode,omitempty"`
+	// URL to load: http, https, about:blank, or data:.
+	URL string `json:"url"`
+	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
+	TimeoutMs int `json:"timeout_ms,omitempty"`
+	// NewTab (extension backend, TOOL-2) opens a fresh dedicated tab and pins
+	// it instead of reusing the conversation's tab.
+	NewTab bool `json:"new_tab,omitempty"`
+	// UseActiveTab (extension backend, TOOL-2) pins the user's active tab
+	// instead of opening a dedicated one.
+	UseActiveTab bool `json:"use_active_tab,omitempty"`
+}
+
+// NavigateResult is what Navigate reports.
+type NavigateResult struct {
+	// URL is the page's URL after the load (after any HTTP redirects).
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Redirected is true when URL differs from the requested URL.
+	Redirected bool `json:"redirected,omitempty"`
+	// SameDocument is true for a fragment navigation (no load event).
+	SameDocument bool `json:"sameDocument,omitempty"`
+	Call
+}
+
+func checkURL(op, raw string) error {
+	if strings.TrimSpace(raw) == "" {
+		return invalidInput(op, "url is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalidInput(op, "malformed url: "+err.Error())
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+		if u.Host == "" {
+			return invalidInput(op, "url has no host")
+		}
+	case "about", "data":
+	default:
+		return invalidInput(op, "url scheme must be http, https, about or data, got "+u.Scheme)
+	}
+	return nil
+}
+
+// Navigate loads in.URL in the page and waits for it to load (TOOL-1).
+//
+// Waiting is event-driven (CDP Page domain): it subscribes to
+// Page.loadEventFired and Page.frameStoppedLoading before Page.navigate and
+// returns at the first of them for the navigated main frame. HTTP redirects
+// are followed by the browser inside the one navigation; the result carries
+// the final URL. A navigation the browser fails (errorText) is
+// CodeNavigationFailed; a load that does not finish within ctx is
+// CodeTimeout.
+func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, error) {
+	const op = "navigate"
+	if err := checkURL(op, in.URL); err != nil {
+		return NavigateResult{}, err
+	}
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		return NavigateResult{}, wrap(op, err)
+	}
+	// Subscribe before navigating so the event cannot be missed
+	// (cdp.Session.Subscribe buffers from the moment it returns).
+	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
+	defer stopLoads()
+	stops, stopStops := p.s.Subscribe(page.FrameStoppedLoading.Method)
+	defer stopStops()
+
+	nav, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: in.URL})
+	if err != nil {
+		return NavigateResult{}, wrap(op, err)
+	}
+	if nav.ErrorText != "" {
+		return NavigateResult{}, &Error{Op: op, Code: CodeNavigationFailed, Message: nav.ErrorText + " (" + in.URL + ")"}
+	}
+	res := NavigateResult{SameDocument: nav.LoaderID == "" && !nav.IsDownload}
+	if nav.LoaderID != "" {
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
+					Message: "the page did not finish loading before the deadline: " + in.URL, Err: ctx.Err()}
+			case _, ok := <-loads:
+				if !ok {
+					loads = nil
+					if stops == nil {
+						return NavigateResult{}, closedWhileWaiting(op)
+					}
+					continue
+				}
+				break wait
+			case raw, ok := <-stops:
+				if !ok {
+					stops = nil
+					if loads == nil {
+						return NavigateResult{}, closedWhileWaiting(op)
+					}
+					continue
+				}
+				var ev page.EventFrameStoppedLoading
+				if decodeValue(raw, &ev) == nil && (ev.FrameID == nav.FrameID || nav.FrameID == "") {
+					break wait
+				}
+			}
+		}
+	}
+	var loc struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	}
+	if err := p.evaluate(ctx, op, `({url: location.href, title: document.title})`, false, &loc); err != nil {
+		return NavigateResult{}, err
+	}
+	res.URL, res.Title = loc.URL, loc.Title
+	res.Redirected = !sameURL(loc.URL, in.URL)
+	return res, nil
+}
+
+func closedWhileWaiting(op string) error {
+	return &Error{Op: op, Code: CodeBackend, Message: "the backend stopped delivering events while waiting"}
+}
+
+// sameURL compares two URLs after the browser's normalisation of an empty
+// path to "/".
+func sameURL(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for _, u := range []*url.URL{ua, ub} {
+		if u.Path == "" && (u.Scheme == "http" || u.Scheme == "https") {
+			u.Path = "/"
+		}
+		u.Host = strings.ToLower(u.Host)
+		u.Scheme = strings.ToLower(u.Scheme)
+	}
+	return ua.String() == ub.String()
+}

@@ -1,0 +1,234 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// The extension's tab pseudo-methods (PXY-6; the wire names are defined by
+// hostproxy and repeated here so this package does not import it). They are
+// sent as ordinary Commands through the per-call Client.
+const (
+	methodListTabs  = "Vellum.listTabs"
+	methodCloseTab  = "Vellum.closeTab"
+	methodCreateTab = "Vellum.createTab"
+	methodAttach    = "Vellum.attach"
+	methodDetach    = "Vellum.detach"
+)
+
+// DefaultMaxPins bounds the pinned-tab table; the least recently used pin is
+// dropped beyond it (the tab itself stays open).
+const DefaultMaxPins = 10000
+
+// tabPin is the extension tab of one (conversation, client).
+type tabPin struct {
+	tabID int
+	// owned is true for a tab the tools opened (Close closes it), false for
+	// the user's tab pinned with use_active_tab (Close only detaches).
+	owned bool
+	used  uint64
+}
+
+type pinKey struct{ conversation, client string }
+
+// tabPins is the TOOL-2 table. Safe for concurrent use.
+type tabPins struct {
+	mu    sync.Mutex
+	m     map[pinKey]*tabPin
+	clock uint64
+	max   int
+}
+
+func newTabPins() *tabPins { return &tabPins{m: make(map[pinKey]*tabPin), max: DefaultMaxPins} }
+
+func keyOf(inv browserbackend.Invocation) pinKey {
+	return pinKey{conversation: inv.ConversationID, client: inv.TargetClientID}
+}
+
+func (t *tabPins) get(k pinKey) (tabPin, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.m[k]
+	if !ok {
+		return tabPin{}, false
+	}
+	t.clock++
+	p.used = t.clock
+	return *p, true
+}
+
+func (t *tabPins) set(k pinKey, p tabPin) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	p.used = t.clock
+	t.m[k] = &p
+	for len(t.m) > t.max {
+		var oldest pinKey
+		var min uint64 = ^uint64(0)
+		for k, v := range t.m {
+			if v.used < min {
+				oldest, min = k, v.used
+			}
+		}
+		delete(t.m, oldest)
+	}
+}
+
+func (t *tabPins) del(k pinKey) (tabPin, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.m[k]
+	delete(t.m, k)
+	if !ok {
+		return tabPin{}, false
+	}
+	return *p, true
+}
+
+// PinnedTab returns the extension tab pinned for the invocation's
+// (conversation, target client), if any (TOOL-2).
+func (t *Tools) PinnedTab(inv browserbackend.Invocation) (tabID int, ok bool) {
+	p, ok := t.pins.get(keyOf(inv))
+	return p.tabID, ok
+}
+
+// tabRequest is what a call asks of the extension tab pin.
+type tabRequest struct {
+	// open: the call may open a dedicated tab when none is pinned
+	// (navigate, attach).
+	open      bool
+	newTab    bool
+	useActive bool
+}
+
+type tabInfo struct {
+	ID     int    `json:"id"`
+	URL    string `json:"url,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Active bool   `json:"active,omitempty"`
+}
+
+// vellum sends a Vellum.* pseudo-method through the client.
+func vellum(ctx context.Context, c browserbackend.ScopedClient, method string, params, out any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	res, err := c.Send(ctx, browserbackend.Command{Method: method, Params: raw})
+	if err != nil {
+		return err
+	}
+	if out != nil && len(res) > 0 {
+		if err := json.Unmarshal(res, out); err != nil {
+			return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
+				Method: method, Backend: browserbackend.KindExtension, Dispatched: true,
+				Message: "unexpected result shape", Err: err}
+		}
+	}
+	return nil
+}
+
+// expectsExtension reports whether the invocation's first candidate is the
+// extension: the mode pins it, or in auto mode the conversation memo
+// remembers it, or the plan lists it first.
+func (t *Tools) expectsExtension(inv browserbackend.Invocation) bool {
+	switch inv.Mode {
+	case browserbackend.ModeExtension:
+		return true
+	case browserbackend.ModeAuto:
+	default:
+		return false
+	}
+	if inv.TargetClientID != "" {
+		return true
+	}
+	if k, ok := t.sel.Memo().Get(inv.ConversationID); ok && inv.ConversationID != "" {
+		return k == browserbackend.KindExtension
+	}
+	plan := t.sel.Plan(inv)
+	return len(plan.Candidates) > 0 && plan.Candidates[0].Kind == browserbackend.KindExtension
+}
+
+// open returns the per-call client. When the extension is expected to serve
+// the call, the client is pinned to the extension and the conversation's tab
+// is selected (or opened) first, so no raw CDP command can land in some
+// other tab; in auto mode a transport failure of that step falls back to a
+// plain auto client.
+func (t *Tools) open(ctx context.Context, inv browserbackend.Invocation, op string, req tabRequest) (*browserbackend.Client, int, error) {
+	if !t.expectsExtension(inv) {
+		return t.sel.Client(inv), 0, nil
+	}
+	ext := inv
+	ext.Mode = browserbackend.ModeExtension
+	c := t.sel.Client(ext)
+	tabID, err := t.ensureTab(ctx, c, inv, op, req)
+	if err == nil {
+		return c, tabID, nil
+	}
+	c.Close()
+	if inv.Mode == browserbackend.ModeAuto && errors.Is(err, browserbackend.ErrTransport) && ctx.Err() == nil {
+		t.log.Info("extension unavailable for the tool call, running the auto chain", "op", op,
+			"conversationId", inv.ConversationID, "error", err)
+		return t.sel.Client(inv), 0, nil
+	}
+	return nil, 0, err
+}
+
+// ensureTab selects the conversation's pinned tab, or pins one (TOOL-2).
+func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv browserbackend.Invocation, op string, req tabRequest) (int, error) {
+	key := keyOf(inv)
+	if pin, ok := t.pins.get(key); ok && !req.newTab && !req.useActive {
+		err := vellum(ctx, c, methodAttach, map[string]int{"tabId": pin.tabID}, nil)
+		if err == nil {
+			return pin.tabID, nil
+		}
+		if !errors.Is(err, browserbackend.ErrProtocol) {
+			return 0, err
+		}
+		// The tab is gone (closed by the user): forget it.
+		t.pins.del(key)
+		t.log.Info("pinned extension tab is gone", "conversationId", inv.ConversationID, "tabId", pin.tabID)
+	}
+	switch {
+	case req.useActive:
+		var out struct {
+			Tabs []tabInfo `json:"tabs"`
+		}
+		if err := vellum(ctx, c, methodListTabs, struct{}{}, &out); err != nil {
+			return 0, err
+		}
+		for _, tab := range out.Tabs {
+			if tab.Active {
+				if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": tab.ID}, nil); err != nil {
+					return 0, err
+				}
+				t.pins.set(key, tabPin{tabID: tab.ID})
+				return tab.ID, nil
+			}
+		}
+		return 0, &Error{Op: op, Code: CodeNoTab, Message: "the browser reports no active tab"}
+	case req.open:
+		var out struct {
+			Tab tabInfo `json:"tab"`
+		}
+		if err := vellum(ctx, c, methodCreateTab, map[string]any{"url": "about:blank", "active": true}, &out); err != nil {
+			return 0, err
+		}
+		if out.Tab.ID == 0 {
+			return 0, &Error{Op: op, Code: CodeBackend, Message: "Vellum.createTab answered without a tab id"}
+		}
+		if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": out.Tab.ID}, nil); err != nil {
+			return 0, err
+		}
+		t.pins.set(key, tabPin{tabID: out.Tab.ID, owned: true})
+		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", out.Tab.ID)
+		return out.Tab.ID, nil
+	}
+	return 0, &Error{Op: op, Code: CodeNoTab,
+		Message: "this conversation has no browser tab yet: navigate first, or attach with use_active_tab"}
+}

@@ -1,0 +1,300 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// Default deadlines of the tool calls, used when the input's TimeoutMs is 0.
+// A ctx deadline that is earlier wins.
+const (
+	DefaultNavigateTimeout = 30 * time.Second
+	DefaultWaitTimeout     = 10 * time.Second
+	DefaultActionTimeout   = 15 * time.Second
+	// MaxTimeout bounds every TimeoutMs.
+	MaxTimeout = 5 * time.Minute
+)
+
+// Call describes how a tool call was served: the backend that answered and
+// every backend tried, in order (SEL-7 attempt records).
+type Call struct {
+	Backend  browserbackend.Kind      `json:"backend,omitempty"`
+	Attempts []browserbackend.Attempt `json:"attempts,omitempty"`
+	// TabID is the extension tab the call ran in (TOOL-2), 0 elsewhere.
+	TabID int `json:"tabId,omitempty"`
+}
+
+func (c *Call) setCall(x Call) { *c = x }
+
+// Options configures Tools. Selector is required; the rest has defaults.
+type Options struct {
+	// Selector picks the backend of every call (one Client per call).
+	Selector *browserbackend.Selector
+	// ScreenshotDir is where screenshots are written; "" means
+	// DefaultScreenshotDir().
+	ScreenshotDir string
+	// Logger receives one debug record per call (op, backend, outcome; never
+	// typed text or params); nil means slog.Default().
+	Logger *slog.Logger
+	// CloseConversation, optional, is called by Close for backends whose
+	// per-conversation state lives outside CDP, e.g. the local backend's
+	// page: wire it to local.Browser.CloseConversation. k is the kind the
+	// conversation memo remembered ("" when none).
+	CloseConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+}
+
+// Tools runs the browser tools of TOOL-1 for a host application: each method
+// is one tool call, takes the invocation (conversation, interface, actor,
+// target client) and the tool's input with its browser_mode, validates
+// browser_mode with browserbackend.ParseMode and the input before any CDP
+// command, gets a fresh per-call Client from the Selector, runs the operation
+// on the invocation's page and closes the Client.
+//
+// On the extension backend the conversation's commands run in a dedicated tab
+// that the first Navigate opens with Vellum.createTab and pins per
+// (conversation, target client); later calls select it with Vellum.attach
+// (TOOL-2).
+//
+// A Tools is safe for concurrent use. Every method returns within its
+// deadline (the input's timeout_ms, the op's default, or ctx's, whichever is
+// first); every failure is an *Error.
+type Tools struct {
+	sel      *browserbackend.Selector
+	pageOpts PageOptions
+	log      *slog.Logger
+	pins     *tabPins
+	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+}
+
+// New returns Tools over opts.Selector; it panics when Selector is nil
+// (a wiring bug, not a runtime condition).
+func New(opts Options) *Tools {
+	if opts.Selector == nil {
+		panic("tools: Options.Selector is nil")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Tools{
+		sel:      opts.Selector,
+		pageOpts: PageOptions{ScreenshotDir: opts.ScreenshotDir},
+		log:      log.With("module", "browser-tools"),
+		pins:     newTabPins(),
+		closeFn:  opts.CloseConversation,
+	}
+}
+
+// Selector returns the selector the tools use.
+func (t *Tools) Selector() *browserbackend.Selector { return t.sel }
+
+// parseMode validates the caller's browser_mode; it is the first thing every
+// tool does (SEL-7, TOOL-1).
+func parseMode(op, mode string, inv browserbackend.Invocation) (browserbackend.Mode, error) {
+	if mode == "" {
+		mode = string(inv.Mode)
+	}
+	m, err := browserbackend.ParseMode(mode)
+	if err != nil {
+		return "", &Error{Op: op, Code: CodeInvalidMode, Message: "browser_mode is not accepted", Err: err}
+	}
+	return m, nil
+}
+
+func deadline(ctx context.Context, op string, timeoutMs int, def time.Duration) (context.Context, context.CancelFunc, error) {
+	d := def
+	switch {
+	case timeoutMs < 0 || time.Duration(timeoutMs)*time.Millisecond > MaxTimeout:
+		return nil, nil, invalidInput(op, "timeout_ms must be 0–"+MaxTimeout.String())
+	case timeoutMs > 0:
+		d = time.Duration(timeoutMs) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
+}
+
+// spec is what run needs to know about one tool call.
+type spec struct {
+	op        string
+	mode      string
+	timeoutMs int
+	def       time.Duration
+	check     func() error
+	tab       tabRequest
+}
+
+type callResult interface{ setCall(Call) }
+
+// run validates, opens the per-call client (with the extension tab when the
+// extension serves the call), runs fn on the page and fills in the Call
+// record.
+func run[R any, PR interface {
+	*R
+	callResult
+}](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+	var zero R
+	mode, err := parseMode(s.op, s.mode, inv)
+	if err != nil {
+		return zero, err
+	}
+	if s.check != nil {
+		if err := s.check(); err != nil {
+			return zero, err
+		}
+	}
+	ctx, cancel, err := deadline(ctx, s.op, s.timeoutMs, s.def)
+	if err != nil {
+		return zero, err
+	}
+	defer cancel()
+	inv.Mode = mode
+
+	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
+	if err != nil {
+		t.log.Debug("browser tool failed before the operation", "op", s.op, "mode", mode,
+			"conversationId", inv.ConversationID, "error", err)
+		return zero, wrap(s.op, err)
+	}
+	defer client.Close()
+	res, err := fn(ctx, NewPage(client, t.pageOpts))
+	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), TabID: tabID}
+	if err != nil {
+		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
+			"conversationId", inv.ConversationID, "error", err)
+		return zero, wrap(s.op, err)
+	}
+	PR(&res).setCall(call)
+	t.log.Debug("browser tool done", "op", s.op, "mode", mode, "backend", call.Backend,
+		"conversationId", inv.ConversationID)
+	return res, nil
+}
+
+// Navigate is the browser_navigate tool (TOOL-1, TOOL-2); see Page.Navigate.
+// On the extension backend the first navigate of a conversation opens a
+// dedicated tab (Vellum.createTab) and pins it; NewTab opens another one and
+// pins that instead; UseActiveTab pins the user's active tab.
+func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in NavigateInput) (NavigateResult, error) {
+	return run(t, ctx, inv, spec{op: "navigate", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultNavigateTimeout,
+		check: func() error { return checkURL("navigate", in.URL) },
+		tab:   tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
+		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
+}
+
+// Snapshot is the browser_snapshot tool; see Page.Snapshot.
+func (t *Tools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in SnapshotInput) (SnapshotResult, error) {
+	return run(t, ctx, inv, spec{op: "snapshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkRange("snapshot", "max_nodes", in.MaxNodes, MaxSnapshotNodes) }},
+		func(ctx context.Context, p *Page) (SnapshotResult, error) { return p.Snapshot(ctx, in) })
+}
+
+// Screenshot is the browser_screenshot tool; see Page.Screenshot.
+func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
+	return run(t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error {
+			return errors.Join(checkRange("screenshot", "width", in.Width, MaxScreenshotSide),
+				checkRange("screenshot", "height", in.Height, MaxScreenshotSide))
+		}},
+		func(ctx context.Context, p *Page) (ScreenshotResult, error) { return p.Screenshot(ctx, in) })
+}
+
+// Click is the browser_click tool; see Page.Click.
+func (t *Tools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
+	return run(t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkTarget("click", in.Target) }},
+		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
+}
+
+// Hover is the browser_hover tool; see Page.Hover.
+func (t *Tools) Hover(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
+	return run(t, ctx, inv, spec{op: "hover", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkTarget("hover", in.Target) }},
+		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Hover(ctx, in) })
+}
+
+// Type is the browser_type tool; see Page.Type.
+func (t *Tools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
+	return run(t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkTarget("type", in.Target) }},
+		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
+}
+
+// PressKey is the browser_press_key tool; see Page.PressKey.
+func (t *Tools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
+	return run(t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { _, _, err := parseKey("press_key", in.Key); return err }},
+		func(ctx context.Context, p *Page) (ActionResult, error) { return p.PressKey(ctx, in) })
+}
+
+// Scroll is the browser_scroll tool; see Page.Scroll.
+func (t *Tools) Scroll(ctx context.Context, inv browserbackend.Invocation, in ScrollInput) (ActionResult, error) {
+	return run(t, ctx, inv, spec{op: "scroll", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout},
+		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Scroll(ctx, in) })
+}
+
+// SelectOption is the browser_select_option tool; see Page.SelectOption.
+func (t *Tools) SelectOption(ctx context.Context, inv browserbackend.Invocation, in SelectOptionInput) (SelectOptionResult, error) {
+	return run(t, ctx, inv, spec{op: "select_option", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error {
+			if len(in.Values) == 0 {
+				return invalidInput("select_option", "values is required")
+			}
+			return checkTarget("select_option", in.Target)
+		}},
+		func(ctx context.Context, p *Page) (SelectOptionResult, error) { return p.SelectOption(ctx, in) })
+}
+
+// WaitFor is the browser_wait_for tool; see Page.WaitFor.
+func (t *Tools) WaitFor(ctx context.Context, inv browserbackend.Invocation, in WaitForInput) (WaitForResult, error) {
+	return run(t, ctx, inv, spec{op: "wait_for", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultWaitTimeout,
+		check: func() error {
+			n := 0
+			for _, set := range []bool{in.Selector != "", in.Text != "", in.Navigation || in.URLContains != ""} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				return invalidInput("wait_for", "exactly one of selector, text and navigation/url_contains is required")
+			}
+			return nil
+		}},
+		func(ctx context.Context, p *Page) (WaitForResult, error) { return p.WaitFor(ctx, in) })
+}
+
+// Extract is the browser_extract tool; see Page.Extract.
+func (t *Tools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
+	return run(t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }},
+		func(ctx context.Context, p *Page) (ExtractResult, error) { return p.Extract(ctx, in) })
+}
+
+// Links is the links tool; see Page.Links.
+func (t *Tools) Links(ctx context.Context, inv browserbackend.Invocation, in LinksInput) (LinksResult, error) {
+	return run(t, ctx, inv, spec{op: "links", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+		check: func() error { return checkRange("links", "limit", in.Limit, MaxLinksLimit) }},
+		func(ctx context.Context, p *Page) (LinksResult, error) { return p.Links(ctx, in) })
+}
+
+func checkRange(op, field string, v, max int) error {
+	if v < 0 || v > max {
+		return invalidInput(op, field+" must be 0–"+strconv.Itoa(max)+" (0: default)")
+	}
+	return nil
+}
+
+func checkTarget(op string, t Target) error {
+	if t.empty() {
+		return invalidInput(op, "ref or selector is required")
+	}
+	if t.Ref != "" {
+		if _, err := ParseRef(t.Ref); err != nil {
+			return invalidInput(op, err.Error())
+		}
+	}
+	return nil
+}
