@@ -1,0 +1,493 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// EnvExecutable names the environment variable that, when Options.ExecutablePath
+// is empty, gives the browser executable to launch.
+const EnvExecutable = "BROWSERCHAIN_CHROMIUM"
+
+// DefaultExecutable is the browser launched when neither
+// Options.ExecutablePath nor EnvExecutable is set: Debian's chromium package.
+const DefaultExecutable = "/usr/bin/chromium"
+
+// DefaultLaunchTimeout bounds one launch (driver start plus browser start)
+// when Options.LaunchTimeout is zero.
+const DefaultLaunchTimeout = 30 * time.Second
+
+// quietArgs are the Chromium flags of SPEC §1 that keep a browser on a closed
+// network quiet.
+var quietArgs = []string{
+	"--disable-gpu",
+	"--disable-quic",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+}
+
+// configSubdir is the directory inside the profile that the browser gets as
+// XDG_CONFIG_HOME. Chromium derives its crash-report database from it, so its
+// chrome_crashpad_handler helpers, which leave the browser's process group,
+// still name the profile on their command line (LOC-3 accounting), and
+// nothing is written to the user's ~/.config/chromium. (The flag
+// --disable-crashpad-for-testing would avoid the helpers but, with Chromium
+// 156, makes every navigation fail with net::ERR_ABORTED.)
+const configSubdir = "xdg-config"
+
+// Options configures a Browser. The zero value launches the system Chromium
+// headless in a temporary profile.
+type Options struct {
+	// ExecutablePath is the Chrome/Chromium binary. Empty means the value of
+	// $BROWSERCHAIN_CHROMIUM, else DefaultExecutable.
+	ExecutablePath string
+	// ProfileDir is the user-data directory of the persistent context. Empty
+	// means a fresh temporary directory, removed by Close. A directory given
+	// here is left in place.
+	ProfileDir string
+	// Headed shows a browser window (needs a display); the default is headless.
+	Headed bool
+	// Args are extra Chromium flags, appended after the quiet flags of SPEC §1.
+	Args []string
+	// DriverDirectory is the Playwright driver directory (with package/cli.js
+	// and node). Empty means playwright-go's default: $PLAYWRIGHT_DRIVER_PATH,
+	// else ~/.cache/ms-playwright-go/<version> as scripts/setup.sh lays it out.
+	DriverDirectory string
+	// LaunchTimeout bounds one launch; 0 means DefaultLaunchTimeout.
+	LaunchTimeout time.Duration
+	// Logger receives launch and close records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Browser is one lazily launched, shared Chromium driven through Playwright
+// (LOC-1). Nothing runs until the first command of some conversation needs a
+// page; then one launch starts the Playwright driver and a persistent context,
+// and every later invocation reuses it (a warm first command costs one CDP
+// round trip). Each conversation id gets its own page and Playwright
+// CDPSession, kept across invocations until CloseConversation or Close.
+//
+// If the browser dies (crash, killed), the next use launches a new one.
+//
+// A Browser is safe for concurrent use. Close releases everything (LOC-3).
+type Browser struct {
+	opts Options
+	log  *slog.Logger
+	done chan struct{} // closed by Close
+
+	mu     sync.Mutex
+	closed bool
+	launch *launchCall // the current or last launch; nil before the first
+	st     *state      // the live browser; nil when not launched or dead
+	pages  map[string]*pageEntry
+	wg     sync.WaitGroup // launches, page openings, sends in flight
+}
+
+// launchCall is one launch that concurrent first uses share.
+type launchCall struct {
+	done chan struct{}
+	st   *state
+	err  error
+}
+
+// state is one launched driver + browser.
+type state struct {
+	pw            *playwright.Playwright
+	bctx          playwright.BrowserContext
+	profileDir    string
+	removeProfile bool
+	driverPID     int
+	dead          chan struct{} // closed when the context closes
+	deadOnce      sync.Once
+	spare         playwright.Page // the context's initial blank page, unclaimed
+}
+
+func (s *state) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
+
+func (s *state) isDead() bool {
+	select {
+	case <-s.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// New returns a Browser configured by opts. It launches nothing.
+func New(opts Options) *Browser {
+	if opts.ExecutablePath == "" {
+		opts.ExecutablePath = os.Getenv(EnvExecutable)
+	}
+	if opts.ExecutablePath == "" {
+		opts.ExecutablePath = DefaultExecutable
+	}
+	if opts.LaunchTimeout <= 0 {
+		opts.LaunchTimeout = DefaultLaunchTimeout
+	}
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &Browser{
+		opts:  opts,
+		log:   lg.With("backend", string(browserbackend.KindLocal)),
+		done:  make(chan struct{}),
+		pages: make(map[string]*pageEntry),
+	}
+}
+
+// ExecutablePath returns the browser binary this Browser launches.
+func (b *Browser) ExecutablePath() string { return b.opts.ExecutablePath }
+
+// Launched reports whether a live browser is running now.
+func (b *Browser) Launched() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.st != nil && !b.st.isDead()
+}
+
+// acquire returns the live browser, launching it when needed. Concurrent
+// callers share one launch; each honours its own ctx while waiting (the launch
+// itself continues, bounded by LaunchTimeout, so the next caller finds it
+// warm). Errors are *browserbackend.Error: launch_failed (transport), closed,
+// or the ctx's aborted/timeout.
+func (b *Browser) acquire(ctx context.Context) (*state, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, errClosed("")
+		}
+		if b.st != nil && !b.st.isDead() {
+			st := b.st
+			b.mu.Unlock()
+			return st, nil
+		}
+		call := b.launch
+		if call == nil || isDone(call.done) {
+			// Nothing launched yet, the last launch failed, or its browser
+			// died: start a new launch (a failed one is retried by the next
+			// caller). A dead browser's driver is torn down first.
+			old := b.st
+			call = &launchCall{done: make(chan struct{})}
+			b.launch = call
+			b.st = nil
+			b.wg.Add(1)
+			go b.runLaunch(call, old)
+		}
+		b.mu.Unlock()
+
+		select {
+		case <-call.done:
+			if call.err != nil {
+				return nil, call.err
+			}
+			// Loop: the state may already have died; re-check under the lock.
+		case <-ctx.Done():
+			return nil, ctxErr(ctx, "", false)
+		case <-b.done:
+			return nil, errClosed("")
+		}
+	}
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// runLaunch performs one launch and publishes its result.
+func (b *Browser) runLaunch(call *launchCall, old *state) {
+	defer b.wg.Done()
+	if old != nil {
+		if err := b.teardown(old); err != nil {
+			b.log.Warn("local: tearing down a dead browser", "error", err)
+		}
+	}
+	start := time.Now()
+	st, err := b.doLaunch()
+	b.mu.Lock()
+	if err == nil {
+		b.st = st // after Close, Close itself tears st down
+	}
+	call.st, call.err = st, err
+	close(call.done)
+	b.mu.Unlock()
+	if err != nil {
+		b.log.Warn("local: launch failed", "executable", b.opts.ExecutablePath, "error", err)
+		return
+	}
+	b.log.Info("local: browser launched", "executable", b.opts.ExecutablePath,
+		"profile", st.profileDir, "driverPid", st.driverPID, "elapsed", time.Since(start))
+}
+
+// doLaunch starts the driver and the persistent context. On failure it
+// leaves nothing running and returns a launch_failed transport error.
+func (b *Browser) doLaunch() (*state, error) {
+	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
+		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
+	}
+	st := &state{dead: make(chan struct{})}
+	if b.opts.ProfileDir != "" {
+		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
+			return nil, launchFailed("cannot create profile directory", err)
+		}
+		st.profileDir = b.opts.ProfileDir
+	} else {
+		dir, err := os.MkdirTemp("", "browserchain-local-")
+		if err != nil {
+			return nil, launchFailed("cannot create a temporary profile directory", err)
+		}
+		st.profileDir, st.removeProfile = dir, true
+	}
+	if abs, err := filepath.Abs(st.profileDir); err == nil {
+		st.profileDir = abs
+	}
+	fail := func(msg string, err error) (*state, error) {
+		b.teardown(st)
+		return nil, launchFailed(msg, err)
+	}
+
+	// Stdout/Stderr stay nil on purpose: a non-nil Stderr without Logger makes
+	// playwright-go redirect the global log package; Verbose stays false, so
+	// playwright-go itself writes nothing. The driver's stderr is inherited.
+	pw, err := playwright.Run(&playwright.RunOptions{
+		DriverDirectory:     b.opts.DriverDirectory,
+		SkipInstallBrowsers: true,
+	})
+	if err != nil {
+		return fail("cannot start the Playwright driver", err)
+	}
+	st.pw, st.driverPID = pw, pw.Pid()
+
+	args := make([]string, 0, len(quietArgs)+len(b.opts.Args)+1)
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox") // SPEC §1: root needs it
+	}
+	args = append(args, quietArgs...)
+	args = append(args, b.opts.Args...)
+	bctx, err := pw.Chromium.LaunchPersistentContext(st.profileDir, playwright.BrowserTypeLaunchPersistentContextOptions{
+		ExecutablePath: playwright.String(b.opts.ExecutablePath),
+		Headless:       playwright.Bool(!b.opts.Headed),
+		Args:           args,
+		Env:            browserEnv(filepath.Join(st.profileDir, configSubdir)),
+		Timeout:        playwright.Float(float64(b.opts.LaunchTimeout.Milliseconds())),
+	})
+	if err != nil {
+		return fail("cannot launch "+b.opts.ExecutablePath, err)
+	}
+	st.bctx = bctx
+	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
+	if ps := bctx.Pages(); len(ps) > 0 {
+		st.spare = ps[0]
+	}
+	return st, nil
+}
+
+// teardown closes the context and the driver of st and removes a temporary
+// profile. As a last resort (Linux) it kills any process still carrying the
+// profile directory, so nothing outlives it (LOC-3).
+func (b *Browser) teardown(st *state) error {
+	if st == nil {
+		return nil
+	}
+	var errs []error
+	if st.bctx != nil {
+		if err := st.bctx.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+			errs = append(errs, fmt.Errorf("local: close browser context: %w", err))
+		}
+	}
+	st.markDead()
+	if st.pw != nil {
+		// Stop closes the driver's stdin and waits for it to exit; the driver
+		// kills any browser it still owns on exit.
+		if err := st.pw.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("local: stop playwright driver: %w", err))
+		}
+	}
+	if killed := killProfileProcesses(st.profileDir); killed > 0 {
+		b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+	}
+	if st.removeProfile {
+		if err := os.RemoveAll(st.profileDir); err != nil {
+			errs = append(errs, fmt.Errorf("local: remove profile: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases every page, the browser context and the driver, and removes
+// a temporary profile (LOC-3): when it returns, no Chromium or driver process
+// of this Browser runs. In-flight and later sends fail with ClassClosed. A
+// launch in progress is waited for (at most LaunchTimeout) and then torn down.
+// Idempotent; safe to call concurrently with everything else.
+func (b *Browser) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	call := b.launch
+	pages := b.pages
+	b.pages = make(map[string]*pageEntry)
+	b.mu.Unlock()
+
+	for _, p := range pages {
+		p.shutdown()
+	}
+	if call != nil {
+		<-call.done
+	}
+	b.mu.Lock()
+	st := b.st
+	b.st = nil
+	b.mu.Unlock()
+	err := b.teardown(st)
+	b.wg.Wait() // every background call returns once the driver is gone
+	b.log.Info("local: browser closed")
+	return err
+}
+
+// CloseConversation closes the page of conversationID, if any; the next
+// invocation of that conversation opens a new page. Use it when a
+// conversation is detached or closed.
+func (b *Browser) CloseConversation(conversationID string) error {
+	b.mu.Lock()
+	p := b.pages[conversationID]
+	delete(b.pages, conversationID)
+	b.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.shutdown()
+	if p.page != nil {
+		if err := p.page.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+			return fmt.Errorf("local: close page: %w", err)
+		}
+	}
+	return nil
+}
+
+// Conversations returns the conversation ids that hold a page, sorted.
+func (b *Browser) Conversations() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make([]string, 0, len(b.pages))
+	for id := range b.pages {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// page returns the open page of conversationID, opening one (and launching
+// the browser) when needed. Concurrent callers for the same conversation share
+// one page.
+func (b *Browser) page(ctx context.Context, conversationID string) (*pageEntry, error) {
+	for {
+		st, err := b.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, errClosed("")
+		}
+		p := b.pages[conversationID]
+		if p != nil && (p.st != st || p.isGone()) {
+			delete(b.pages, conversationID) // from a dead browser, or closed
+			p = nil
+		}
+		if p == nil {
+			p = newPageEntry(b, st, conversationID)
+			b.pages[conversationID] = p
+			spare := st.spare
+			st.spare = nil
+			b.wg.Add(1)
+			b.mu.Unlock()
+			go p.open(spare)
+		} else {
+			b.mu.Unlock()
+		}
+		select {
+		case <-p.ready:
+			if p.err != nil {
+				b.mu.Lock()
+				if b.pages[conversationID] == p {
+					delete(b.pages, conversationID)
+				}
+				b.mu.Unlock()
+				if st.isDead() {
+					continue // the browser died under us: relaunch once more
+				}
+				return nil, p.err
+			}
+			return p, nil
+		case <-ctx.Done():
+			return nil, ctxErr(ctx, "", false)
+		case <-b.done:
+			return nil, errClosed("")
+		}
+	}
+}
+
+// forget drops p from the page map if it is still the conversation's page.
+func (b *Browser) forget(p *pageEntry) {
+	b.mu.Lock()
+	if b.pages[p.conv] == p {
+		delete(b.pages, p.conv)
+	}
+	b.mu.Unlock()
+}
+
+// Client returns the per-invocation ScopedClient of a conversation (LOC-1).
+// It launches nothing: the browser and the conversation's page are opened by
+// the first Send (or by Open). The client is also an EventSource of the page's
+// CDP events.
+func (b *Browser) Client(conversationID string) *Client {
+	return &Client{b: b, conv: conversationID, closing: make(chan struct{})}
+}
+
+// track registers one background call with b.wg unless b is closed.
+func (b *Browser) track() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
+// browserEnv returns this process's environment with XDG_CONFIG_HOME set to
+// configHome (Playwright replaces the browser's whole environment by Env).
+func browserEnv(configHome string) map[string]string {
+	env := make(map[string]string)
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	env["XDG_CONFIG_HOME"] = configHome
+	return env
+}

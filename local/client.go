@@ -1,0 +1,333 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// pageEntry is one conversation's page and its Playwright CDPSession. Its
+// events fan out to the clients attached to it.
+type pageEntry struct {
+	b    *Browser
+	st   *state
+	conv string
+
+	ready chan struct{} // closed when open finished; then page/sess/err are set
+	page  playwright.Page
+	sess  playwright.CDPSession
+	err   error
+
+	gone     chan struct{} // closed when the page, its session or the browser went away
+	goneOnce sync.Once
+
+	mu    sync.Mutex
+	sinks map[*Client]struct{}
+}
+
+func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
+	return &pageEntry{
+		b: b, st: st, conv: conv,
+		ready: make(chan struct{}),
+		gone:  make(chan struct{}),
+		sinks: make(map[*Client]struct{}),
+	}
+}
+
+// open creates the page (or claims the context's initial blank page) and its
+// CDPSession. It runs on its own goroutine so that waiters can honour their
+// contexts; b.wg tracks it.
+func (p *pageEntry) open(spare playwright.Page) {
+	defer p.b.wg.Done()
+	defer close(p.ready)
+	page := spare
+	if page == nil {
+		var err error
+		if page, err = p.st.bctx.NewPage(); err != nil {
+			p.err = classifyOpenError(err)
+			return
+		}
+	}
+	sess, err := p.st.bctx.NewCDPSession(page)
+	if err != nil {
+		p.err = classifyOpenError(err)
+		return
+	}
+	p.page, p.sess = page, sess
+	page.OnClose(func(playwright.Page) { p.b.forget(p); p.shutdown() })
+	sess.OnClose(func(playwright.CDPSession) { p.b.forget(p); p.shutdown() })
+	// The generic "event" carries every CDP event of the session as
+	// {method, params}, so one listener serves subscribers of any method,
+	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
+	// and must not block: EventBus.Publish never does.
+	sess.On("event", p.onEvent)
+}
+
+func (p *pageEntry) onEvent(m map[string]any) {
+	method, _ := m["method"].(string)
+	if method == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.sinks) == 0 {
+		return
+	}
+	ev := browserbackend.Event{Method: method}
+	if params, ok := m["params"]; ok && params != nil {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return
+		}
+		ev.Params = raw
+	}
+	for c := range p.sinks {
+		c.bus.Publish(ev)
+	}
+}
+
+func (p *pageEntry) isGone() bool {
+	select {
+	case <-p.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// shutdown marks the page gone and ends its clients' event streams.
+func (p *pageEntry) shutdown() {
+	p.goneOnce.Do(func() { close(p.gone) })
+	p.mu.Lock()
+	sinks := p.sinks
+	p.sinks = make(map[*Client]struct{})
+	p.mu.Unlock()
+	for c := range sinks {
+		c.bus.Close()
+	}
+}
+
+func (p *pageEntry) attach(c *Client) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isGone() {
+		return false
+	}
+	p.sinks[c] = struct{}{}
+	return true
+}
+
+func (p *pageEntry) detach(c *Client) {
+	p.mu.Lock()
+	delete(p.sinks, c)
+	p.mu.Unlock()
+}
+
+// Client is the local backend of one invocation: a browserbackend.ScopedClient
+// and browserbackend.EventSource bound to its conversation's page (LOC-1).
+// Create it with Browser.Client; the first Send (or Open) launches the browser
+// if needed and opens or reuses the conversation's page.
+//
+// Send carries the command over the page's Playwright CDPSession. Commands
+// with a SessionID are refused (ClassPolicy, not_supported): Playwright's
+// CDPSession is itself the page session and routes no flat sessions.
+//
+// Events: Subscribe(method) delivers the page session's CDP events of method,
+// or all of them for "", from the moment the client is attached to its page
+// (at the first Send or Open); events are not replayed. Event.SessionID is
+// always empty.
+//
+// Close detaches the client; the page stays open for the conversation's next
+// invocation (Browser.CloseConversation closes it). Safe for concurrent use.
+type Client struct {
+	b       *Browser
+	conv    string
+	closing chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	p      *pageEntry
+
+	bus browserbackend.EventBus
+}
+
+var (
+	_ browserbackend.ScopedClient = (*Client)(nil)
+	_ browserbackend.EventSource  = (*Client)(nil)
+)
+
+// ConversationID returns the conversation the client serves.
+func (c *Client) ConversationID() string { return c.conv }
+
+// Open launches the browser if needed and attaches the client to its
+// conversation's page, opening the page if there is none. It honours ctx
+// while waiting. Errors are *browserbackend.Error: transport/launch_failed
+// when the browser cannot start, transport when the page cannot be opened,
+// closed after Close, aborted/timeout from ctx.
+func (c *Client) Open(ctx context.Context) error {
+	_, err := c.open(ctx)
+	return err
+}
+
+func (c *Client) open(ctx context.Context) (*pageEntry, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errClosed("")
+	}
+	if c.p != nil {
+		p := c.p
+		c.mu.Unlock()
+		return p, nil
+	}
+	c.mu.Unlock()
+
+	for {
+		p, err := c.b.page(ctx, c.conv)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errClosed("")
+		}
+		if c.p != nil { // a concurrent Send attached first
+			p = c.p
+			c.mu.Unlock()
+			return p, nil
+		}
+		if !p.attach(c) {
+			c.mu.Unlock()
+			continue // closed between open and attach: get a fresh page
+		}
+		c.p = p
+		c.mu.Unlock()
+		return p, nil
+	}
+}
+
+type sendResult struct {
+	res any
+	err error
+}
+
+// Send implements browserbackend.ScopedClient. It returns the raw JSON result
+// of cmd (an object; "{}" for commands without result fields) and honours ctx
+// even though Playwright's CDPSession.Send takes none: the call runs on its
+// own goroutine and Send returns at ctx's end with ClassAborted (cancelled) or
+// ClassTimeout (deadline), Dispatched true. The abandoned call finishes when
+// the browser answers or the page closes. Errors are classified as LOC-2
+// says: launch failure → transport/launch_failed; a closed page, context or
+// browser → transport; the browser's CDP error → protocol with the CDP code;
+// after Close → closed.
+//
+// Numbers in results pass through float64 (playwright-go decodes JSON that
+// way), so integers beyond 2^53 lose precision.
+func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+	if cmd.SessionID != "" {
+		return nil, &browserbackend.Error{
+			Class: browserbackend.ClassPolicy, Code: browserbackend.CodeNotSupported,
+			Method: cmd.Method, Backend: browserbackend.KindLocal,
+			Message: "local: commands with a sessionId are not supported; the local backend sends on its page session",
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(ctx, cmd.Method, false)
+	}
+	select {
+	case <-c.b.done:
+		return nil, errClosed(cmd.Method)
+	case <-c.closing:
+		return nil, errClosed(cmd.Method)
+	default:
+	}
+	var params map[string]any
+	if len(bytes.TrimSpace(cmd.Params)) > 0 && !bytes.Equal(bytes.TrimSpace(cmd.Params), []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(cmd.Params))
+		dec.UseNumber() // keep integers exact on the way out
+		if err := dec.Decode(&params); err != nil {
+			e := browserbackend.ProtocolError(-32602, "local: params must be a JSON object: "+err.Error())
+			e.Method, e.Backend = cmd.Method, browserbackend.KindLocal
+			return nil, e
+		}
+	}
+	p, err := c.open(ctx)
+	if err != nil {
+		return nil, withMethod(err, cmd.Method)
+	}
+	if p.isGone() {
+		return nil, errPageGone(cmd.Method, nil)
+	}
+
+	ch := make(chan sendResult, 1)
+	if !c.b.track() {
+		return nil, errClosed(cmd.Method)
+	}
+	go func() {
+		defer c.b.wg.Done()
+		res, err := p.sess.Send(cmd.Method, params)
+		ch <- sendResult{res, err}
+	}()
+
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, classifySendError(cmd.Method, r.err, p)
+		}
+		if r.res == nil {
+			return json.RawMessage("{}"), nil
+		}
+		raw, err := json.Marshal(r.res)
+		if err != nil {
+			return nil, &browserbackend.Error{
+				Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
+				Method: cmd.Method, Backend: browserbackend.KindLocal, Dispatched: true,
+				Message: "local: cannot encode the result", Err: err,
+			}
+		}
+		return raw, nil
+	case <-ctx.Done():
+		return nil, ctxErr(ctx, cmd.Method, true)
+	case <-c.closing:
+		e := errClosed(cmd.Method)
+		e.Dispatched = true
+		return nil, e
+	case <-c.b.done:
+		e := errClosed(cmd.Method)
+		e.Dispatched = true
+		return nil, e
+	}
+}
+
+// Subscribe implements browserbackend.EventSource: events of method ("" for
+// all) of the conversation's page session. The channel closes on cancel, on
+// Close, or when the page goes away.
+func (c *Client) Subscribe(method string) (<-chan browserbackend.Event, func()) {
+	return c.bus.Subscribe(method)
+}
+
+// Close implements browserbackend.ScopedClient: it detaches the client from
+// its page (which stays open for the conversation), ends its event streams,
+// and makes in-flight and later Sends fail with ClassClosed. Idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	p := c.p
+	c.mu.Unlock()
+	if p != nil {
+		p.detach(c)
+	}
+	c.bus.Close()
+	return nil
+}

@@ -1,0 +1,166 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// Remediation is the hint attached to launch failures (LOC-2).
+const Remediation = "install Chromium and the Playwright driver: run scripts/setup.sh " +
+	"(Debian: apt-get install chromium), or set " + EnvExecutable + " to a Chrome/Chromium binary"
+
+// launchFailed returns the transport error of a failed launch (LOC-2): it
+// fails over, and its message carries the remediation hint.
+func launchFailed(msg string, cause error) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class:   browserbackend.ClassTransport,
+		Code:    browserbackend.CodeLaunchFailed,
+		Backend: browserbackend.KindLocal,
+		Message: "local: " + msg + " (" + Remediation + ")",
+		Err:     cause,
+	}
+}
+
+func errClosed(method string) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassClosed, Code: browserbackend.CodeClosed,
+		Method: method, Backend: browserbackend.KindLocal,
+		Message: "local: client or browser closed",
+	}
+}
+
+// errPageGone is the transport error of a command on a page, context or
+// browser that has closed (LOC-2).
+func errPageGone(method string, cause error) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError,
+		Method: method, Backend: browserbackend.KindLocal, Dispatched: cause != nil,
+		Message: "local: the page, context or browser has been closed", Err: cause,
+	}
+}
+
+// ctxErr classifies ctx's end: ClassAborted/cancelled or ClassTimeout.
+func ctxErr(ctx context.Context, method string, dispatched bool) *browserbackend.Error {
+	e := browserbackend.Classify(context.Cause(ctx), dispatched)
+	if e.Class != browserbackend.ClassAborted && e.Class != browserbackend.ClassTimeout {
+		// A custom cause: classify by ctx.Err instead.
+		e = browserbackend.Classify(ctx.Err(), dispatched)
+	}
+	e.Method, e.Backend = method, browserbackend.KindLocal
+	return e
+}
+
+// withMethod fills the method of a *browserbackend.Error built before the
+// command was known.
+func withMethod(err error, method string) error {
+	var e *browserbackend.Error
+	if errors.As(err, &e) && e.Method == "" {
+		c := *e
+		c.Method = method
+		return &c
+	}
+	return err
+}
+
+// classifyOpenError classifies a failure to open a page or its CDPSession:
+// always a transport error (no page means no answer; failing over is right).
+func classifyOpenError(err error) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError,
+		Backend: browserbackend.KindLocal,
+		Message: "local: cannot open a page", Err: err,
+	}
+}
+
+// classifySendError classifies a failed CDPSession.Send (LOC-2):
+//   - the page, context or browser closed (playwright.ErrTargetClosed, the
+//     page or browser known to be gone, or the driver connection lost) →
+//     ClassTransport;
+//   - a CDP error reply → ClassProtocol with the CDP code (see
+//     parseProtocolError);
+//   - any other Playwright error (e.g. the driver rejecting the call) →
+//     ClassProtocol without a CDP code.
+func classifySendError(method string, err error, p *pageEntry) *browserbackend.Error {
+	var pe *playwright.Error
+	isPW := errors.As(err, &pe)
+	switch {
+	case errors.Is(err, playwright.ErrTargetClosed), p != nil && (p.isGone() || p.st.isDead()), !isPW:
+		// Not a *playwright.Error: the driver connection failed ("Connection
+		// closed", "could not send message: transport closed").
+		return errPageGone(method, err)
+	}
+	if m, code, text, ok := parseProtocolError(pe.Message); ok {
+		if code == 0 {
+			// "Target crashed" and "Session closed": the page is unusable.
+			return errPageGone(method, err)
+		}
+		e := browserbackend.ProtocolError(code, text)
+		if m != "" && m != method {
+			e.Message = text + " (" + m + ")"
+		}
+		e.Method, e.Backend, e.Dispatched, e.Err = method, browserbackend.KindLocal, true, err
+		return e
+	}
+	return &browserbackend.Error{
+		Class: browserbackend.ClassProtocol, Code: browserbackend.CodeCDPError,
+		Method: method, Backend: browserbackend.KindLocal, Dispatched: true,
+		Message: "local: " + pe.Message, Err: err,
+	}
+}
+
+// parseProtocolError reads a CDP error out of the text of a Playwright error.
+//
+// This is the one place where the local backend looks at error text, because
+// nothing better exists: Playwright's driver turns the browser's JSON-RPC
+// error {code, message} into a JavaScript Error whose message is
+// "Protocol error (<method>): <message>", and drops the numeric code before
+// playwright-go sees it. The code is recovered from Chromium's fixed messages
+// for the JSON-RPC codes (CDP's DispatchResponse):
+//
+//	"'<method>' wasn't found"          → -32601 (method not found)
+//	"Invalid parameters…"               → -32602 (invalid params)
+//	"Invalid request…"/"Message must…"  → -32600 (invalid request)
+//	"Session with given id not found…"  → -32001 (session not found)
+//	anything else                       → -32000 (server error: the code
+//	                                      Chromium uses for domain errors)
+//
+// "Target crashed" and "Session closed…" (Playwright's words for a dead page)
+// return code 0: they are not protocol errors. ok is false when msg is not a
+// protocol error at all. method is the method named in the prefix.
+func parseProtocolError(msg string) (method string, code int, text string, ok bool) {
+	const prefix = "Protocol error ("
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return "", 0, "", false
+	}
+	rest := msg[i+len(prefix):]
+	j := strings.Index(rest, "): ")
+	if j < 0 {
+		return "", 0, "", false
+	}
+	method, text = rest[:j], rest[j+3:]
+	if k := strings.IndexByte(text, '\n'); k >= 0 { // call log lines follow
+		text = text[:k]
+	}
+	switch {
+	case strings.HasPrefix(text, "Target crashed"), strings.HasPrefix(text, "Session closed"),
+		strings.HasPrefix(text, "Target closed"):
+		code = 0
+	case text == "'"+method+"' wasn't found" || strings.HasSuffix(text, "' wasn't found"):
+		code = -32601
+	case strings.HasPrefix(text, "Invalid parameters"):
+		code = -32602
+	case strings.HasPrefix(text, "Invalid request"), strings.HasPrefix(text, "Message must"):
+		code = -32600
+	case strings.HasPrefix(text, "Session with given id not found"):
+		code = -32001
+	default:
+		code = -32000
+	}
+	return method, code, text, true
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package local
+
+// procInfo is one live process; the process table is only read on Linux.
+type procInfo struct {
+	pid, ppid, pgid int
+	cmdline         string
+}
+
+func listProcesses() []procInfo { return nil }
+
+func profileProcesses(string) []procInfo { return nil }
+
+// killProfileProcesses is a no-op outside Linux: Close relies on Playwright
+// alone there.
+func killProfileProcesses(string) int { return 0 }

@@ -1,0 +1,98 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// ReasonAlwaysLast is the reason the local provider gives for its candidate
+// (SEL-3: local is always the last resort).
+const ReasonAlwaysLast = "local: always last"
+
+// NewProvider returns the browserbackend.Provider of kind local (SEL-3). It
+// always proposes, without blocking and without launching anything; the
+// candidate's Build returns the invocation's Client attached to its
+// conversation's page, launching the browser first if needed (so a launch
+// failure is a construction-stage transport error with code launch_failed).
+// Its Probe is a preflight for status reports: the browser executable and the
+// Playwright driver must be present; it starts nothing.
+//
+// The provider is safe for concurrent use; b is shared by all invocations and
+// closed by its owner, not by the provider.
+func NewProvider(b *Browser) browserbackend.Provider {
+	return provider{b}
+}
+
+type provider struct{ b *Browser }
+
+func (provider) Kind() browserbackend.Kind { return browserbackend.KindLocal }
+
+func (p provider) Propose(inv browserbackend.Invocation, _ browserbackend.Env) (browserbackend.Candidate, error) {
+	return browserbackend.Candidate{
+		Kind:   browserbackend.KindLocal,
+		Reason: ReasonAlwaysLast,
+		Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
+			c := p.b.Client(inv.ConversationID)
+			if err := c.Open(ctx); err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+			return c, nil
+		},
+		Probe: p.b.Preflight,
+	}, nil
+}
+
+// Preflight checks, without starting anything, that the browser executable
+// exists and that the Playwright driver is installed where playwright-go looks
+// for it. A failure is a transport error with code launch_failed and the
+// remediation hint.
+func (b *Browser) Preflight(context.Context) error {
+	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
+		return launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
+	}
+	dir, err := driverDirectory(b.opts.DriverDirectory)
+	if err != nil {
+		return launchFailed("cannot locate the Playwright driver", err)
+	}
+	if os.Getenv("PLAYWRIGHT_CLI_PATH") == "" {
+		if _, err := os.Stat(filepath.Join(dir, "package", "cli.js")); err != nil {
+			return launchFailed("the Playwright driver is not installed in "+dir, err)
+		}
+	}
+	return nil
+}
+
+// driverDirectory resolves the driver directory the way playwright-go does:
+// the explicit option, else $PLAYWRIGHT_DRIVER_PATH, else
+// <user cache>/ms-playwright-go/<DriverVersion>.
+func driverDirectory(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if env := os.Getenv("PLAYWRIGHT_DRIVER_PATH"); env != "" {
+		return env, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Join(home, ".cache")
+	switch runtime.GOOS {
+	case "darwin":
+		cache = filepath.Join(home, "Library", "Caches")
+	case "windows":
+		cache = filepath.Join(home, "AppData", "Local")
+	}
+	return filepath.Join(cache, "ms-playwright-go", DriverVersion), nil
+}
+
+// DriverVersion is the Playwright (playwright-core) version that
+// github.com/mxschmitt/playwright-go v0.6401.0 drives; scripts/setup.sh packs
+// exactly this version from npm.
+const DriverVersion = "1.64.1"
