@@ -1,14 +1,21 @@
 package extension_test
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
 
@@ -102,4 +109,159 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 	_, err = trySend(c, "Nope.nothing", nil)
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol)
 	assert.ErrorIs(t, err, browserbackend.ErrMethodNotFound)
+}
+
+func TestCancelledRequestWhileExtensionRunsItGetsNoResultPost(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	fx := startFixtures(t)
+	s.waitExtension(t)
+	c := s.rt.Selector.Client(s.invocation("conv-cancel"))
+	defer c.Close()
+	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("cancel")}, nil)
+
+	s.drainIDs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := sendAsync(ctx, c, "Runtime.evaluate", fx.gatedEval("cancel", 1))
+	id := s.nextID(t)
+	g := fx.gate("cancel")
+	waitClosed(t, g.started, "the page to start the command") // the extension is running it
+	cancel()
+	r := waitResult(t, res)
+	assert.ErrorIs(t, r.err, browserbackend.ErrAborted)
+
+	close(g.release) // the command now completes inside the extension
+	suppressed := s.workerEval(t, fmt.Sprintf("vellum.whenSuppressed(%q)", id))
+	assert.JSONEq(t, "true", string(suppressed), "the extension dropped the result")
+	assert.Empty(t, s.resultsFor(id), "no result was posted for the cancelled request")
+
+	// The relay is still healthy: the next command is answered.
+	var ev struct{ Result struct{ Value int } }
+	send(t, c, "Runtime.evaluate", map[string]any{"expression": "6*7", "returnByValue": true}, &ev)
+	assert.Equal(t, 42, ev.Result.Value)
+}
+
+func TestResultFromAnotherClientOrActorIsForbiddenAndTheRightAnswerCompletes(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	fx := startFixtures(t)
+	ext := s.waitExtension(t)
+	c := s.rt.Selector.Client(s.invocation("conv-forge"))
+	defer c.Close()
+	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("forge")}, nil)
+
+	s.drainIDs()
+	res := sendAsync(context.Background(), c, "Runtime.evaluate", fx.gatedEval("forge", 7))
+	id := s.nextID(t)
+	g := fx.gate("forge")
+	waitClosed(t, g.started, "the page to start the command")
+
+	forged := map[string]any{"requestId": id, "content": `{"result":{"type":"number","value":666}}`, "isError": false}
+	// Same actor, another client.
+	other, err := s.rt.Auth.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "intruder"})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, s.post(t, other.Token, "intruder", forged))
+	// Another actor claiming the extension's client id.
+	mallory, err := s.rt.Auth.Mint(auth.Grant{Actor: "mallory", InterfaceID: "chrome-extension"})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, s.post(t, mallory.Token, ext.ClientID, forged))
+	// Another actor's token bound to its own client cannot even name it.
+	bound, err := s.rt.Auth.Mint(auth.Grant{Actor: "mallory", ClientID: "mallory-ext"})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, s.post(t, bound.Token, ext.ClientID, forged))
+
+	close(g.release)
+	r := waitResult(t, res)
+	require.NoError(t, r.err)
+	var ev struct{ Result struct{ Value int } }
+	require.NoError(t, json.Unmarshal(r.raw, &ev))
+	assert.Equal(t, 7, ev.Result.Value, "the extension's own answer completed the request")
+	posts := s.resultsFor(id)
+	require.Len(t, posts, 4)
+	for _, p := range posts[:3] {
+		assert.Equal(t, http.StatusForbidden, p.Status)
+	}
+	assert.Equal(t, http.StatusOK, posts[3].Status)
+	require.NotNil(t, posts[3].DurationMs, "the extension reports its chrome.debugger time")
+}
+
+func TestBrowserKilledMidRequestFailsAtOnceAndNextInvocationFallsBack(t *testing.T) {
+	// A second Chromium with a debugging port is the cdp-inspect fallback.
+	spare := chromiumtest.Start(t)
+	cfg := browserbackend.DefaultConfig()
+	cfg.CDPInspect.Enabled = true
+	cfg.CDPInspect.Host = "127.0.0.1"
+	cfg.CDPInspect.Port = spare.Port
+	s := startStack(t, stackOptions{
+		fallbacks: []browserbackend.Provider{cdpinspect.NewProvider(cfg)},
+		// Far beyond the test's own step timeout: a timeout is not what ends
+		// the in-flight request.
+		timeout: 10 * time.Minute,
+	})
+	fx := startFixtures(t)
+	s.waitExtension(t)
+
+	c := s.rt.Selector.Client(s.invocation("conv-kill"))
+	defer c.Close()
+	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("kill")}, nil)
+	require.Equal(t, browserbackend.KindExtension, c.Kind())
+
+	res := sendAsync(context.Background(), c, "Runtime.evaluate", fx.gatedEval("kill", 1))
+	waitClosed(t, fx.gate("kill").started, "the page to start the command")
+	s.browser.Kill()
+	r := waitResult(t, res)
+	require.Error(t, r.err)
+	assert.ErrorIs(t, r.err, browserbackend.ErrTransport, "the in-flight request fails with a transport error")
+	assert.NotErrorIs(t, r.err, browserbackend.ErrTimeout)
+	assert.Equal(t, browserbackend.KindExtension, c.Kind(), "a sticky backend's error is returned as is")
+
+	next := s.rt.Selector.Client(s.invocation("conv-kill"))
+	defer next.Close()
+	var ev struct{ Result struct{ Value int } }
+	send(t, next, "Runtime.evaluate", map[string]any{"expression": "20+22", "returnByValue": true}, &ev)
+	assert.Equal(t, 42, ev.Result.Value)
+	assert.Equal(t, browserbackend.KindCDPInspect, next.Kind(), "the next invocation falls back to cdp-inspect")
+	// The selection records (SEL-11): the conversation's remembered
+	// extension is forgotten, the list is built without it, and cdp-inspect
+	// serves and sticks.
+	assert.NotEmpty(t, s.logs.matching("forgot the conversation's remembered backend", "candidateKind=extension",
+		"conversationId=conv-kill", "module=cdp-factory"))
+	built := s.logs.matching("candidate list built", "conversationId=conv-kill", "method=Runtime.evaluate")
+	require.Len(t, built, 1)
+	assert.Contains(t, built[0], "kind:cdp-inspect")
+	assert.NotContains(t, built[0], "kind:extension")
+	assert.NotEmpty(t, s.logs.matching("candidate succeeded, backend is now sticky", "candidateKind=cdp-inspect",
+		"conversationId=conv-kill", "module=cdp-factory"))
+	skipped := next.Attempts()
+	require.NotEmpty(t, skipped)
+	assert.Equal(t, browserbackend.KindExtension, skipped[0].Kind, "the attempt list records the extension")
+	assert.Equal(t, browserbackend.StageCandidateSelection, skipped[0].Stage)
+}
+
+func TestCommandSucceedsAfter40sIdleWithNoDebuggerAttached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 40 s of real time (the MV3 idle limit is 30 s); skipped with -short")
+	}
+	s := startStack(t, stackOptions{})
+	fx := startFixtures(t)
+	s.waitExtension(t)
+
+	c := s.rt.Selector.Client(s.invocation("conv-idle"))
+	var created struct{ Tab tab }
+	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("idle")}, &created)
+	send(t, c, "Runtime.evaluate", map[string]any{"expression": "1"}, nil)
+	send(t, c, "Vellum.detach", map[string]any{"tabId": created.Tab.ID}, nil)
+	c.Close()
+
+	// The behaviour under test is the passage of time itself: Chrome kills an
+	// idle MV3 worker without a debugger after 30 s. Nothing is attached to
+	// the worker and no command is sent while we wait.
+	<-time.After(40 * time.Second)
+
+	c2 := s.rt.Selector.Client(s.invocation("conv-idle"))
+	defer c2.Close()
+	var ev struct{ Result struct{ Value string } }
+	send(t, c2, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true}, &ev)
+	assert.Equal(t, "idle", ev.Result.Value)
+	assert.Equal(t, browserbackend.KindExtension, c2.Kind())
+	assert.Zero(t, s.unreg.Load(), "the keepalive kept the worker and its stream up the whole time")
 }

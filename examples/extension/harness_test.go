@@ -437,3 +437,69 @@ func (s *stack) workerEval(t testing.TB, expr string) json.RawMessage {
 }
 
 func timeout() <-chan time.Time { return time.After(stepTimeout) }
+
+// drainIDs forgets the request ids created so far.
+func (s *stack) drainIDs() {
+	for {
+		select {
+		case <-s.ids:
+		default:
+			return
+		}
+	}
+}
+
+// nextID returns the next request id the proxy creates.
+func (s *stack) nextID(t testing.TB) string {
+	t.Helper()
+	select {
+	case id := <-s.ids:
+		return id
+	case <-timeout():
+		t.Fatal("no request was created")
+		return ""
+	}
+}
+
+// sendAsync sends one command on its own goroutine; the result arrives on
+// the returned channel.
+func sendAsync(ctx context.Context, c *browserbackend.Client, method string, params any) <-chan sendResult {
+	ch := make(chan sendResult, 1)
+	p, _ := json.Marshal(params)
+	go func() {
+		raw, err := c.Send(ctx, browserbackend.Command{Method: method, Params: p})
+		ch <- sendResult{raw, err}
+	}()
+	return ch
+}
+
+type sendResult struct {
+	raw json.RawMessage
+	err error
+}
+
+func waitResult(t testing.TB, ch <-chan sendResult) sendResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-timeout():
+		t.Fatal("the command did not return")
+		return sendResult{}
+	}
+}
+
+// post sends a forged result with the given token and client id header.
+func (s *stack) post(t testing.TB, token, clientID string, body any) int {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+hostproxy.PathResult, bytes.NewReader(data))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(hostproxy.HeaderClientID, clientID)
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
