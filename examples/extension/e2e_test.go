@@ -15,8 +15,8 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
-	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
