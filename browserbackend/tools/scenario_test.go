@@ -1,0 +1,152 @@
+package tools_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"image/png"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// stepTimeout bounds each tool call of the scenario: a guard against a hang,
+// not synchronisation (every call also has its own deadline).
+const stepTimeout = 60 * time.Second
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func stepCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// scenario is THE tool scenario every backend must pass (issue 6): navigate
+// (through a redirect chain) → snapshot → type → select → click submit →
+// wait for text → extract → links (filter, default and max limits) →
+// screenshot (PNG decodes, dimensions as set, sha256 matches the file).
+func scenario(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation, s *site, want browserbackend.Kind) {
+	ctx := stepCtx(t)
+
+	nav, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: s.url("/start")})
+	require.NoError(t, err, "navigate")
+	assert.Equal(t, s.url("/form"), nav.URL, "the redirect chain ends on /form")
+	assert.True(t, nav.Redirected)
+	assert.Equal(t, fixtureTitle, nav.Title)
+	assert.Equal(t, want, nav.Backend, "served by the backend under test")
+
+	snap, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	require.NoError(t, err, "snapshot")
+	assert.Equal(t, want, snap.Backend)
+	field := findNode(t, snap, "textbox", "Query")
+	button := findNode(t, snap, "button", "Send")
+	combo := findNode(t, snap, "combobox", "Colour")
+	assert.Contains(t, snap.Text, innerFrameText, "the same-origin frame's tree is included")
+	if !strings.Contains(snap.Text, crossFrameText) {
+		assert.NotEmpty(t, snap.SkippedFrames, "a cross-origin frame is either read or reported as skipped")
+	}
+
+	typed, err := tl.Type(ctx, inv, tools.TypeInput{Target: tools.Target{Ref: field.Ref}, Text: "hello <world>"})
+	require.NoError(t, err, "type")
+	assert.Equal(t, field.Ref, typed.Ref)
+
+	sel, err := tl.SelectOption(ctx, inv, tools.SelectOptionInput{Target: tools.Target{Ref: combo.Ref}, Values: []string{"Green"}})
+	require.NoError(t, err, "select option")
+	assert.Equal(t, []string{"green"}, sel.Selected)
+
+	_, err = tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Ref: button.Ref}})
+	require.NoError(t, err, "click")
+
+	w, err := tl.WaitFor(ctx, inv, tools.WaitForInput{Text: "Thanks, hello <world>!"})
+	require.NoError(t, err, "wait for text")
+	assert.Contains(t, w.URL, "/done?")
+
+	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+	require.NoError(t, err, "extract")
+	assert.Contains(t, ex.Text, "Thanks, hello <world>!")
+	el, err := tl.Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "#colour"}})
+	require.NoError(t, err, "extract element")
+	assert.Equal(t, "colour=green", el.Text)
+
+	links, err := tl.Links(ctx, inv, tools.LinksInput{})
+	require.NoError(t, err, "links")
+	assert.Len(t, links.Links, tools.DefaultLinksLimit, "default limit")
+	assert.Equal(t, fixtureItems+fixtureDocs, links.Total)
+	assert.True(t, links.Truncated)
+	assert.Equal(t, tools.Link{Href: s.url("/item/1"), Text: "Item 1"}, links.Links[0])
+
+	docs, err := tl.Links(ctx, inv, tools.LinksInput{Contains: "DOCS"})
+	require.NoError(t, err, "links filtered")
+	require.Len(t, docs.Links, fixtureDocs, "contains matches URL or text, case-insensitively")
+	assert.Equal(t, tools.Link{Href: s.url("/docs/intro"), Text: "Read the docs"}, docs.Links[0])
+	assert.Equal(t, tools.Link{Href: s.url("/guide"), Text: "More docs"}, docs.Links[2])
+	assert.False(t, docs.Truncated)
+
+	most, err := tl.Links(ctx, inv, tools.LinksInput{Limit: tools.MaxLinksLimit})
+	require.NoError(t, err, "links at the max limit")
+	assert.Len(t, most.Links, tools.MaxLinksLimit)
+	_, err = tl.Links(ctx, inv, tools.LinksInput{Limit: tools.MaxLinksLimit + 1})
+	assert.ErrorIs(t, err, tools.ErrInvalidInput, "a limit above the max is refused")
+
+	shot, err := tl.Screenshot(ctx, inv, tools.ScreenshotInput{Width: 640, Height: 480})
+	require.NoError(t, err, "screenshot")
+	assert.Equal(t, want, shot.Backend)
+	data, err := os.ReadFile(shot.Path)
+	require.NoError(t, err, "the screenshot is a file")
+	sum := sha256.Sum256(data)
+	assert.Equal(t, hex.EncodeToString(sum[:]), shot.SHA256, "sha256 matches the file")
+	assert.Equal(t, int64(len(data)), shot.Size)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err, "the file is a PNG")
+	assert.Equal(t, 640, img.Bounds().Dx())
+	assert.Equal(t, 480, img.Bounds().Dy())
+	assert.Equal(t, 640, shot.Width)
+	assert.Equal(t, 480, shot.Height)
+}
+
+func findNode(t *testing.T, snap tools.SnapshotResult, role, name string) tools.SnapshotNode {
+	t.Helper()
+	for _, n := range snap.Nodes {
+		if n.Role == role && n.Name == name {
+			require.NotEmpty(t, n.Ref, "%s %q has a ref", role, name)
+			return n
+		}
+	}
+	t.Fatalf("no %s %q in the snapshot:\n%s", role, name, snap.Text)
+	return tools.SnapshotNode{}
+}
+
+// cdpInspectTools returns Tools whose only provider is cdp-inspect on a fresh
+// headless Chromium.
+func cdpInspectTools(t *testing.T) (*tools.Tools, *chromiumtest.Browser) {
+	b := chromiumtest.Start(t)
+	cfg := browserbackend.DefaultConfig()
+	cfg.CDPInspect.Enabled = true
+	cfg.CDPInspect.Host = "127.0.0.1"
+	cfg.CDPInspect.Port = b.Port
+	cfg.CDPInspect.ProbeTimeoutMs = 5000 // a loaded test machine must not turn an answer into a timeout
+	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
+}
+
+func TestScenarioPassesOnEveryBackend(t *testing.T) {
+	s := startSite(t)
+	t.Run("cdp-inspect", func(t *testing.T) {
+		tl, _ := cdpInspectTools(t)
+		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)
+	})
+}
