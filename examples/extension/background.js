@@ -24,9 +24,9 @@ function startKeepalive() {
   }, KEEPALIVE_MS);
 }
 
-async function boot() {
+async function boot(opts) {
   await chrome.alarms.create(ALARM, { periodInMinutes: 0.5 });
-  await relay.start();
+  await relay.start(opts);
   if (relay.isRunning()) startKeepalive();
 }
 
@@ -47,7 +47,7 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
       if (msg.serverUrl) patch.serverUrl = msg.serverUrl;
       await saveSettings(patch);
       await setHealth(Health.RECONNECTING, 'connecting');
-      await boot();
+      await boot({ force: true });
     } else if (msg && msg.type === 'pause') {
       relay.stop();
       await saveSettings({ autoConnect: false });

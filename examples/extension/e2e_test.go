@@ -265,3 +265,29 @@ func TestCommandSucceedsAfter40sIdleWithNoDebuggerAttached(t *testing.T) {
 	assert.Equal(t, browserbackend.KindExtension, c2.Kind())
 	assert.Zero(t, s.unreg.Load(), "the keepalive kept the worker and its stream up the whole time")
 }
+
+func TestPopupShowsHealthAndPauseAndConnectWork(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	ext := s.waitExtension(t)
+	popup := s.openExtPage(t, "popup.html")
+	popup.waitText(t, "state", "Connected")
+	assert.JSONEq(t, fmt.Sprintf("%q", s.srv.URL), string(popup.eval(t, "document.getElementById('server').value")))
+
+	popup.eval(t, "document.getElementById('pause').click()")
+	popup.waitText(t, "state", "Paused")
+	s.waitGone(t, ext.ClientID)
+
+	popup.eval(t, "document.getElementById('connect').click()")
+	popup.waitText(t, "state", "Connected")
+	again := s.waitExtension(t)
+	assert.Equal(t, ext.ClientID, again.ClientID, "the install keeps its client id")
+}
+
+func TestRefusedPairingShowsAuthRequiredWithoutRetryLoop(t *testing.T) {
+	s := startStack(t, stackOptions{origins: []string{"chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}})
+	popup := s.openExtPage(t, "popup.html")
+	popup.waitText(t, "state", "Action required: pairing refused")
+	denials := s.logs.matching("auth: request denied", "code=origin_not_allowed", "route=/v1/pair")
+	assert.Len(t, denials, 1, "one refused pairing, no silent retries")
+	assert.Empty(t, s.rt.Hub.Roster())
+}

@@ -116,6 +116,8 @@ type stack struct {
 }
 
 type stackOptions struct {
+	// origins replaces the allowed pairing origins (default: the extension's).
+	origins   []string
 	fallbacks []browserbackend.Provider
 	timeout   time.Duration
 }
@@ -123,12 +125,15 @@ type stackOptions struct {
 func startStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
 	s := &stack{logs: &records{}, ids: make(chan string, 1024)}
+	if o.origins == nil {
+		o.origins = []string{ExtensionOrigin}
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	var n atomic.Int64
 	rt, err := runtime.New(runtime.Config{
 		Key:            key,
-		AllowedOrigins: []string{ExtensionOrigin},
+		AllowedOrigins: o.origins,
 		Logger:         slog.New(s.logs),
 		Fallbacks:      o.fallbacks,
 		RequestTimeout: o.timeout,
@@ -502,4 +507,67 @@ func (s *stack) post(t testing.TB, token, clientID string, body any) int {
 	require.NoError(t, err)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// extPage is a page of the extension (popup.html) opened in its own tab
+// through the browser's DevTools endpoint.
+type extPage struct {
+	c       *cdpConn
+	session string
+}
+
+func (s *stack) openExtPage(t testing.TB, path string) *extPage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	c := dialCDP(t, s.browser.BrowserWSURL)
+	var created struct {
+		TargetID string `json:"targetId"`
+	}
+	require.NoError(t, c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &created))
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &att))
+	// Page.navigate answers once the new document is committed; evaluate
+	// then runs in it and waits for its load.
+	require.NoError(t, c.call(ctx, att.SessionID, "Page.navigate", map[string]any{"url": ExtensionOrigin + "/" + path}, nil))
+	p := &extPage{c: c, session: att.SessionID}
+	p.eval(t, `new Promise((r) => document.readyState === 'complete' ? r(true) : addEventListener('load', () => r(true)))`)
+	return p
+}
+
+// eval evaluates expr (awaiting a promise) and returns its JSON value.
+func (p *extPage) eval(t testing.TB, expr string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	var ev struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	require.NoError(t, p.c.call(ctx, p.session, "Runtime.evaluate",
+		map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &ev))
+	require.Empty(t, ev.ExceptionDetails, "evaluation of %s", expr)
+	return ev.Result.Value
+}
+
+// waitText resolves when the element's text equals want (a MutationObserver,
+// not a poll).
+func (p *extPage) waitText(t testing.TB, id, want string) {
+	t.Helper()
+	p.eval(t, fmt.Sprintf(`new Promise((resolve) => {
+		const el = document.getElementById(%q);
+		const check = () => { if (el && el.textContent === %q) resolve(true); };
+		new MutationObserver(check).observe(document.body, {childList: true, characterData: true, subtree: true});
+		check();
+	})`, id, want))
+}
+
+// waitGone waits until the client's registration ends.
+func (s *stack) waitGone(t testing.TB, clientID string) {
+	t.Helper()
+	waitClosed(t, s.rt.Hub.Gone(clientID), "the client to disconnect")
 }

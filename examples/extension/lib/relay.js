@@ -6,7 +6,7 @@
 import { SSEParser } from './sse.js';
 import { CommandError, execute, setSink } from './executor.js';
 import {
-  Health, identity, loadCreds, loadLastEventId, loadSettings, saveCreds, saveLastEventId, setHealth,
+  Health, getHealth, identity, loadCreds, loadLastEventId, loadSettings, saveCreds, saveLastEventId, setHealth,
 } from './state.js';
 
 const INTERFACE_ID = 'chrome-extension';
@@ -63,16 +63,20 @@ export function isRunning() { return running; }
 export function isConnected() { return conn !== null; }
 
 /**
- * Starts the connection loop unless it runs already or the user paused the
- * relay. Idempotent; called at worker start, by the alarm and by the popup.
+ * Starts the connection loop unless it runs already, the user paused the
+ * relay, or pairing was refused (auth_required) and force is not set.
+ * Idempotent; called at worker start, by the alarm and by the popup.
  */
-export async function start() {
+export async function start({ force = false } = {}) {
   if (running) return;
   const settings = await loadSettings();
   if (!settings.autoConnect) {
     await setHealth(Health.PAUSED);
     return;
   }
+  // A refused pairing is not retried behind the user's back (the alarm and
+  // worker restarts land here); the popup's Connect forces a new attempt.
+  if (!force && (await getHealth()).state === Health.AUTH_REQUIRED) return;
   if (running) return;
   running = true;
   const my = ++gen;
