@@ -39,6 +39,7 @@ type Client struct {
 	kind     Kind
 	built    []ScopedClient
 	attempts []Attempt
+	walkFrom int // index in attempts where the current walk began
 	invalid  map[string]bool // flat sessions reported gone (SEL-14)
 	wanted   map[string]bool // event methods subscribed through the client
 	stops    []func()        // backend subscriptions to cancel on Close
@@ -174,6 +175,13 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
+	// A caller that has already given up gets nothing built or launched.
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, cmd.Method, false)
+	}
+	c.mu.Lock()
+	c.walkFrom = len(c.attempts)
+	c.mu.Unlock()
 	fellBack := false
 	var failedMemo Kind
 
@@ -198,7 +206,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 				}
 				failedMemo, fellBack = k, true
 				s.log.Warn("auto-mode fallback triggered", "from", k, "conversationId", inv.ConversationID,
-					"attempts", AttemptSummary(c.Attempts()))
+					"attempts", AttemptSummary(c.walkAttempts()))
 			}
 			s.memo.Forget(inv.ConversationID)
 			s.log.Info("forgot the conversation's remembered backend", "candidateKind", k,
@@ -228,7 +236,9 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	s.log.Info("candidate list built", "mode", mode, "pinned", pinned,
 		"candidates", candidateSummary(cands), "conversationId", inv.ConversationID, "method", cmd.Method)
 	if err != nil || len(cands) == 0 {
-		if err == nil && ctx.Err() != nil {
+		if ctx.Err() != nil {
+			// The caller gave up (e.g. during the reconnect grace): that,
+			// not the provider's answer, decides.
 			err = ctxError(ctx, cmd.Method, false)
 		}
 		return nil, c.selectionError(mode, pinned, err)
@@ -251,7 +261,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 		}
 		if !pinned && !fellBack {
 			s.log.Warn("auto-mode fallback triggered", "from", cand.Kind, "conversationId", inv.ConversationID,
-				"attempts", AttemptSummary(c.Attempts()))
+				"attempts", AttemptSummary(c.walkAttempts()))
 		}
 		fellBack = true
 	}
@@ -315,7 +325,21 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 	}
 	res, err = b.Send(ctx, cmd)
 	if err != nil {
-		r, done, e := fail(StageSend, c.classify(ctx, err, cmd.Method, cand.Kind, true))
+		ce := c.classify(ctx, err, cmd.Method, cand.Kind, true)
+		r, done, e := fail(StageSend, ce)
+		if done && ce.Class == ClassProtocol {
+			// The browser answered: the backend is live and serves the
+			// rest of the invocation. Dropping it would rebuild (or
+			// relaunch) a backend per failing command, and could move the
+			// invocation to another browser half way through.
+			c.stick(b, cand.Kind)
+			s.log.Info("candidate answered with a protocol error, backend is now sticky", "candidateKind", cand.Kind,
+				"conversationId", inv.ConversationID, "method", cmd.Method, "cdpCode", ce.CDPCode)
+			if s.hooks.Stick != nil {
+				s.hooks.Stick(inv, cand.Kind)
+			}
+			return r, done, e
+		}
 		c.discard(b)
 		return r, done, e
 	}
@@ -331,7 +355,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 		"conversationId", inv.ConversationID, "method", cmd.Method)
 	if afterFallback {
 		s.log.Warn("auto-mode fallback completed", "candidateKind", cand.Kind,
-			"conversationId", inv.ConversationID, "attempts", AttemptSummary(c.Attempts()))
+			"conversationId", inv.ConversationID, "attempts", AttemptSummary(c.walkAttempts()))
 	}
 	if s.hooks.Stick != nil {
 		s.hooks.Stick(inv, cand.Kind)
@@ -339,8 +363,15 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 	return res, true, nil
 }
 
+// walkAttempts returns a copy of the attempts of the current walk.
+func (c *Client) walkAttempts() []Attempt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Attempt(nil), c.attempts[c.walkFrom:]...)
+}
+
 func (c *Client) selectionError(mode Mode, pinned bool, deciding error) error {
-	attempts := c.Attempts()
+	attempts := c.walkAttempts()
 	se := &SelectionError{Mode: mode, Pinned: pinned, Attempts: attempts, Err: deciding}
 	seen := map[string]bool{}
 	for _, a := range attempts {
@@ -415,6 +446,9 @@ func (c *Client) discard(b ScopedClient) {
 func (c *Client) stick(b ScopedClient, k Kind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return // Close already disposed b
+	}
 	c.sticky, c.kind = b, k
 	if _, ok := b.(EventSource); ok {
 		for m := range c.wanted {

@@ -321,3 +321,18 @@ func TestTargetClientFailureDoesNotFallBack(t *testing.T) {
 		assert.Zero(t, countMsg(r.logs, msg), msg)
 	}
 }
+
+func TestPinnedExtensionGraceCancelledByCallerIsAborted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig().build(bb.Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Second); cancel() }()
+		c := r.sel.Client(bb.Invocation{ActorPrincipalID: alice, TargetClientID: "ext-gone"})
+		defer c.Close()
+		_, err := c.Send(ctx, evalCommand)
+		require.ErrorIs(t, err, bb.ErrAborted)
+		var se *bb.SelectionError
+		require.ErrorAs(t, err, &se, "the attempts are still reported")
+		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
+	})
+}

@@ -410,3 +410,49 @@ func TestFailoverHookAndLogNotEmittedForTheLastCandidate(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, bb.KindExtension, recs[0].Attrs["candidateKind"])
 }
+
+func TestProtocolErrorOnFirstCommandKeepsTheBackendSticky(t *testing.T) {
+	ps := fakes(bb.KindLocal)
+	ps[0].NewBackend = failingBackend(bb.KindLocal, bbt.ProtocolErr(-32000, "Cannot navigate to invalid URL"))
+	sel, logs := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+
+	_, err := c.Send(context.Background(), bb.Command{Method: "Page.navigate"})
+	require.ErrorIs(t, err, bb.ErrServerError)
+	assert.Equal(t, bb.KindLocal, c.Kind(), "the browser answered: it serves the invocation")
+	_, err = c.Send(context.Background(), bb.Command{Method: "Page.navigate"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, ps[0].Builds(), "no second launch for the next command")
+	require.Len(t, ps[0].Backends(), 1)
+	assert.False(t, ps[0].Backends()[0].Closed())
+	assert.Len(t, ps[0].Backends()[0].Calls(), 2)
+	assert.Equal(t, 1, countMsg(logs, "candidate list built"))
+}
+
+func TestRetryAfterFailedSelectionReportsOnlyThatWalksAttempts(t *testing.T) {
+	ps := fakes(bb.KindCDPInspect, bb.KindLocal)
+	ps[0].BuildErr = bbt.TransportErr(bb.CodeUnreachable)
+	ps[1].BuildErr = bbt.TransportErr(bb.CodeLaunchFailed)
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	for range 2 {
+		_, err := c.Send(context.Background(), evalCommand)
+		var se *bb.SelectionError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, []string{"cdp-inspect@construction[unreachable]", "local@construction[launch_failed]"}, summary(se.Attempts))
+	}
+	assert.Len(t, c.Attempts(), 4, "Attempts keeps the whole history")
+}
+
+func TestSendWithCancelledContextBuildsNothing(t *testing.T) {
+	ps := fakes(bb.KindLocal)
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 { // the walk token and ctx.Done are both ready: never build
+		_, err := c.Send(ctx, evalCommand)
+		require.ErrorIs(t, err, bb.ErrAborted)
+	}
+	assert.Zero(t, ps[0].Builds())
+}
