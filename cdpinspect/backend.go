@@ -197,8 +197,14 @@ func (b *Backend) closeCreated() {
 	_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
 }
 
+// transportErr builds an attach-stage transport error; no_targets is also a
+// discovery outcome (INS-1) and sets DiscoveryCode.
 func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error {
-	return &bb.Error{Class: bb.ClassTransport, Code: code, Method: method, Backend: bb.KindCDPInspect, Message: msg, Err: cause}
+	e := &bb.Error{Class: bb.ClassTransport, Code: code, Method: method, Backend: bb.KindCDPInspect, Message: "attach: " + msg, Err: cause}
+	if code == bb.CodeNoTargets {
+		e.DiscoveryCode = code
+	}
+	return e
 }
 
 // onFrame runs on the reader goroutine for every event. It publishes the
@@ -270,6 +276,25 @@ func (b *Backend) closedErr(method string) *bb.Error {
 	return &bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Method: method, Backend: bb.KindCDPInspect, Message: "backend closed"}
 }
 
+// waitDetached waits until the page session's detach event arrives on
+// events, or ctx ends, or the stream closes.
+func (b *Backend) waitDetached(ctx context.Context, events <-chan bb.Event) {
+	if b.detached.Load() {
+		return
+	}
+	sid := b.SessionID()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok || ev.SessionID == sid {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Subscribe implements browserbackend.EventSource: every CDP event of the
 // connection (the page session's and browser-level ones) with its
 // sessionId. Target.detachedFromTarget carries the detached session in
@@ -318,8 +343,14 @@ func (b *Backend) Close() error {
 		b.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		if b.CreatedTarget() {
+			// Wait for the session's detach as well, so the tab is gone
+			// when Close returns.
+			detached, stop := b.bus.Subscribe(bb.MethodTargetDetached)
 			params, _ := json.Marshal(map[string]string{"targetId": b.TargetID()})
-			_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
+			if _, err := b.c.call(ctx, "Target.closeTarget", params, ""); err == nil {
+				b.waitDetached(ctx, detached)
+			}
+			stop()
 		} else if !b.detached.Load() {
 			params, _ := json.Marshal(map[string]string{"sessionId": b.SessionID()})
 			_, _ = b.c.call(ctx, "Target.detachFromTarget", params, "")

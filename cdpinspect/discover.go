@@ -175,10 +175,24 @@ func ParseDevToolsActivePort(data []byte) (port int, path string, err error) {
 	}
 	path = strings.TrimSpace(lines[1])
 	id, ok := strings.CutPrefix(path, "/devtools/browser/")
-	if !ok || id == "" || strings.ContainsAny(id, "/?#% \t") {
+	if !ok || !validTargetID(id) {
 		return 0, "", fmt.Errorf("cdpinspect: DevToolsActivePort: bad path %.100q", path)
 	}
 	return port, path, nil
+}
+
+// validTargetID accepts the browser id of a DevTools path: a non-empty run
+// of letters, digits, '-', '_' and '.' (Chrome writes a UUID), not "." or "..".
+func validTargetID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // fromActivePortFile reads dir/DevToolsActivePort and checks that its port
