@@ -20,6 +20,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/local"
 )
 
 // stepTimeout bounds each tool call of the scenario: a guard against a hang,
@@ -143,8 +144,23 @@ func cdpInspectTools(t *testing.T) (*tools.Tools, *chromiumtest.Browser) {
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
 }
 
+// localTools returns Tools whose only provider is local (Playwright), with
+// Close wired to the browser's per-conversation page.
+func localTools(t *testing.T) (*tools.Tools, *local.Browser) {
+	b := local.New(local.Options{Logger: quietLogger()})
+	t.Cleanup(func() { b.Close() })
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
+	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
+		CloseConversation: func(_ context.Context, _ browserbackend.Kind, conv string) error { return b.CloseConversation(conv) },
+	}), b
+}
+
 func TestScenarioPassesOnEveryBackend(t *testing.T) {
 	s := startSite(t)
+	t.Run("local", func(t *testing.T) {
+		tl, _ := localTools(t)
+		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-local", InterfaceID: "cli"}, s, browserbackend.KindLocal)
+	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		tl, _ := cdpInspectTools(t)
 		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)
