@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -326,4 +327,30 @@ func TestEventBusDropsForSlowSubscriberWithoutBlocking(t *testing.T) {
 	late, _ := bus.Subscribe("x")
 	_, ok = <-late
 	assert.False(t, ok, "subscribing after Close gives a closed channel")
+}
+
+func TestTypedCallWithUndecodableResultIsInvalidResponse(t *testing.T) {
+	ps := fakes(bb.KindLocal)
+	ps[0].NewBackend = func() *bbt.Backend { return bbt.NewBackend(bb.KindLocal, bbt.JSON(map[string]any{"result": 5})) }
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	_, err := cdp.Call(context.Background(), c, runtime.Evaluate, runtime.EvaluateParams{Expression: "1"})
+	require.ErrorIs(t, err, bb.ErrInvalidResponse)
+	var e *bb.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.KindLocal, e.Backend)
+	assert.Equal(t, "Runtime.evaluate", e.Method)
+}
+
+func TestTypedCallWithoutParamsSendsNoParams(t *testing.T) {
+	ps := fakes(bb.KindLocal)
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	_, err := cdp.Call(context.Background(), c, page.Enable, page.EnableParams{})
+	require.NoError(t, err)
+	require.NoError(t, c.Call(context.Background(), "Page.reload", nil, nil))
+	calls := ps[0].Backends()[0].Calls()
+	require.Len(t, calls, 2)
+	assert.Empty(t, calls[0].Params)
+	assert.Empty(t, calls[1].Params)
 }

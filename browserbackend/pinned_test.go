@@ -336,3 +336,41 @@ func TestPinnedExtensionGraceCancelledByCallerIsAborted(t *testing.T) {
 		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
 	})
 }
+
+func TestGraceIsWokenByAnyOfSeveralWatchingProviders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r1, r2 := newRig(), newRig()
+		ext2 := bbt.Reference{Roster: r2.roster, Farm: r1.farm}.Extension()
+		r1.build(bb.Options{Providers: []bb.Provider{r1.ref().Extension(), ext2}})
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			r2.roster.Connect(aliceExt)
+		}()
+		start := time.Now()
+		c, err := r1.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		require.NoError(t, err)
+		assert.Equal(t, bb.KindExtension, c.Kind())
+		assert.Equal(t, 500*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestNegativeExtensionGraceDisablesTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig().build(bb.Options{ExtensionGrace: -1})
+		start := time.Now()
+		_, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		var se *bb.SelectionError
+		require.ErrorAs(t, err, &se)
+		assert.Zero(t, time.Since(start))
+	})
+}
+
+func TestCustomExtensionGraceIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig().build(bb.Options{ExtensionGrace: 750 * time.Millisecond})
+		start := time.Now()
+		_, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		require.Error(t, err)
+		assert.Equal(t, 750*time.Millisecond, time.Since(start))
+	})
+}

@@ -1,7 +1,3 @@
-// Package browserbackendtest is a test kit for host applications that wire
-// browserbackend (SEL-15): a scriptable fake backend, a fake provider, and
-// fault helpers such as "fail the nth call with a transport error". It is
-// meant for unit tests; nothing here talks to a browser.
 package browserbackendtest
 
 import (

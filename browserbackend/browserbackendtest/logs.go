@@ -98,3 +98,7 @@ func (r *LogRecorder) Find(msg string) []Record {
 	}
 	return out
 }
+
+// DiscardLogger returns a logger that drops every record, for tests and
+// examples that do not look at logs.
+func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
