@@ -1,22 +1,3 @@
-// Package runtime composes the reference assistant runtime of
-// examples/server (SPEC EX-2): the in-process event hub, the host browser
-// proxy and its routes, pairing and bearer authentication, the HUB-6 rate
-// limiter and a backend selector, plus a small command endpoint that runs one
-// CDP command for a conversation so a person (or a test) can drive any
-// backend by hand.
-//
-// Routes of Runtime.Handler:
-//
-//	POST /v1/pair, /v1/pair/refresh      pairing (loopback only, own rate limit; hostproxy/auth)
-//	GET  /v1/events                      SSE stream (bearer token)
-//	POST /v1/ping                        liveness ping (bearer token)
-//	POST /v1/host-browser-result         command results (bearer token)
-//	POST /v1/host-browser-event          CDP events (bearer token)
-//	POST /v1/host-browser-session-invalidated
-//	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)
-//
-// It lives in its own package so the end-to-end tests of the reference
-// extension run against exactly the composition the example server runs.
 package runtime
 
 import (
@@ -235,18 +216,19 @@ func (rt *Runtime) serveCommand(w http.ResponseWriter, r *http.Request) {
 	e := browserbackend.Classify(err, false)
 	resp.Error = &CommandError{Class: e.Class, Code: e.Code, CDPCode: e.CDPCode, Message: err.Error()}
 	var se *browserbackend.SelectionError
-	if errors.As(err, &se) {
-		resp.Report = se.Report()
-	}
 	status := http.StatusBadGateway
-	switch e.Class {
-	case browserbackend.ClassProtocol:
+	switch {
+	case errors.As(err, &se):
+		// No backend served the command: the report lists every attempt.
+		resp.Report = se.Report()
+		status = http.StatusServiceUnavailable
+	case e.Class == browserbackend.ClassProtocol:
 		status = http.StatusUnprocessableEntity
-	case browserbackend.ClassPolicy:
+	case e.Class == browserbackend.ClassPolicy:
 		status = http.StatusBadRequest
-	case browserbackend.ClassTimeout:
+	case e.Class == browserbackend.ClassTimeout:
 		status = http.StatusGatewayTimeout
-	case browserbackend.ClassUnavailable:
+	case e.Class == browserbackend.ClassUnavailable:
 		status = http.StatusServiceUnavailable
 	}
 	rt.log.Warn("command failed", "module", "example-server", "method", req.Method, "mode", req.BrowserMode,

@@ -1,0 +1,20 @@
+// Package runtime composes the reference assistant runtime of
+// examples/server (SPEC EX-2): the in-process event hub, the host browser
+// proxy and its routes, pairing and bearer authentication, the HUB-6 rate
+// limiter and a backend selector, plus a small command endpoint that runs one
+// CDP command for a conversation so a person (or a test) can drive any
+// backend by hand.
+//
+// Routes of Runtime.Handler:
+//
+//	POST /v1/pair, /v1/pair/refresh      pairing (loopback only, own rate limit; hostproxy/auth)
+//	GET  /v1/events                      SSE stream (bearer token)
+//	POST /v1/ping                        liveness ping (bearer token)
+//	POST /v1/host-browser-result         command results (bearer token)
+//	POST /v1/host-browser-event          CDP events (bearer token)
+//	POST /v1/host-browser-session-invalidated
+//	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)
+//
+// It lives in its own package so the end-to-end tests of the reference
+// extension run against exactly the composition the example server runs.
+package runtime

@@ -1,0 +1,175 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/hostproxy/auth"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const origin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newServer(t *testing.T, clk *clock, fallbacks ...browserbackend.Provider) (*runtime.Runtime, *httptest.Server) {
+	t.Helper()
+	cfg := runtime.Config{Key: bytes.Repeat([]byte("s"), 32), AllowedOrigins: []string{origin}, Fallbacks: fallbacks,
+		SelectorOptions: browserbackend.Options{ExtensionGrace: -1}}
+	if clk != nil {
+		cfg.Now = clk.Now
+	}
+	rt, err := runtime.New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(rt.Handler) // 127.0.0.1
+	t.Cleanup(func() { rt.Close(); srv.Close() })
+	return rt, srv
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]string, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestPairingOnTheComposedServer(t *testing.T) {
+	_, srv := newServer(t, nil)
+	ext := map[string]string{auth.HeaderInterfaceID: "chrome-extension", "Origin": origin}
+
+	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
+		auth.HeaderInterfaceID: "chrome-extension", "Origin": origin, "X-Forwarded-For": "203.0.113.9"}, "{}").StatusCode)
+	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
+		auth.HeaderInterfaceID: "chrome-extension", "Origin": origin, "Host": "attacker.example"}, "{}").StatusCode)
+	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
+		auth.HeaderInterfaceID: "chrome-extension", "Origin": "chrome-extension://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}, "{}").StatusCode)
+	assert.Equal(t, http.StatusBadRequest, do(t, srv, "POST", "/v1/pair", map[string]string{"Origin": origin}, "{}").StatusCode)
+	for range 8 { // the origin and interface denials above count; the local-only ones are refused before the limiter
+		assert.Equal(t, http.StatusOK, do(t, srv, "POST", "/v1/pair", ext, `{"clientId":"c1"}`).StatusCode)
+	}
+	resp := do(t, srv, "POST", "/v1/pair", ext, "{}")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the 11th request within a minute")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	assert.Equal(t, "10", resp.Header.Get("X-RateLimit-Limit"))
+}
+
+func TestEventsRefuseBadSignatureAndExpiredTokens(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+	rt, srv := newServer(t, clk)
+	other, err := auth.New(auth.Config{Key: bytes.Repeat([]byte("o"), 32), Now: clk.Now})
+	require.NoError(t, err)
+	forged, err := other.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1"})
+	require.NoError(t, err)
+	hdr := func(tok string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "X-Vellum-Client-Id": "c1",
+			"X-Vellum-Interface-Id": "chrome-extension"}
+	}
+	assert.Equal(t, http.StatusUnauthorized, do(t, srv, "GET", "/v1/events", hdr(forged.Token), "").StatusCode)
+	assert.Equal(t, http.StatusUnauthorized, do(t, srv, "GET", "/v1/events", nil, "").StatusCode)
+
+	tok, err := rt.Auth.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1"})
+	require.NoError(t, err)
+	clk.Advance(25 * time.Hour)
+	resp := do(t, srv, "GET", "/v1/events", hdr(tok.Token), "")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	var body struct{ Error struct{ Code string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.Equal(t, "token_expired", body.Error.Code)
+	// The result routes are behind the same middleware.
+	assert.Equal(t, http.StatusUnauthorized, do(t, srv, "POST", "/v1/host-browser-result", hdr(tok.Token), `{"requestId":"x"}`).StatusCode)
+}
+
+func TestEventsStreamOpensWithAValidToken(t *testing.T) {
+	rt, srv := newServer(t, nil)
+	tok, err := rt.Auth.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	req.Header.Set("X-Vellum-Client-Id", "c1")
+	req.Header.Set("X-Vellum-Interface-Id", "chrome-extension")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	c, ok := rt.Hub.Client("c1")
+	require.True(t, ok)
+	assert.Equal(t, auth.DefaultActor, c.ActorPrincipalID, "the actor comes from the token")
+}
+
+func TestCommandEndpointRunsOneCommandAndReportsAttempts(t *testing.T) {
+	fake := &browserbackendtest.Provider{K: browserbackend.KindLocal, NewBackend: func() *browserbackendtest.Backend {
+		return browserbackendtest.NewBackend(browserbackend.KindLocal, func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+			return json.RawMessage(`{"result":{"type":"number","value":2}}`), nil
+		})
+	}}
+	_, srv := newServer(t, nil, fake)
+	jsonHdr := map[string]string{"Content-Type": "application/json"}
+	resp := do(t, srv, "POST", runtime.CommandPath, jsonHdr,
+		`{"conversationId":"c1","browser_mode":"auto","method":"Runtime.evaluate","params":{"expression":"1+1"}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out runtime.CommandResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	assert.Equal(t, browserbackend.KindLocal, out.Backend)
+	assert.JSONEq(t, `{"result":{"type":"number","value":2}}`, string(out.Result))
+	require.NotEmpty(t, out.Attempts)
+	assert.Equal(t, browserbackend.KindExtension, out.Attempts[0].Kind, "the extension was considered and skipped")
+	assert.Equal(t, browserbackend.StageSuccess, out.Attempts[len(out.Attempts)-1].Stage)
+
+	resp = do(t, srv, "POST", runtime.CommandPath, jsonHdr, `{"browser_mode":"host-bridge","method":"Runtime.evaluate"}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "host-bridge is not a caller mode")
+
+	resp = do(t, srv, "POST", runtime.CommandPath, jsonHdr, `{"browser_mode":"extension","method":"Runtime.evaluate","timeoutMs":100}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	assert.Contains(t, out.Report, `Requested browser_mode "extension" is unavailable`)
+}
+
+func TestCommandEndpointRefusesWebPagesProxiesAndNonJSON(t *testing.T) {
+	_, srv := newServer(t, nil)
+	body := `{"method":"Runtime.evaluate"}`
+	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", runtime.CommandPath,
+		map[string]string{"Content-Type": "application/json", "Origin": "https://evil.example"}, body).StatusCode)
+	assert.Equal(t, http.StatusUnsupportedMediaType, do(t, srv, "POST", runtime.CommandPath,
+		map[string]string{"Content-Type": "text/plain"}, body).StatusCode)
+	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", runtime.CommandPath,
+		map[string]string{"Content-Type": "application/json", "X-Forwarded-For": "198.51.100.1"}, body).StatusCode)
+	assert.Equal(t, http.StatusBadRequest, do(t, srv, "POST", runtime.CommandPath,
+		map[string]string{"Content-Type": "application/json"}, `{"browser_mode":"auto"}`).StatusCode)
+}
