@@ -1,0 +1,265 @@
+// Command quickstart runs browserchain's auto chain once, end to end (EX-1).
+//
+//	go run ./examples/quickstart [--url URL] [--mode MODE] [--json]
+//
+// It serves a small fixture page on 127.0.0.1 (unless --url is given), builds
+// a selector with the reference providers in SEL-3 order — extension and
+// host-bridge over an in-process event hub, cdp-inspect, local — and sends
+// one invocation through it: enable the Page domain, navigate, wait for
+// Page.loadEventFired (a CDP event, not polling), read the title and capture a
+// PNG screenshot to a file. On a fresh machine nothing but local is
+// reachable, so the chain falls through to local: no extension is connected,
+// and the desktop-auto cdp-inspect candidate of the macos turn finds no
+// Chrome on localhost:9222.
+//
+// It prints the backend used, the attempt sequence, the page title and the
+// screenshot's path, sha256 and size; --json prints the same as one JSON
+// object. The exit status is 1 when the chain fails, with the selector's
+// report (attempts and remediation) on stderr.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/local"
+)
+
+// Result is what the quickstart reports (also its --json shape).
+type Result struct {
+	Backend    browserbackend.Kind      `json:"backend"`
+	Attempts   []browserbackend.Attempt `json:"attempts"`
+	URL        string                   `json:"url"`
+	Title      string                   `json:"title"`
+	Screenshot Screenshot               `json:"screenshot"`
+	ElapsedMs  int64                    `json:"elapsedMs"`
+}
+
+// Screenshot describes the written PNG.
+type Screenshot struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Bytes  int    `json:"bytes"`
+	Width  int64  `json:"width"`
+	Height int64  `json:"height"`
+}
+
+func main() {
+	var (
+		url      = flag.String("url", "", "page to open (default: a fixture page served on 127.0.0.1)")
+		mode     = flag.String("mode", "auto", "browser_mode: auto, extension, cdp-inspect (cdp-debugger), local (playwright)")
+		asJSON   = flag.Bool("json", false, "print the result as one JSON object")
+		out      = flag.String("out", filepath.Join(os.TempDir(), "browserchain-quickstart.png"), "screenshot file")
+		iface    = flag.String("interface", eventhub.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
+		verbose  = flag.Bool("v", false, "log every selection record (default: warnings only)")
+		deadline = flag.Duration("timeout", 2*time.Minute, "overall deadline")
+	)
+	flag.Parse()
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), *deadline)
+	defer cancel()
+	res, err := run(ctx, logger, *url, *mode, *iface, *out)
+	if err != nil {
+		var se *browserbackend.SelectionError
+		if errors.As(err, &se) {
+			fmt.Fprint(os.Stderr, se.Report())
+		}
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		if *asJSON && res != nil {
+			_ = json.NewEncoder(os.Stdout).Encode(res)
+		}
+		os.Exit(1)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+		return
+	}
+	printText(os.Stdout, res)
+}
+
+func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string) (*Result, error) {
+	start := time.Now()
+	mode, err := browserbackend.ParseMode(modeArg)
+	if err != nil {
+		return nil, err
+	}
+	if url == "" {
+		srv, err := serveFixture()
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		url = "http://" + srv.Addr + "/"
+	}
+
+	// The reference chain (SEL-3): extension / host-bridge over a hub (empty
+	// here: no client is paired), cdp-inspect, local.
+	hub := eventhub.New()
+	defer hub.Close()
+	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: logger})
+	defer proxy.Close()
+	browser := local.New(local.Options{Logger: logger})
+	defer browser.Close()
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{
+			proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
+			proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+			cdpinspect.NewProvider(browserbackend.DefaultConfig(), cdpinspect.WithLogger(logger)),
+			local.NewProvider(browser),
+		},
+		Logger: logger,
+	})
+	client := sel.Client(browserbackend.Invocation{
+		ConversationID:   "quickstart",
+		InterfaceID:      iface,
+		ActorPrincipalID: "quickstart-user",
+		Mode:             mode,
+	})
+	defer client.Close()
+	res := &Result{URL: url}
+	defer func() {
+		res.Backend, res.Attempts = client.Kind(), client.Attempts()
+		res.ElapsedMs = time.Since(start).Milliseconds()
+	}()
+
+	// The first command selects the backend.
+	if _, err := cdp.Call(ctx, client, page.Enable, page.EnableParams{}); err != nil {
+		return res, err
+	}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loads := cdp.Events(loadCtx, client, page.LoadEventFired) // subscribe before navigating
+	nav, err := cdp.Call(ctx, client, page.Navigate, page.NavigateParams{URL: url})
+	if err != nil {
+		return res, err
+	}
+	if nav.ErrorText != "" {
+		return res, fmt.Errorf("quickstart: navigate %s: %s", url, nav.ErrorText)
+	}
+	for _, err := range loads {
+		if err != nil {
+			return res, fmt.Errorf("quickstart: waiting for Page.loadEventFired: %w", err)
+		}
+		break
+	}
+	stopLoad()
+
+	title, err := cdp.Call(ctx, client, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.title", ReturnByValue: new(true)})
+	if err != nil {
+		return res, err
+	}
+	if title.Result != nil {
+		_ = json.Unmarshal(title.Result.Value, &res.Title)
+	}
+	metrics, err := cdp.Call(ctx, client, page.GetLayoutMetrics, cdp.Empty{})
+	if err == nil && metrics.CSSVisualViewport != nil {
+		res.Screenshot.Width = int64(metrics.CSSVisualViewport.ClientWidth)
+		res.Screenshot.Height = int64(metrics.CSSVisualViewport.ClientHeight)
+	}
+	shot, err := cdp.Call(ctx, client, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(out, shot.Data, 0o644); err != nil {
+		return res, fmt.Errorf("quickstart: write screenshot: %w", err)
+	}
+	sum := sha256.Sum256(shot.Data)
+	abs, _ := filepath.Abs(out)
+	res.Screenshot.Path, res.Screenshot.SHA256, res.Screenshot.Bytes = abs, hex.EncodeToString(sum[:]), len(shot.Data)
+	return res, nil
+}
+
+func printText(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "backend:    %s\n", r.Backend)
+	fmt.Fprintf(w, "attempts:   %s\n", strings.Join(browserbackend.AttemptSummary(r.Attempts), " -> "))
+	for i, a := range r.Attempts {
+		line := fmt.Sprintf("  %d. %-11s %-19s", i+1, a.Kind, a.Stage)
+		if a.Code != "" {
+			line += " [" + a.Code + "]"
+		}
+		if a.Reason != "" {
+			line += " reason: " + a.Reason
+		}
+		if a.Message != "" && a.Message != a.Reason {
+			line += " — " + a.Message
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "url:        %s\n", r.URL)
+	fmt.Fprintf(w, "title:      %s\n", r.Title)
+	fmt.Fprintf(w, "screenshot: %s\n", r.Screenshot.Path)
+	fmt.Fprintf(w, "sha256:     %s\n", r.Screenshot.SHA256)
+	fmt.Fprintf(w, "bytes:      %d (%dx%d CSS px viewport)\n", r.Screenshot.Bytes, r.Screenshot.Width, r.Screenshot.Height)
+	fmt.Fprintf(w, "elapsed:    %d ms\n", r.ElapsedMs)
+}
+
+// fixtureServer is the page served when --url is not given.
+type fixtureServer struct {
+	Addr string
+	srv  *http.Server
+}
+
+func (f *fixtureServer) Close() { _ = f.srv.Close() }
+
+// serveFixture serves the fixture page on 127.0.0.1 (loopback only).
+func serveFixture() (*fixtureServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("quickstart: listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, fixtureHTML)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &fixtureServer{Addr: ln.Addr().String(), srv: srv}, nil
+}
+
+const fixtureHTML = `<!doctype html>
+<html><head><meta charset="utf-8"><title>browserchain quickstart</title>
+<style>
+ body{margin:0;font:18px/1.4 sans-serif;background:linear-gradient(135deg,#0f4c81,#3aa17e);color:#fff;min-height:100vh}
+ main{padding:48px}
+ h1{font-size:44px;margin:0 0 12px}
+ ol li{margin:6px 0}
+ .k{display:inline-block;padding:2px 10px;border-radius:6px;background:rgba(255,255,255,.18)}
+</style></head>
+<body><main>
+<h1>browserchain quickstart</h1>
+<p>This page was served on 127.0.0.1 and opened through the auto chain:</p>
+<ol><li><span class="k">extension</span> / <span class="k">host-bridge</span> — over the event hub</li>
+<li><span class="k">cdp-inspect</span> — a Chrome with a remote-debugging port</li>
+<li><span class="k">local</span> — a Chromium launched through Playwright</li></ol>
+</main></body></html>
+`

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"image/png"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// With no extension, no desktop client and no Chrome on a debugging port, the
+// auto chain falls through to local and the screenshot file is a valid PNG
+// whose reported hash and size match (EX-1).
+func TestQuickstartFallsThroughToLocal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "shot.png")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	res, err := run(ctx, logger, "", "auto", "cli", out)
+	require.NoError(t, err)
+	assert.Equal(t, browserbackend.KindLocal, res.Backend)
+	require.NotEmpty(t, res.Attempts)
+	last := res.Attempts[len(res.Attempts)-1]
+	assert.Equal(t, browserbackend.KindLocal, last.Kind)
+	assert.Equal(t, browserbackend.StageSuccess, last.Stage)
+	for _, a := range res.Attempts[:len(res.Attempts)-1] {
+		assert.NotEqual(t, browserbackend.StageSuccess, a.Stage, "%+v", a)
+	}
+	assert.Equal(t, "browserchain quickstart", res.Title)
+
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, len(data), res.Screenshot.Bytes)
+	sum := sha256.Sum256(data)
+	assert.Equal(t, hex.EncodeToString(sum[:]), res.Screenshot.SHA256)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Positive(t, img.Bounds().Dx())
+}
+
+func TestQuickstartRejectsInvalidMode(t *testing.T) {
+	_, err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "", "host-bridge", "cli", filepath.Join(t.TempDir(), "x.png"))
+	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
+}
