@@ -67,4 +67,3 @@ func BenchmarkWarmNewConversationFirstAnswer(b *testing.B) {
 		b.StartTimer()
 	}
 }
-
