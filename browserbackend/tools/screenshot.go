@@ -37,6 +37,14 @@ type ScreenshotInput struct {
 	FullPage bool `json:"full_page,omitempty"`
 }
 
+func (in ScreenshotInput) check() error {
+	if (in.Width == 0) != (in.Height == 0) || in.Width < 0 || in.Height < 0 ||
+		in.Width > MaxScreenshotSide || in.Height > MaxScreenshotSide {
+		return invalidInput("screenshot", fmt.Sprintf("width and height must be both 0 or both 1–%d", MaxScreenshotSide))
+	}
+	return nil
+}
+
 // ScreenshotResult describes the PNG file written. The image itself never
 // travels in the result (seed 004: a screenshot is a file, the agent gets a
 // reference).
@@ -62,9 +70,8 @@ type ScreenshotResult struct {
 // failures are CodeIO.
 func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotResult, error) {
 	const op = "screenshot"
-	if (in.Width == 0) != (in.Height == 0) || in.Width < 0 || in.Height < 0 ||
-		in.Width > MaxScreenshotSide || in.Height > MaxScreenshotSide {
-		return ScreenshotResult{}, invalidInput(op, fmt.Sprintf("width and height must both be set, 1–%d", MaxScreenshotSide))
+	if err := in.check(); err != nil {
+		return ScreenshotResult{}, err
 	}
 	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
 	t := true

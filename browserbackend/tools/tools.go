@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -195,10 +194,7 @@ func (t *Tools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
 func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
 	return run(t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error {
-			return errors.Join(checkRange("screenshot", "width", in.Width, MaxScreenshotSide),
-				checkRange("screenshot", "height", in.Height, MaxScreenshotSide))
-		}},
+		check: in.check},
 		func(ctx context.Context, p *Page) (ScreenshotResult, error) { return p.Screenshot(ctx, in) })
 }
 
