@@ -145,13 +145,26 @@ func ReadFrames(r io.Reader, maxSize int) iter.Seq2[Frame, error] {
 	}
 }
 
+// lineEnd returns the index of the first CR or LF in data, or -1.
+func lineEnd(data []byte) int {
+	lf := bytes.IndexByte(data, '\n')
+	search := data
+	if lf >= 0 {
+		search = data[:lf]
+	}
+	if cr := bytes.IndexByte(search, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
+}
+
 // splitSSELines is a bufio.SplitFunc for LF, CR and CRLF line ends. A CR at
 // the end of the buffer waits for one more byte to tell CR from CRLF.
 func splitSSELines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	if atEOF && len(data) == 0 {
 		return 0, nil, nil
 	}
-	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+	if i := lineEnd(data); i >= 0 {
 		if data[i] == '\n' {
 			return i + 1, data[:i], nil
 		}
