@@ -1,0 +1,105 @@
+package extension_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkExtensionEvaluateRoundTrip measures Runtime.evaluate("1+1")
+// through the whole extension path (selector → proxy → hub → SSE →
+// service worker → chrome.debugger → POST result) and, for each command, the
+// time the extension itself spent inside chrome.debugger.sendCommand (its
+// durationMs). The difference is the relay's overhead. It also measures the
+// same command over a direct CDP WebSocket session on the same tab.
+//
+//	go test -run XXX -bench ExtensionEvaluate -benchtime 200x ./examples/extension/
+func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
+	s := startStack(b, stackOptions{})
+	fx := startFixtures(b)
+	s.waitExtension(b)
+	c := s.rt.Selector.Client(s.invocation("bench"))
+	defer c.Close()
+	var created struct{ Tab tab }
+	send(b, c, "Vellum.createTab", map[string]any{"url": fx.page("bench")}, &created)
+	params := map[string]any{"expression": "1+1", "returnByValue": true}
+	send(b, c, "Runtime.evaluate", params, nil) // attach and warm up
+
+	s.drainIDs()
+	rtt := make([]float64, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		_, err := trySend(c, "Runtime.evaluate", params)
+		rtt = append(rtt, float64(time.Since(start).Microseconds())/1000)
+		require.NoError(b, err)
+	}
+	b.StopTimer()
+	var inside []float64
+	for {
+		select {
+		case id := <-s.ids:
+			for _, p := range s.resultsFor(id) {
+				if p.DurationMs != nil {
+					inside = append(inside, *p.DurationMs)
+				}
+			}
+			continue
+		default:
+		}
+		break
+	}
+	direct := directEvaluate(b, s, created.Tab.ID, b.N)
+	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
+	b.ReportMetric(median(inside), "debugger-p50-ms")
+	b.ReportMetric(median(rtt)-median(inside), "relay-overhead-p50-ms")
+	b.ReportMetric(median(direct), "direct-cdp-p50-ms")
+}
+
+// directEvaluate runs n Runtime.evaluate commands over the browser's own
+// DevTools WebSocket on the tab's target (flat session) and returns their
+// round trips in ms.
+func directEvaluate(b *testing.B, s *stack, tabID, n int) []float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	conn := dialCDP(b, s.browser.BrowserWSURL)
+	var targets struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+			URL      string `json:"url"`
+		} `json:"targetInfos"`
+	}
+	require.NoError(b, conn.call(ctx, "", "Target.getTargets", map[string]any{}, &targets))
+	var target string
+	for _, ti := range targets.TargetInfos {
+		if ti.Type == "page" && strings.HasSuffix(ti.URL, "/page/bench") {
+			target = ti.TargetID
+		}
+	}
+	require.NotEmpty(b, target)
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(b, conn.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att))
+	out := make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		require.NoError(b, conn.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true}, nil))
+		out = append(out, float64(time.Since(start).Microseconds())/1000)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
