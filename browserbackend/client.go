@@ -382,7 +382,9 @@ func (c *Client) selectionError(mode Mode, pinned bool, deciding error) error {
 			}
 		}
 	}
-	if len(attempts) == 0 && se.Err == nil {
+	if se.Err == nil {
+		// Every provider skipped (or there were none): nothing was tried, so
+		// the failure is "unavailable", matchable with ErrUnavailable.
 		se.Err = &Error{Class: ClassUnavailable, Code: CodeNoCandidates, Message: "no provider proposed a candidate"}
 	}
 	return se

@@ -456,3 +456,18 @@ func TestSendWithCancelledContextBuildsNothing(t *testing.T) {
 	}
 	assert.Zero(t, ps[0].Builds())
 }
+
+func TestEverySelectionFailureWithoutATriedCandidateIsUnavailable(t *testing.T) {
+	ps := fakes(bb.KindExtension, bb.KindCDPInspect)
+	ps[0].Skip = bb.CodeNoClient
+	ps[1].Skip = bb.CodeCooldown
+	sel, _ := fakeSelector(bb.Options{ExtensionGrace: -1}, ps...)
+	for _, mode := range []bb.Mode{bb.ModeAuto, bb.ModeExtension, bb.ModeCDPInspect} {
+		_, err := openClient(t, sel, bb.Invocation{Mode: mode}).Send(context.Background(), evalCommand)
+		var se *bb.SelectionError
+		require.ErrorAs(t, err, &se, mode)
+		assert.ErrorIs(t, err, bb.ErrUnavailable, mode)
+		assert.ErrorIs(t, err, &bb.Error{Code: bb.CodeNoCandidates}, mode)
+		assert.NotErrorIs(t, err, bb.ErrTransport, mode)
+	}
+}
