@@ -254,22 +254,31 @@ type Server struct {
 func (s *Server) EventsURL() string { return s.URL + eventhub.EventsPath }
 func (s *Server) PingURL() string   { return s.URL + eventhub.PingPath }
 
-// NewServer serves hub on a loopback httptest server. Cleanup closes the hub
-// first (ending every stream) and then the server. extra, if non-nil, may
-// add routes to the mux before the server starts.
-func NewServer(tb testing.TB, hub *eventhub.InProcess, extra func(*http.ServeMux)) *Server {
-	tb.Helper()
+// StartServer serves hub on a loopback httptest server (127.0.0.1) with
+// the events and ping routes behind ActorFromHeader. extra, if non-nil, may
+// add routes to the mux before the server starts. Close the result.
+func StartServer(hub *eventhub.InProcess, extra func(*http.ServeMux)) *Server {
 	mux := http.NewServeMux()
 	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
 	mux.Handle(eventhub.PingPath, hub.PingHandler())
 	if extra != nil {
 		extra(mux)
 	}
-	srv := httptest.NewServer(ActorFromHeader(mux))
-	tb.Cleanup(func() {
-		_ = hub.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return &Server{Server: srv, Hub: hub}
+	return &Server{Server: httptest.NewServer(ActorFromHeader(mux)), Hub: hub}
+}
+
+// Close closes the hub first (ending every stream, so no handler is left
+// streaming) and then the server. Idempotent.
+func (s *Server) Close() {
+	_ = s.Hub.Close()
+	s.Server.CloseClientConnections()
+	s.Server.Close()
+}
+
+// NewServer is StartServer with Close registered on tb.Cleanup.
+func NewServer(tb testing.TB, hub *eventhub.InProcess, extra func(*http.ServeMux)) *Server {
+	tb.Helper()
+	s := StartServer(hub, extra)
+	tb.Cleanup(s.Close)
+	return s
 }
