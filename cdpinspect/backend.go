@@ -19,10 +19,10 @@ import (
 // command with a SessionID is passed through as given (for example a
 // Target.* command on the browser with a session the caller attached).
 type Backend struct {
-	c         *conn
-	bus       bb.EventBus
-	s         settings
-	endpoint  Endpoint
+	c        *conn
+	bus      bb.EventBus
+	s        settings
+	endpoint Endpoint
 
 	mu        sync.Mutex // guards the three below (set while attaching)
 	targetID  string

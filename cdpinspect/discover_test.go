@@ -96,9 +96,11 @@ func TestDiscoverRefusesJSONVersionPointingOffMachine(t *testing.T) {
 
 func TestDiscoverRefusesNonChromeHTTPServers(t *testing.T) {
 	for name, h := range map[string]http.HandlerFunc{
-		"404":     func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
-		"json":    func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"name":"some other service"}`)) },
-		"node.js": func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"Browser":"node.js/v20.11.0","Protocol-Version":"1.1"}`)) },
+		"404":  func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
+		"json": func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"name":"some other service"}`)) },
+		"node.js": func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"Browser":"node.js/v20.11.0","Protocol-Version":"1.1"}`))
+		},
 		"page ws": func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"Browser":"Chrome/156.0","webSocketDebuggerUrl":"ws://127.0.0.1:1/devtools/page/x"}`))
 		},
