@@ -354,3 +354,44 @@ func TestTypedCallWithoutParamsSendsNoParams(t *testing.T) {
 	assert.Empty(t, calls[0].Params)
 	assert.Empty(t, calls[1].Params)
 }
+
+func TestConcurrentSubscribeSendEmitAndCloseAreRaceFree(t *testing.T) {
+	for range 20 {
+		ps := fakes(bb.KindLocal)
+		sel, _ := fakeSelector(bb.Options{}, ps...)
+		c := sel.Client(bb.Invocation{})
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				<-start
+				ch, cancel := c.Events(fmt.Sprint("Domain.event", i%3))
+				_, _ = c.Send(context.Background(), evalCommand)
+				_, _ = c.Session("S").Send(context.Background(), evalCommand)
+				for _, b := range ps[0].Backends() {
+					b.Emit(bb.Event{Method: fmt.Sprint("Domain.event", i%3)})
+				}
+				if i%2 == 0 {
+					cancel()
+				}
+				for range ch { // drains until cancel or Close
+					if i%2 == 1 {
+						break
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			_ = c.Close()
+		})
+		close(start)
+		require.NoError(t, c.Close())
+		wg.Wait()
+		_, err := c.Send(context.Background(), evalCommand)
+		require.ErrorIs(t, err, bb.ErrClosed)
+		for _, b := range ps[0].Backends() {
+			assert.True(t, b.Closed())
+		}
+	}
+}

@@ -141,3 +141,23 @@ func TestMemoIsBoundedLRU(t *testing.T) {
 	k, _ := m.Get("a")
 	assert.Equal(t, bb.KindCDPInspect, k)
 }
+
+func TestMemoCanRememberHostBridgeAndYieldsToANewExtension(t *testing.T) {
+	r := newRig(aliceMac).build(bb.Options{})
+	conv := bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, InterfaceID: "web"}
+	c, err := r.send(t, conv)
+	require.NoError(t, err)
+	require.Equal(t, bb.KindHostBridge, c.Kind())
+	k, _ := r.sel.Memo().Get("conv-1")
+	assert.Equal(t, bb.KindHostBridge, k, "host-bridge is produced by selection and may be remembered")
+
+	c, err = r.send(t, conv)
+	require.NoError(t, err)
+	assert.Equal(t, bb.KindHostBridge, c.Kind())
+
+	r.roster.Connect(aliceExt) // now the extension outranks the bridge
+	c, err = r.send(t, conv)
+	require.NoError(t, err)
+	assert.Equal(t, bb.KindExtension, c.Kind())
+	assert.Contains(t, summary(c.Attempts()), "host-bridge@candidate_selection[extension_connected]")
+}
