@@ -471,3 +471,26 @@ func TestEverySelectionFailureWithoutATriedCandidateIsUnavailable(t *testing.T) 
 		assert.NotErrorIs(t, err, bb.ErrTransport, mode)
 	}
 }
+
+func TestDeadlineDuringConstructionIsTimeoutNotDispatched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := bb.ProviderFunc(bb.KindCDPInspect, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+			return bb.Candidate{Build: func(ctx context.Context) (bb.ScopedClient, error) {
+				<-ctx.Done() // a dial that never completes
+				return nil, ctx.Err()
+			}}, nil
+		})
+		local := &bbt.Provider{K: bb.KindLocal}
+		sel := bb.NewSelector(bb.Options{Providers: []bb.Provider{hang, local}, Logger: bbt.DiscardLogger()})
+		c := openClient(t, sel, bb.Invocation{})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.Send(ctx, evalCommand)
+		require.ErrorIs(t, err, bb.ErrTimeout)
+		var e *bb.Error
+		require.ErrorAs(t, err, &e)
+		assert.False(t, e.Dispatched)
+		assert.Equal(t, bb.KindCDPInspect, e.Backend)
+		assert.Zero(t, local.Builds(), "the caller's deadline is gone: no failover")
+	})
+}
