@@ -65,7 +65,8 @@ func newClient(s *Selector, inv Invocation) *Client {
 // Invocation returns the invocation the client serves.
 func (c *Client) Invocation() Invocation { return c.inv }
 
-// Kind returns the sticky backend's kind, or "" before the first success.
+// Kind returns the sticky backend's kind, or "" until a backend answered
+// (with a result or a CDP protocol error).
 func (c *Client) Kind() Kind {
 	c.mu.Lock()
 	defer c.mu.Unlock()
