@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 
 	"github.com/browserchain/browserchain/browserbackend"
 )
@@ -51,6 +52,8 @@ type ReleaseResult struct {
 	TabID int `json:"tabId,omitempty"`
 	// TabClosed is true when Close closed a tab the tools had opened.
 	TabClosed bool `json:"tabClosed,omitempty"`
+	// TabGone is true when the pinned tab had already been closed.
+	TabGone bool `json:"tabGone,omitempty"`
 	Call
 }
 
@@ -84,7 +87,9 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	inv.Mode = mode
 	var res ReleaseResult
 	res.Forgot, _ = t.sel.Memo().Get(inv.ConversationID)
-	t.sel.Forget(inv.ConversationID)
+	// Forget last: the release commands below succeed through the selector,
+	// which remembers their backend again.
+	defer t.sel.Forget(inv.ConversationID)
 
 	var firstErr error
 	if pin, ok := t.pins.del(keyOf(inv)); ok && (mode == browserbackend.ModeAuto || mode == browserbackend.ModeExtension) {
@@ -98,6 +103,11 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		} else {
 			firstErr = vellum(ctx, c, methodDetach, map[string]int{"tabId": pin.tabID}, nil)
 		}
+		if tabGone(firstErr) {
+			// Closed meanwhile (by the user or another call): nothing to
+			// release.
+			firstErr, res.TabGone = nil, true
+		}
 		res.Call = Call{Backend: c.Kind(), Attempts: c.Attempts(), TabID: pin.tabID}
 		c.Close()
 	}
@@ -110,6 +120,14 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		return res, wrap(op, firstErr)
 	}
 	return res, nil
+}
+
+// tabGone reports whether err says the extension tab no longer exists: the
+// extension answers a CDP-style protocol error ("no tab with id") or a
+// cdp_session_not_found transport error.
+func tabGone(err error) bool {
+	return err != nil && (errors.Is(err, browserbackend.ErrSessionNotFound) ||
+		(errors.Is(err, browserbackend.ErrProtocol) && errors.Is(err, browserbackend.ErrServerError)))
 }
 
 // StatusInput is the browser_status tool input.

@@ -161,6 +161,15 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		tl, _ := localTools(t)
 		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-local", InterfaceID: "cli"}, s, browserbackend.KindLocal)
 	})
+	t.Run("extension", func(t *testing.T) {
+		h := startRuntime(t)
+		startExtension(t, h)
+		tl := h.tools(t)
+		inv := h.invocation("conv-ext")
+		scenario(t, tl, inv, s, browserbackend.KindExtension)
+		_, pinned := tl.PinnedTab(inv)
+		assert.True(t, pinned, "the conversation's tab is pinned (TOOL-2)")
+	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		tl, _ := cdpInspectTools(t)
 		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)

@@ -1,0 +1,106 @@
+package tools_test
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// extensionOrigin is the origin of the reference extension (its id is
+// derived from the "key" in examples/extension/manifest.json).
+const extensionOrigin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
+
+// extensionDir is the reference extension, relative to this package.
+const extensionDir = "../../examples/extension"
+
+// hubStack is the reference runtime (hub, proxy, routes, auth, selector with
+// the extension and host-bridge providers) on a loopback port.
+type hubStack struct {
+	rt  *runtime.Runtime
+	url string
+}
+
+func startRuntime(t *testing.T) *hubStack {
+	t.Helper()
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extensionOrigin}, Logger: quietLogger()})
+	require.NoError(t, err)
+	srv := chromiumtest.LoopbackServer(t, rt.Handler)
+	// Runs before the server's Close (cleanups are LIFO): streams end first.
+	t.Cleanup(func() { rt.Close() })
+	return &hubStack{rt: rt, url: srv.URL}
+}
+
+func (h *hubStack) tools(t *testing.T) *tools.Tools {
+	return tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+}
+
+func (h *hubStack) invocation(conv string) browserbackend.Invocation {
+	return browserbackend.Invocation{ConversationID: conv, InterfaceID: "cli", ActorPrincipalID: h.rt.Auth.ActorPrincipalID()}
+}
+
+// waitClient waits, woken by roster changes (never polling), until a client
+// of the interface is connected.
+func (h *hubStack) waitClient(t *testing.T, iface string) eventhub.ClientInfo {
+	t.Helper()
+	guard := time.NewTimer(stepTimeout)
+	defer guard.Stop()
+	for {
+		changed := h.rt.Hub.Changed()
+		for _, c := range h.rt.Hub.Roster() {
+			if c.InterfaceID == iface {
+				return c
+			}
+		}
+		select {
+		case <-changed:
+		case <-guard.C:
+			t.Fatalf("no %s client connected within %v", iface, stepTimeout)
+		}
+	}
+}
+
+// startExtension starts headless Chromium with a copy of the reference
+// extension configured to pair with h and connect at start, and waits until
+// the extension is on the hub's roster.
+func startExtension(t *testing.T, h *hubStack) *chromiumtest.Browser {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(extensionDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(extensionDir, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if strings.HasSuffix(path, ".go") || rel == "config.json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	require.NoError(t, err)
+	cfg, _ := json.Marshal(map[string]any{"serverUrl": h.url, "autoConnect": true})
+	require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644))
+	b := chromiumtest.Start(t, chromiumtest.WithExtension(dst))
+	h.waitClient(t, eventhub.InterfaceChromeExtension)
+	return b
+}
