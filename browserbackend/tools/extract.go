@@ -35,8 +35,8 @@ type ExtractResult struct {
 	URL  string `json:"url"`
 	Text string `json:"text"`
 	// Length is the full text's length in UTF-16 units, before any cut.
-	Length    int  `json:"length"`
-	Truncated bool `json:"truncated,omitempty"`
+	Length    int    `json:"length"`
+	Truncated bool   `json:"truncated,omitempty"`
 	Ref       string `json:"ref,omitempty"`
 	Call
 }

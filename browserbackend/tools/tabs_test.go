@@ -85,12 +85,15 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	tabs := listTabs(t, h)
 	assert.Contains(t, tabs, a1.TabID, "the previous tab stays open")
 
-
 	_, err = tl.Snapshot(ctx, h.invocation("conv-d"), tools.SnapshotInput{})
 	assert.ErrorIs(t, err, tools.ErrNoTab, "without a pinned tab, only navigate/attach open one")
 
 	// The user closes conversation B's tab: the next navigate opens a new one.
-	closer := h.rt.Selector.Client(func() browserbackend.Invocation { i := h.invocation("closer"); i.Mode = browserbackend.ModeExtension; return i }())
+	closer := h.rt.Selector.Client(func() browserbackend.Invocation {
+		i := h.invocation("closer")
+		i.Mode = browserbackend.ModeExtension
+		return i
+	}())
 	_, err = closer.Send(ctx, browserbackend.Command{Method: "Vellum.closeTab", Params: json.RawMessage(`{"tabId":` + strconv.Itoa(b1.TabID) + `}`)})
 	closer.Close()
 	require.NoError(t, err)
