@@ -3,8 +3,6 @@ package browserbackend_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"slices"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -99,27 +97,8 @@ func messages(l *bbt.LogRecorder) []string {
 
 func countMsg(l *bbt.LogRecorder, msg string) int { return len(l.Find(msg)) }
 
-func hasMsg(l *bbt.LogRecorder, msg string) bool {
-	return slices.Contains(messages(l), msg)
-}
 
-// attemptKinds lists the kinds of attempts at a given stage.
-func attemptsAt(as []bb.Attempt, stage bb.Stage) []bb.Kind {
-	var out []bb.Kind
-	for _, a := range as {
-		if a.Stage == stage {
-			out = append(out, a.Kind)
-		}
-	}
-	return out
-}
 
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(fmt.Sprint("must: ", err))
-	}
-	return v
-}
 
 // tried renders the attempts past candidate selection (built candidates).
 func tried(as []bb.Attempt) []string {
