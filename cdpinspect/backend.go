@@ -3,6 +3,7 @@ package cdpinspect
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,8 +74,19 @@ func dial(ctx context.Context, cfg bb.CDPInspectConfig, s settings) (*Backend, e
 		b.bus.Close()
 		return nil, constructionErr(err)
 	}
-	s.logger.Debug("cdpinspect: attached", "source", string(ep.Source), "createdTarget", b.created)
+	s.logger.Info("cdpinspect: connected to browser", "source", string(ep.Source), "endpoint", hostPort(ep.BrowserWSURL),
+		"createdTarget", b.CreatedTarget())
 	return b, nil
+}
+
+// hostPort returns the host:port of a WebSocket URL, for logs (the path is
+// a capability and is never logged).
+func hostPort(wsURL string) string {
+	u, err := url.Parse(wsURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // constructionErr makes an attach failure a transport error (failover

@@ -83,7 +83,10 @@ func WithExtension(dir string) Option {
 	return func(c *config) { c.extension = dir }
 }
 
-// WithWindowSize sets the window size in CSS pixels (default 1280×800).
+// WithWindowSize sets the outer window size in CSS pixels (default
+// 1280×800). Headless Chromium keeps room for its (invisible) toolbar, so the
+// page viewport is as wide but less tall; set an exact viewport with
+// Emulation.setDeviceMetricsOverride.
 func WithWindowSize(width, height int) Option {
 	return func(c *config) { c.width, c.height = width, height }
 }

@@ -1,6 +1,7 @@
 package chromiumtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -45,6 +47,63 @@ func TestStartServesDevToolsAndKillLeavesNoProcess(t *testing.T) {
 		t.Fatal("Kill returned before the browser process was reaped")
 	}
 	chromiumtest.AssertNoProcesses(t, b.UserDataDir, 10*time.Second)
+}
+
+// evalOnFirstPage evaluates expr on the browser's first page over a bare
+// CDP WebSocket and returns the JSON value.
+func evalOnFirstPage(t *testing.T, b *chromiumtest.Browser, expr string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, b.BrowserWSURL, nil)
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	id := 0
+	call := func(method, session string, params any) json.RawMessage {
+		id++
+		msg, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params, "sessionId": session})
+		require.NoError(t, ws.Write(ctx, websocket.MessageText, msg))
+		for {
+			_, data, err := ws.Read(ctx)
+			require.NoError(t, err)
+			var f struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(data, &f))
+			if f.ID == id {
+				require.Empty(t, f.Error, method)
+				return f.Result
+			}
+		}
+	}
+	var targets struct {
+		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
+	}
+	require.NoError(t, json.Unmarshal(call("Target.getTargets", "", map[string]any{}), &targets))
+	var page string
+	for _, tg := range targets.TargetInfos {
+		if tg.Type == "page" {
+			page = tg.TargetID
+			break
+		}
+	}
+	require.NotEmpty(t, page)
+	var att struct{ SessionID string }
+	require.NoError(t, json.Unmarshal(call("Target.attachToTarget", "", map[string]any{"targetId": page, "flatten": true}), &att))
+	var res struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(call("Runtime.evaluate", att.SessionID, map[string]any{"expression": expr, "returnByValue": true}), &res))
+	return res.Result.Value
+}
+
+func TestWithWindowSizeSetsWindowSize(t *testing.T) {
+	b := chromiumtest.Start(t, chromiumtest.WithWindowSize(1024, 700))
+	assert.JSONEq(t, `[1024,700]`, string(evalOnFirstPage(t, b, "[outerWidth, outerHeight]")))
 }
 
 func TestStartLoadsUnpackedExtension(t *testing.T) {
