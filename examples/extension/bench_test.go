@@ -43,7 +43,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 	for {
 		select {
 		case id := <-s.ids:
-			for _, p := range s.resultsFor(id) {
+			for _, p := range s.waitPosts(b, id, 1) {
 				if p.DurationMs != nil {
 					inside = append(inside, *p.DurationMs)
 				}

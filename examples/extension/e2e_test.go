@@ -175,7 +175,7 @@ func TestResultFromAnotherClientOrActorIsForbiddenAndTheRightAnswerCompletes(t *
 	var ev struct{ Result struct{ Value int } }
 	require.NoError(t, json.Unmarshal(r.raw, &ev))
 	assert.Equal(t, 7, ev.Result.Value, "the extension's own answer completed the request")
-	posts := s.resultsFor(id)
+	posts := s.waitPosts(t, id, 4)
 	require.Len(t, posts, 4)
 	for _, p := range posts[:3] {
 		assert.Equal(t, http.StatusForbidden, p.Status)

@@ -112,6 +112,7 @@ type stack struct {
 
 	mu      sync.Mutex
 	results []resultPost
+	posted  chan struct{} // closed and replaced at every recorded post
 	unreg   atomic.Int32 // extension registrations that ended
 }
 
@@ -124,7 +125,7 @@ type stackOptions struct {
 
 func startStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
-	s := &stack{logs: &records{}, ids: make(chan string, 1024)}
+	s := &stack{logs: &records{}, ids: make(chan string, 1024), posted: make(chan struct{})}
 	if o.origins == nil {
 		o.origins = []string{ExtensionOrigin}
 	}
@@ -179,6 +180,8 @@ func (s *stack) record(h http.Handler) http.Handler {
 		p.Status = sw.status
 		s.mu.Lock()
 		s.results = append(s.results, p)
+		close(s.posted)
+		s.posted = make(chan struct{})
 		s.mu.Unlock()
 	})
 }
@@ -189,6 +192,27 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+
+// waitPosts waits until n result posts for id were recorded (the recorder
+// runs after the route, which may already have completed the request).
+func (s *stack) waitPosts(t testing.TB, id string, n int) []resultPost {
+	t.Helper()
+	deadline := time.NewTimer(stepTimeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.posted
+		s.mu.Unlock()
+		if got := s.resultsFor(id); len(got) >= n {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("fewer than %d result posts for %s", n, id)
+		}
+	}
+}
 
 func (s *stack) resultsFor(id string) []resultPost {
 	s.mu.Lock()
