@@ -113,7 +113,7 @@ type stack struct {
 	mu      sync.Mutex
 	results []resultPost
 	posted  chan struct{} // closed and replaced at every recorded post
-	unreg   atomic.Int32 // extension registrations that ended
+	unreg   atomic.Int32  // extension registrations that ended
 }
 
 type stackOptions struct {
