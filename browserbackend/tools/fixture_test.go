@@ -27,6 +27,8 @@ type site struct {
 	main, other *httptest.Server
 	// done is closed at cleanup so a slow page's handler returns.
 	done chan struct{}
+	// gate is closed by a test to let /gate answer.
+	gate chan struct{}
 }
 
 func (s *site) url(path string) string { return s.main.URL + path }
@@ -48,10 +50,13 @@ func linkList(b *strings.Builder) {
 //	/done         "Thanks, <q>!" and the same links
 //	/slow         a page whose response never ends before the test does
 //	/large        a long page (4000 paragraphs)
+//	/widgets      hover target, text field, removable node, an element added
+//	              when /gate answers, a link, a tall page with a scroll handler
+//	/gate         answers once the test closes site.gate
 //	/item/N, /docs/…  small pages
 func startSite(t testing.TB) *site {
 	t.Helper()
-	s := &site{done: make(chan struct{})}
+	s := &site{done: make(chan struct{}), gate: make(chan struct{})}
 
 	other := http.NewServeMux()
 	other.HandleFunc("/xframe", func(w http.ResponseWriter, r *http.Request) {
@@ -106,6 +111,24 @@ func startSite(t testing.TB) *site {
 			fmt.Fprintf(&b, "<p>Paragraph %d of a long page, with some words to read.</p>\n", i)
 		}
 		page(w, "Large", b.String())
+	})
+	mux.HandleFunc("/widgets", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Widgets", `<div id="hover" onmouseover="this.textContent='hovered'">hover me</div>
+<input id="k" type="text">
+<button id="remove" onclick="document.getElementById('doomed').remove()">Remove</button>
+<p id="doomed">doomed</p>
+<button id="later" onclick="fetch('/gate').then(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'arrived late'; document.body.append(p); })">Later</button>
+<a id="go" href="/item/7">Seven</a>
+<div style="height:3000px"></div>
+<p id="bottom">bottom</p>
+<script>addEventListener('scroll', () => { document.getElementById('hover').dataset.scrolled = '1'; document.title = 'scrolled'; }, {once: true});</script>`)
+	})
+	mux.HandleFunc("/gate", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.gate:
+		case <-s.done:
+		case <-r.Context().Done():
+		}
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		page(w, r.URL.Path, `<p>`+html.EscapeString(r.URL.Path)+`</p>`)

@@ -315,7 +315,12 @@ func (p *Page) Scroll(ctx context.Context, in ScrollInput) (ActionResult, error)
 		}
 	}
 	res.X, res.Y = x, y
-	return res, p.mouse(ctx, op, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: x, Y: y, DeltaX: in.DeltaX, DeltaY: in.DeltaY})
+	// Chrome requires both deltas on mouseWheel, and cdproto's params type
+	// omits a zero delta, so this one command goes out untyped.
+	err := p.s.Call(ctx, input.CommandDispatchMouseEvent, map[string]any{
+		"type": input.DispatchMouseEventTypeMouseWheel, "x": x, "y": y, "deltaX": in.DeltaX, "deltaY": in.DeltaY,
+	}, nil)
+	return res, wrap(op, err)
 }
 
 // SelectOptionInput is the browser_select_option tool input.

@@ -16,6 +16,11 @@ import (
 	"github.com/chromedp/cdproto/page"
 )
 
+// MaxFullPageHeight bounds a FullPage capture, in CSS pixels: a taller page
+// is cut (Clipped) rather than asking the browser for an image it encodes
+// for many seconds.
+const MaxFullPageHeight = 8192
+
 // MaxScreenshotSide bounds ScreenshotInput.Width and Height in CSS pixels.
 const MaxScreenshotSide = 16384
 
@@ -60,6 +65,8 @@ type ScreenshotResult struct {
 	Height    int    `json:"height"`
 	MediaType string `json:"mediaType"`
 	URL       string `json:"url"`
+	// Clipped is true when FullPage was cut at MaxFullPageHeight.
+	Clipped bool `json:"clipped,omitempty"`
 	Call
 }
 
@@ -74,6 +81,7 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 		return ScreenshotResult{}, err
 	}
 	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
+	clipped := false
 	t := true
 	switch {
 	case in.Width > 0:
@@ -85,7 +93,11 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 			return ScreenshotResult{}, wrap(op, err)
 		}
 		if m.CSSContentSize != nil {
-			params.Clip = &page.Viewport{Width: m.CSSContentSize.Width, Height: m.CSSContentSize.Height, Scale: 1}
+			w, h := m.CSSContentSize.Width, m.CSSContentSize.Height
+			if h > MaxFullPageHeight {
+				h, clipped = MaxFullPageHeight, true
+			}
+			params.Clip = &page.Viewport{Width: w, Height: h, Scale: 1}
 			params.CaptureBeyondViewport = &t
 		}
 	}
@@ -108,7 +120,7 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 	}
 	return ScreenshotResult{
 		Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(shot.Data)),
-		Width: cfg.Width, Height: cfg.Height, MediaType: "image/png", URL: url,
+		Width: cfg.Width, Height: cfg.Height, MediaType: "image/png", URL: url, Clipped: clipped,
 	}, nil
 }
 

@@ -1,0 +1,141 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// TestOperationsOnOneBrowser runs the operations' edge cases on cdp-inspect
+// (the quickest real backend to start), one browser for all subtests.
+func TestOperationsOnOneBrowser(t *testing.T) {
+	s := startSite(t)
+	tl, _ := cdpInspectTools(t)
+	inv := browserbackend.Invocation{ConversationID: "conv-ops", InterfaceID: "cli"}
+	nav := func(t *testing.T, path string) {
+		t.Helper()
+		_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url(path)})
+		require.NoError(t, err)
+	}
+
+	t.Run("navigate that never loads times out with a typed error", func(t *testing.T) {
+		_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url("/slow"), TimeoutMs: 300})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, tools.ErrTimeout)
+	})
+
+	t.Run("navigate to a closed port fails with the browser's reason", func(t *testing.T) {
+		_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: "http://127.0.0.1:" + itoa(closedPort(t)) + "/"})
+		assert.ErrorIs(t, err, tools.ErrNavigationFailed)
+		assert.Contains(t, err.Error(), "ERR_CONNECTION_REFUSED")
+	})
+
+	t.Run("large page: snapshot and extract are bounded, screenshot stays a file", func(t *testing.T) {
+		nav(t, "/large")
+		snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{MaxNodes: 100})
+		require.NoError(t, err)
+		assert.Len(t, snap.Nodes, 100)
+		assert.True(t, snap.Truncated)
+		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{MaxChars: 1000})
+		require.NoError(t, err)
+		assert.Len(t, ex.Text, 1000)
+		assert.True(t, ex.Truncated)
+		assert.Greater(t, ex.Length, 100_000)
+		shot, err := tl.Screenshot(stepCtx(t), inv, tools.ScreenshotInput{FullPage: true})
+		require.NoError(t, err)
+		assert.Equal(t, tools.MaxFullPageHeight, shot.Height, "a very long page is cut")
+		assert.True(t, shot.Clipped)
+		raw, err := json.Marshal(shot)
+		require.NoError(t, err)
+		assert.Less(t, len(raw), 2048, "the image never travels in the result")
+		assert.NotContains(t, string(raw), "iVBOR", "no base64 PNG inline")
+	})
+
+	t.Run("element errors are typed", func(t *testing.T) {
+		nav(t, "/widgets")
+		h, err := tl.Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#doomed"}})
+		require.NoError(t, err)
+		require.NotEmpty(t, h.Ref)
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#remove"}})
+		require.NoError(t, err)
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: h.Ref}})
+		assert.ErrorIs(t, err, tools.ErrNotFound, "a ref whose node was removed")
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#nope"}})
+		assert.ErrorIs(t, err, tools.ErrNotFound)
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: "e99999999"}})
+		assert.ErrorIs(t, err, tools.ErrNotFound)
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "##"}})
+		assert.ErrorIs(t, err, tools.ErrInvalidInput, "a malformed selector")
+	})
+
+	t.Run("hover, press key, scroll", func(t *testing.T) {
+		nav(t, "/widgets")
+		_, err := tl.Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#hover"}})
+		require.NoError(t, err)
+		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{Target: tools.Target{Selector: "#hover"}})
+		require.NoError(t, err)
+		assert.Equal(t, "hovered", ex.Text)
+
+		for _, k := range []string{"a", "Shift+B", "c", "Backspace"} {
+			_, err = tl.PressKey(stepCtx(t), inv, tools.PressKeyInput{Key: k, Target: tools.Target{Selector: "#k"}})
+			require.NoError(t, err, k)
+		}
+		_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#k"}, Text: "yz", Slowly: true})
+		require.NoError(t, err)
+		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#k[data-x], input#k`})
+		require.NoError(t, err)
+		var val struct{ Value string }
+		snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+		require.NoError(t, err)
+		for _, n := range snap.Nodes {
+			if n.Role == "textbox" {
+				val.Value = n.Value
+			}
+		}
+		assert.Equal(t, "aByz", val.Value, "keys typed into the focused field")
+
+		_, err = tl.Scroll(stepCtx(t), inv, tools.ScrollInput{DeltaY: 800})
+		require.NoError(t, err)
+		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#hover[data-scrolled="1"]`})
+		require.NoError(t, err, "the page saw the wheel scroll")
+	})
+
+	t.Run("wait for a selector that appears later, and for a navigation", func(t *testing.T) {
+		nav(t, "/widgets")
+		_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#later"}})
+		require.NoError(t, err)
+		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+		require.NoError(t, err)
+		require.NotContains(t, ex.Text, "arrived late", "held back by the gate")
+		type res struct {
+			r   tools.WaitForResult
+			err error
+		}
+		got := make(chan res, 1)
+		go func() {
+			r, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: "#late"})
+			got <- res{r, err}
+		}()
+		close(s.gate)
+		w := <-got
+		require.NoError(t, w.err)
+		assert.Equal(t, "selector", w.r.Matched)
+
+		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Text: "never on this page", TimeoutMs: 200})
+		assert.ErrorIs(t, err, tools.ErrTimeout)
+
+		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#go"}})
+		require.NoError(t, err)
+		w2, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/item/7"})
+		require.NoError(t, err)
+		assert.Equal(t, s.url("/item/7"), w2.URL)
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
