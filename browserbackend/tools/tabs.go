@@ -147,10 +147,17 @@ func (t *Tools) expectsExtension(inv browserbackend.Invocation) bool {
 	if inv.TargetClientID != "" {
 		return true
 	}
-	if k, ok := t.sel.Memo().Get(inv.ConversationID); ok && inv.ConversationID != "" {
-		return k == browserbackend.KindExtension
-	}
 	plan := t.sel.Plan(inv)
+	proposed := false
+	for _, c := range plan.Candidates {
+		proposed = proposed || c.Kind == browserbackend.KindExtension
+	}
+	if k, ok := t.sel.Memo().Get(inv.ConversationID); ok && inv.ConversationID != "" {
+		// Only when an extension client is connected now: a pinned
+		// extension client would otherwise wait out the reconnect grace
+		// (SEL-8), which auto mode must not do.
+		return k == browserbackend.KindExtension && proposed
+	}
 	return len(plan.Candidates) > 0 && plan.Candidates[0].Kind == browserbackend.KindExtension
 }
 
