@@ -14,7 +14,8 @@ import (
 // through the whole extension path (selector → proxy → hub → SSE →
 // service worker → chrome.debugger → POST result) and, for each command, the
 // time the extension itself spent inside chrome.debugger.sendCommand (its
-// durationMs). The difference is the relay's overhead. It also measures the
+// durationMs) and from the frame's arrival to its result post (handledMs).
+// RTT minus durationMs is the relay's overhead. It also measures the
 // same command over a direct CDP WebSocket session on the same tab.
 //
 //	go test -run XXX -bench ExtensionEvaluate -benchtime 200x ./examples/extension/
@@ -39,13 +40,14 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 		require.NoError(b, err)
 	}
 	b.StopTimer()
-	var inside []float64
+	var inside, handled []float64
 	for {
 		select {
 		case id := <-s.ids:
 			for _, p := range s.waitPosts(b, id, 1) {
-				if p.DurationMs != nil {
+				if p.DurationMs != nil && p.HandledMs != nil {
 					inside = append(inside, *p.DurationMs)
+					handled = append(handled, *p.HandledMs)
 				}
 			}
 			continue
@@ -56,6 +58,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 	direct := directEvaluate(b, s, created.Tab.ID, b.N)
 	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
 	b.ReportMetric(median(inside), "debugger-p50-ms")
+	b.ReportMetric(median(handled), "in-extension-p50-ms")
 	b.ReportMetric(median(rtt)-median(inside), "relay-overhead-p50-ms")
 	b.ReportMetric(median(direct), "direct-cdp-p50-ms")
 }

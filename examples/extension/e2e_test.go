@@ -291,3 +291,26 @@ func TestRefusedPairingShowsAuthRequiredWithoutRetryLoop(t *testing.T) {
 	assert.Len(t, denials, 1, "one refused pairing, no silent retries")
 	assert.Empty(t, s.rt.Hub.Roster())
 }
+
+func TestReconnectRefreshesAShortLivedTokenWithTheDeviceBoundRefreshToken(t *testing.T) {
+	// Tokens that live less than the extension's renewal margin (5 min) are
+	// renewed at every reconnect.
+	s := startStack(t, stackOptions{tokenTTL: time.Minute})
+	ext := s.waitExtension(t)
+	require.Len(t, s.logs.matching("auth: client paired", "interfaceId=chrome-extension"), 1)
+
+	// Drop the stream from the server side; the extension reconnects.
+	gone := s.rt.Hub.Gone(ext.ClientID)
+	require.True(t, s.rt.Hub.Unregister(ext.ClientID))
+	waitClosed(t, gone, "the registration to end")
+	again := s.waitExtension(t)
+	assert.Equal(t, ext.ClientID, again.ClientID)
+	assert.NotEmpty(t, s.logs.matching("auth: token refreshed", "clientId="+ext.ClientID))
+	assert.Len(t, s.logs.matching("auth: client paired"), 1, "no second pairing: the refresh token was used")
+
+	c := s.rt.Selector.Client(s.invocation("conv-refresh"))
+	defer c.Close()
+	var ev struct{ Result struct{ Value int } }
+	send(t, c, "Runtime.evaluate", map[string]any{"expression": "2+3", "returnByValue": true}, &ev)
+	assert.Equal(t, 5, ev.Result.Value)
+}

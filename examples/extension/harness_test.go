@@ -97,6 +97,7 @@ type resultPost struct {
 	RequestID  string   `json:"requestId"`
 	IsError    bool     `json:"isError"`
 	DurationMs *float64 `json:"durationMs"`
+	HandledMs  *float64 `json:"handledMs"`
 	Status     int      `json:"-"`
 }
 
@@ -121,6 +122,7 @@ type stackOptions struct {
 	origins   []string
 	fallbacks []browserbackend.Provider
 	timeout   time.Duration
+	tokenTTL  time.Duration
 }
 
 func startStack(t testing.TB, o stackOptions) *stack {
@@ -138,6 +140,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		Logger:         slog.New(s.logs),
 		Fallbacks:      o.fallbacks,
 		RequestTimeout: o.timeout,
+		TokenTTL:       o.tokenTTL,
 		NewRequestID: func() string {
 			id := fmt.Sprintf("req-%d", n.Add(1))
 			select {

@@ -259,6 +259,8 @@ func (a *Authority) RefreshHandler() http.Handler {
 			writeError(w, http.StatusInternalServerError, "internal", "could not mint token")
 			return
 		}
+		a.log.Info("auth: token refreshed", slog.String("module", "auth"), slog.String("interfaceId", c.InterfaceID),
+			slog.String("clientId", c.ClientID), slog.String("actorPrincipalId", c.Subject))
 		writeJSON(w, toks)
 	})
 }

@@ -64,10 +64,6 @@ function tabInfo(t) {
   };
 }
 
-async function tabExists(tabId) {
-  try { await chrome.tabs.get(tabId); return true; } catch { return false; }
-}
-
 /** Attaches the debugger to tabId once; concurrent callers share the attach. */
 export function ensureAttached(tabId) {
   let p = attached.get(tabId);
@@ -99,6 +95,7 @@ function debuggerError(e, target) {
     if (j && typeof j.code === 'number') return new CommandError(j.code, j.message || msg);
   } catch { /* not JSON */ }
   if (/No tab with given id|No target with given id|Cannot find (tab|target)/i.test(msg)) {
+    unpinTab(target.tabId).catch(() => {});
     return new CommandError('cdp_session_not_found', `tab ${target.tabId} is gone: ${msg}`);
   }
   if (/Detached while handling command|Target closed/i.test(msg)) {
@@ -140,13 +137,9 @@ function learnSessions(tabId, method, res) {
 /** The tab sessionless commands of conv go to (created when missing). */
 async function tabFor(conv) {
   const p = await pins();
-  const pinned = p[conv];
-  if (pinned != null) {
-    if (await tabExists(pinned)) return pinned;
-    await pin(conv, null);
-    throw new CommandError('cdp_session_not_found',
-      `the conversation's tab ${pinned} was closed; the next command opens a new tab`);
-  }
+  // tabs.onRemoved unpins closed tabs, so a pin names a live tab; a tab
+  // that vanished in between fails in sendCommand as cdp_session_not_found.
+  if (p[conv] != null) return p[conv];
   const tab = await chrome.tabs.create({ url: 'about:blank', active: false });
   await pin(conv, tab.id);
   return tab.id;

@@ -288,6 +288,7 @@ async function handleRequest(msg, env) {
     return;
   }
   stats.requests++;
+  const received = performance.now();
   const st = { cancelled: false };
   inflight.set(id, st);
   const timing = { ms: 0 };
@@ -302,7 +303,10 @@ async function handleRequest(msg, env) {
   }
   inflight.delete(id);
   if (st.cancelled) { suppress(id); return; }
-  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms) }, 3)
+  // durationMs: time inside chrome.debugger.sendCommand; handledMs: from
+  // the frame's arrival to this post. Both are informative only.
+  const handledMs = round(performance.now() - received);
+  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms), handledMs }, 3)
     .then(() => { stats.results++; }, () => { stats.resultFailures++; });
 }
 

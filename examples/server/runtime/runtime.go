@@ -44,6 +44,8 @@ type Config struct {
 	// SelectorOptions tunes the selector; Providers and Logger are set by
 	// New.
 	SelectorOptions browserbackend.Options
+	// TokenTTL is the access-token lifetime; 0 means auth.DefaultTokenTTL.
+	TokenTTL time.Duration
 	// Now is the auth clock (tests); nil means time.Now.
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
@@ -71,7 +73,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	a, err := auth.New(auth.Config{
 		Key: cfg.Key, AllowedOrigins: cfg.AllowedOrigins, ActorPrincipalID: cfg.ActorPrincipalID,
-		Logger: log, Now: cfg.Now,
+		Logger: log, Now: cfg.Now, TokenTTL: cfg.TokenTTL,
 	})
 	if err != nil {
 		return nil, err
