@@ -74,7 +74,7 @@ func dial(ctx context.Context, cfg bb.CDPInspectConfig, s settings) (*Backend, e
 		b.bus.Close()
 		return nil, constructionErr(err)
 	}
-	s.logger.Info("cdpinspect: connected to browser", "source", string(ep.Source), "endpoint", hostPort(ep.BrowserWSURL),
+	s.logger.Debug("cdpinspect: connected to browser", "source", string(ep.Source), "endpoint", hostPort(ep.BrowserWSURL),
 		"createdTarget", b.CreatedTarget())
 	return b, nil
 }

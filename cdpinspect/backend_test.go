@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -270,4 +272,37 @@ func TestBackendExplicitWebSocketURL(t *testing.T) {
 	defer be.Close()
 	assert.Equal(t, cdpinspect.SourceWebSocketURL, be.Endpoint().Source)
 	send(t, be, "Runtime.evaluate", map[string]any{"expression": "1+1"})
+}
+
+func TestBackendConcurrentSendsGetTheirOwnReplies(t *testing.T) {
+	b := chromiumtest.Start(t)
+	be := dialBrowser(t, b)
+	const n = 64
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			raw, err := trySend(be, "Runtime.evaluate", map[string]any{"expression": "(" + strconv.Itoa(i) + ") * 3", "returnByValue": true})
+			if err != nil {
+				errs <- err
+				return
+			}
+			var res struct {
+				Result struct {
+					Value int `json:"value"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				errs <- err
+				return
+			}
+			if res.Result.Value != i*3 {
+				errs <- fmt.Errorf("call %d got %d", i, res.Result.Value)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		assert.NoError(t, <-errs)
+	}
 }
