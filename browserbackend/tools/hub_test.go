@@ -33,7 +33,7 @@ type hubStack struct {
 	url string
 }
 
-func startRuntime(t *testing.T) *hubStack {
+func startRuntime(t testing.TB) *hubStack {
 	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
@@ -45,7 +45,7 @@ func startRuntime(t *testing.T) *hubStack {
 	return &hubStack{rt: rt, url: srv.URL}
 }
 
-func (h *hubStack) tools(t *testing.T) *tools.Tools {
+func (h *hubStack) tools(t testing.TB) *tools.Tools {
 	return tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
 }
 
@@ -55,7 +55,7 @@ func (h *hubStack) invocation(conv string) browserbackend.Invocation {
 
 // waitClient waits, woken by roster changes (never polling), until a client
 // of the interface is connected.
-func (h *hubStack) waitClient(t *testing.T, iface string) eventhub.ClientInfo {
+func (h *hubStack) waitClient(t testing.TB, iface string) eventhub.ClientInfo {
 	t.Helper()
 	guard := time.NewTimer(stepTimeout)
 	defer guard.Stop()
@@ -77,7 +77,7 @@ func (h *hubStack) waitClient(t *testing.T, iface string) eventhub.ClientInfo {
 // startExtension starts headless Chromium with a copy of the reference
 // extension configured to pair with h and connect at start, and waits until
 // the extension is on the hub's roster.
-func startExtension(t *testing.T, h *hubStack) *chromiumtest.Browser {
+func startExtension(t testing.TB, h *hubStack) *chromiumtest.Browser {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(extensionDir, func(path string, d fs.DirEntry, err error) error {

@@ -132,7 +132,7 @@ func findNode(t *testing.T, snap tools.SnapshotResult, role, name string) tools.
 
 // cdpInspectTools returns Tools whose only provider is cdp-inspect on a fresh
 // headless Chromium.
-func cdpInspectTools(t *testing.T) (*tools.Tools, *chromiumtest.Browser) {
+func cdpInspectTools(t testing.TB) (*tools.Tools, *chromiumtest.Browser) {
 	b := chromiumtest.Start(t)
 	cfg := browserbackend.DefaultConfig()
 	cfg.CDPInspect.Enabled = true
@@ -146,7 +146,7 @@ func cdpInspectTools(t *testing.T) (*tools.Tools, *chromiumtest.Browser) {
 
 // localTools returns Tools whose only provider is local (Playwright), with
 // Close wired to the browser's per-conversation page.
-func localTools(t *testing.T) (*tools.Tools, *local.Browser) {
+func localTools(t testing.TB) (*tools.Tools, *local.Browser) {
 	b := local.New(local.Options{Logger: quietLogger()})
 	t.Cleanup(func() { b.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
