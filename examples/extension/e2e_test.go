@@ -314,3 +314,13 @@ func TestReconnectRefreshesAShortLivedTokenWithTheDeviceBoundRefreshToken(t *tes
 	send(t, c, "Runtime.evaluate", map[string]any{"expression": "2+3", "returnByValue": true}, &ev)
 	assert.Equal(t, 5, ev.Result.Value)
 }
+
+func TestPopupShowsReconnectingWhenTheServerGoesAway(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	s.waitExtension(t)
+	popup := s.openExtPage(t, "popup.html")
+	popup.waitText(t, "state", "Connected")
+	s.rt.Close()  // ends the stream
+	s.srv.Close() // and nothing answers any more
+	popup.waitText(t, "state", "Reconnecting…")
+}
