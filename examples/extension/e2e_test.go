@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,4 +325,65 @@ func TestPopupShowsReconnectingWhenTheServerGoesAway(t *testing.T) {
 	s.rt.Close()  // ends the stream
 	s.srv.Close() // and nothing answers any more
 	popup.waitText(t, "state", "Reconnecting…")
+}
+
+func TestFlatChildSessionsRunCommandsAndAreInvalidatedWithTheirTab(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	fx := startFixtures(t)
+	s.waitExtension(t)
+	c := s.rt.Selector.Client(s.invocation("conv-frames"))
+	defer c.Close()
+
+	// localhost and 127.0.0.1 are different sites, so the frame is an
+	// out-of-process iframe with a target of its own.
+	child := strings.Replace(fx.page("child"), "127.0.0.1", "localhost", 1)
+	var created struct{ Tab tab }
+	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("parent") + "?frame=" + url.QueryEscape(child)}, &created)
+	send(t, c, "Runtime.evaluate", map[string]any{"expression": `new Promise((r) => document.readyState === 'complete' ? r() : addEventListener('load', r))`, "awaitPromise": true}, nil)
+
+	attached, stop := c.Events("Target.attachedToTarget")
+	defer stop()
+	send(t, c, "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}, nil)
+	var sessionID string
+	for sessionID == "" {
+		select {
+		case ev := <-attached:
+			var p struct {
+				SessionID  string                `json:"sessionId"`
+				TargetInfo struct{ Type string } `json:"targetInfo"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Params, &p))
+			if p.TargetInfo.Type == "iframe" {
+				sessionID = p.SessionID
+			}
+		case <-timeout():
+			t.Fatal("no iframe target was auto-attached")
+		}
+	}
+
+	cmd := func(expr string) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+		defer cancel()
+		p, _ := json.Marshal(map[string]any{"expression": expr, "returnByValue": true})
+		return c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: p, SessionID: sessionID})
+	}
+	raw, err := cmd("location.href")
+	require.NoError(t, err)
+	var ev struct{ Result struct{ Value string } }
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	assert.Equal(t, child, ev.Result.Value, "the command ran in the child session")
+
+	invalidated, stopInv := c.Events(browserbackend.MethodTargetDetached)
+	defer stopInv()
+	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.Tab.ID}, nil)
+	for gone := false; !gone; {
+		select {
+		case ev := <-invalidated:
+			gone = ev.SessionID == sessionID || strings.Contains(string(ev.Params), sessionID)
+		case <-timeout():
+			t.Fatal("the child session was not invalidated with its tab")
+		}
+	}
+	_, err = cmd("1")
+	assert.ErrorIs(t, err, browserbackend.ErrSessionNotFound, "a command bound to the closed session fails clearly")
 }

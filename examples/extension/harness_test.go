@@ -24,17 +24,14 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
-// ExtensionID is the id Chrome derives from the "key" in manifest.json; it
-// is the same wherever the directory is loaded from.
-const ExtensionID = "fnkhihckcobbnjjhjjacjdbbidilbmnl"
-
 // ExtensionOrigin is the Origin the extension's requests carry.
-const ExtensionOrigin = "chrome-extension://" + ExtensionID
+const ExtensionOrigin = extension.Origin
 
 // stepTimeout bounds each wait of a test on the browser or the server. It is
 // a deadline against hanging, not synchronisation.
@@ -327,6 +324,9 @@ func startFixtures(t testing.TB) *fixtures {
 	mux.HandleFunc("/page/{name}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, "<!doctype html><title>%s</title><h1 style='color:#c00'>%s</h1>", r.PathValue("name"), r.PathValue("name"))
+		if child := r.URL.Query().Get("frame"); child != "" {
+			fmt.Fprintf(w, "<iframe src=%q></iframe>", child)
+		}
 	})
 	mux.HandleFunc("/started/{name}", func(w http.ResponseWriter, r *http.Request) {
 		g := f.gate(r.PathValue("name"))

@@ -17,15 +17,11 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 	"github.com/browserchain/browserchain/local"
 )
-
-// ReferenceExtensionOrigin is the origin of examples/extension: its
-// manifest carries a public key, so Chrome gives it this id wherever the
-// directory is loaded from.
-const ReferenceExtensionOrigin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
 
 func main() {
 	if err := run(); err != nil {
@@ -45,7 +41,7 @@ func defaultKeyFile() string {
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:7821", "address to listen on (loopback only)")
 	keyFile := flag.String("key-file", defaultKeyFile(), "HS256 signing key file (created with mode 0600)")
-	origins := flag.String("allowed-origins", ReferenceExtensionOrigin, "comma-separated chrome-extension:// origins allowed to pair")
+	origins := flag.String("allowed-origins", extension.Origin, "comma-separated chrome-extension:// origins allowed to pair")
 	actor := flag.String("actor", auth.DefaultActor, "actor principal id of paired clients")
 	inspect := flag.Bool("cdp-inspect", false, "add cdp-inspect to every auto invocation")
 	cdpPort := flag.Int("cdp-port", 9222, "DevTools port for cdp-inspect")
