@@ -148,6 +148,9 @@ func (h *InProcess) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-s.done:
+			// Uninstall the abort first, so no abort can land after the
+			// reset below.
+			s.setWriter(nil)
 			if !s.wasShed() {
 				// Ended by the hub (replaced, unregistered, closed): undo a
 				// possible abort so the response ends cleanly (EOF, not a

@@ -169,4 +169,3 @@ func TestHubCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, err.Error(), "503")
 }
-
