@@ -64,6 +64,20 @@ func BenchmarkWarmNewConversationFirstAnswer(b *testing.B) {
 		_ = c.Close()
 		b.StopTimer()
 		_ = br.CloseConversation(conv)
+		waitSpare(br)
 		b.StartTimer()
+	}
+}
+
+// waitSpare waits until the spare-page refill in progress, if any, ends.
+func waitSpare(br *Browser) {
+	br.mu.Lock()
+	var ch chan struct{}
+	if br.st != nil && br.st.refilling {
+		ch = br.st.refilled
+	}
+	br.mu.Unlock()
+	if ch != nil {
+		<-ch
 	}
 }

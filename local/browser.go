@@ -112,7 +112,16 @@ type state struct {
 	driverPID     int
 	dead          chan struct{} // closed when the context closes
 	deadOnce      sync.Once
-	spare         playwright.Page // the context's initial blank page, unclaimed
+	spare         *spareTab     // a ready blank page for the next new conversation
+	refilling     bool          // a spare is being prepared
+	refilled      chan struct{} // closed when the current refill ends
+}
+
+// spareTab is a blank page with its CDPSession, prepared ahead so that a new
+// conversation's first command does not wait ≈ 200 ms for a page.
+type spareTab struct {
+	page playwright.Page
+	sess playwright.CDPSession
 }
 
 func (s *state) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
@@ -296,7 +305,10 @@ func (b *Browser) doLaunch() (*state, error) {
 	st.bctx = bctx
 	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
 	if ps := bctx.Pages(); len(ps) > 0 {
-		st.spare = ps[0]
+		// The context's initial blank page becomes the first spare.
+		if sess, err := bctx.NewCDPSession(ps[0]); err == nil {
+			st.spare = &spareTab{page: ps[0], sess: sess}
+		}
 	}
 	return st, nil
 }
@@ -490,4 +502,55 @@ func browserEnv(configHome string) map[string]string {
 	}
 	env["XDG_CONFIG_HOME"] = configHome
 	return env
+}
+
+// maybeRefill starts preparing a spare page when the live browser has none.
+// Clients call it as their invocation ends, so that preparing the page does
+// not compete with the commands of the conversation that took the last one.
+func (b *Browser) maybeRefill() {
+	b.mu.Lock()
+	st := b.st
+	start := st != nil && b.startRefillLocked(st)
+	b.mu.Unlock()
+	if start {
+		go b.refillSpare(st)
+	}
+}
+
+// startRefillLocked reports whether the caller must start refillSpare for st:
+// st has no spare, none is being prepared, and b is open. It registers the
+// refill with b.wg. b.mu must be held.
+func (b *Browser) startRefillLocked(st *state) bool {
+	if b.closed || st.spare != nil || st.refilling || st.isDead() {
+		return false
+	}
+	st.refilling = true
+	st.refilled = make(chan struct{})
+	b.wg.Add(1)
+	return true
+}
+
+// refillSpare prepares a blank page and its CDPSession as st's next spare.
+// Failures are ignored: the next new conversation then opens its own page.
+func (b *Browser) refillSpare(st *state) {
+	defer b.wg.Done()
+	var spare *spareTab
+	if page, err := st.bctx.NewPage(); err == nil {
+		if sess, err := st.bctx.NewCDPSession(page); err == nil {
+			spare = &spareTab{page: page, sess: sess}
+		} else {
+			_ = page.Close()
+		}
+	}
+	b.mu.Lock()
+	st.refilling = false
+	close(st.refilled)
+	keep := spare != nil && !b.closed && !st.isDead() && st.spare == nil
+	if keep {
+		st.spare = spare
+	}
+	b.mu.Unlock()
+	if spare != nil && !keep {
+		_ = spare.page.Close()
+	}
 }

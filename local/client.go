@@ -39,24 +39,27 @@ func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
 	}
 }
 
-// open creates the page (or claims the context's initial blank page) and its
+// open claims the spare page (with its CDPSession) or creates a page and a
 // CDPSession. It runs on its own goroutine so that waiters can honour their
 // contexts; b.wg tracks it.
-func (p *pageEntry) open(spare playwright.Page) {
+func (p *pageEntry) open(spare *spareTab) {
 	defer p.b.wg.Done()
 	defer close(p.ready)
-	page := spare
-	if page == nil {
+	var page playwright.Page
+	var sess playwright.CDPSession
+	if spare != nil {
+		page, sess = spare.page, spare.sess
+	} else {
 		var err error
 		if page, err = p.st.bctx.NewPage(); err != nil {
 			p.err = classifyOpenError(err)
 			return
 		}
-	}
-	sess, err := p.st.bctx.NewCDPSession(page)
-	if err != nil {
-		p.err = classifyOpenError(err)
-		return
+		if sess, err = p.st.bctx.NewCDPSession(page); err != nil {
+			_ = page.Close()
+			p.err = classifyOpenError(err)
+			return
+		}
 	}
 	p.page, p.sess = page, sess
 	page.OnClose(func(playwright.Page) { p.b.forget(p); p.shutdown() })
@@ -327,6 +330,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	if p != nil {
 		p.detach(c)
+		c.b.maybeRefill()
 	}
 	c.bus.Close()
 	return nil
