@@ -10,11 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -95,55 +93,6 @@ func targetID(t *testing.T, ctx context.Context, c browserbackend.ScopedClient) 
 	require.Equal(t, "page", res.TargetInfo.Type)
 	require.NotEmpty(t, res.TargetInfo.TargetID)
 	return res.TargetInfo.TargetID
-}
-
-// session adapts a ScopedClient + EventSource to cdproto's cdp.Session, as
-// the lead's browserbackend.Client does for the whole chain; this keeps the
-// local tests independent of the selector.
-type session struct {
-	c interface {
-		browserbackend.ScopedClient
-		browserbackend.EventSource
-	}
-}
-
-func (s session) Call(ctx context.Context, method string, params, result any) error {
-	cmd := browserbackend.Command{Method: method}
-	if params != nil {
-		raw, err := jsonv2.Marshal(params)
-		if err != nil {
-			return err
-		}
-		cmd.Params = raw
-	}
-	res, err := s.c.Send(ctx, cmd)
-	if err != nil || result == nil {
-		return err
-	}
-	return jsonv2.Unmarshal(res, result)
-}
-
-func (s session) Subscribe(method string) (<-chan jsonv2.Value, func()) {
-	in, cancel := s.c.Subscribe(method)
-	out := make(chan jsonv2.Value, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(out)
-		for ev := range in {
-			select {
-			case out <- jsonv2.Value(ev.Params):
-			case <-done:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return out, func() {
-		once.Do(func() {
-			close(done)
-			cancel() // closes in, which ends the goroutine
-		})
-	}
 }
 
 // fixture serves a titled page on 127.0.0.1.

@@ -211,9 +211,13 @@ func TestTypedCDProtoCallsAndLoadEvent(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
 	ctx := testCtx(t)
 	srv := fixture(t)
-	c := b.Client("typed")
-	defer c.Close()
-	s := session{c}
+	// Through the selector's per-invocation Client, which is a cdp.Session.
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{NewProvider(b)},
+		Logger:    quietLogger(),
+	})
+	s := sel.Client(browserbackend.Invocation{ConversationID: "typed", InterfaceID: "cli"})
+	defer s.Close()
 
 	_, err := cdp.Call(ctx, s, page.Enable, page.EnableParams{})
 	require.NoError(t, err)
@@ -243,6 +247,7 @@ func TestTypedCDProtoCallsAndLoadEvent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, img.Bounds().Dx())
 	assert.Positive(t, img.Bounds().Dy())
+	assert.Equal(t, browserbackend.KindLocal, s.Kind())
 }
 
 func TestProtocolErrorsCarryCDPCode(t *testing.T) {
