@@ -195,7 +195,7 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	if err != nil {
 		c.forget(id)
 		return nil, &bb.Error{Class: bb.ClassPolicy, Code: "invalid_params", Method: method, Backend: bb.KindCDPInspect,
-			Message: "params are not a JSON object", Err: err}
+			Message: "params are not valid JSON", Err: err}
 	}
 	// A cancelled context makes coder/websocket close the whole socket, so
 	// the write gets its own bound instead of the caller's cancellation.
@@ -218,8 +218,10 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 
 	select {
 	case r, ok := <-ch:
-		if !ok {
-			return nil, c.failure(method)
+		if !ok { // the connection ended after the command was written
+			e := c.failure(method)
+			e.Dispatched = true
+			return nil, e
 		}
 		if r.err != nil {
 			e := bb.ProtocolError(r.err.Code, r.err.Message)
