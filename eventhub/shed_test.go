@@ -77,7 +77,7 @@ func TestStalledReaderIsShedMemoryStaysFlatAndShedIsObservable(t *testing.T) {
 	assert.Equal(t, eventhub.InterfaceMacOS, si.InterfaceID)
 	assert.Equal(t, uint64(1), si.HeartbeatsSent)
 	assert.Less(t, si.EventsDelivered, uint64(events), "it stopped reading long before the end")
-	assert.Equal(t, queueSize, si.QueueLen)
+	assert.LessOrEqual(t, si.QueueLen, queueSize) // the writer may be draining at that instant
 	assert.Equal(t, time.Duration(0), si.StreamAge, "the manual clock did not move")
 
 	recs := f.logs.find("eventhub: subscriber shed")
