@@ -123,7 +123,6 @@ async function loop(my, settings) {
       if (gen !== my) return;
       await setHealth(Health.RECONNECTING, 'stream closed by the server');
     } catch (e) {
-      conn = null;
       if (gen !== my) return;
       if (e instanceof AuthError) {
         if (e.status === 401 && !repaired) {
@@ -227,7 +226,8 @@ async function subscribe(my, settings, creds, onOpen) {
   if (!resp.ok || !resp.body) throw new RetryableError(`event stream failed (${resp.status})`);
   if (gen !== my) { ctrl.abort(); return; }
 
-  conn = { serverUrl: settings.serverUrl, token: creds.token, clientId };
+  const mine = { serverUrl: settings.serverUrl, token: creds.token, clientId };
+  conn = mine;
   onOpen();
   let stall;
   const arm = () => { clearTimeout(stall); stall = setTimeout(() => ctrl.abort(), STALL_MS); };
@@ -254,7 +254,7 @@ async function subscribe(my, settings, creds, onOpen) {
     throw new RetryableError(`event stream broke: ${e.message}`);
   } finally {
     clearTimeout(stall);
-    conn = null;
+    if (conn === mine) conn = null; // a newer stream may already be up
     reader.releaseLock?.();
   }
 }
