@@ -25,6 +25,9 @@ const EnvExecutable = "BROWSERCHAIN_CHROMIUM"
 // Options.ExecutablePath nor EnvExecutable is set: Debian's chromium package.
 const DefaultExecutable = "/usr/bin/chromium"
 
+// DefaultMaxPages is the page bound of an Options whose MaxPages is zero.
+const DefaultMaxPages = 32
+
 // DefaultLaunchTimeout bounds one launch (driver start plus browser start)
 // when Options.LaunchTimeout is zero.
 const DefaultLaunchTimeout = 30 * time.Second
@@ -67,6 +70,10 @@ type Options struct {
 	// and node). Empty means playwright-go's default: $PLAYWRIGHT_DRIVER_PATH,
 	// else ~/.cache/ms-playwright-go/<version> as scripts/setup.sh lays it out.
 	DriverDirectory string
+	// MaxPages bounds the open conversation pages; opening one more closes
+	// the least recently used page no client is attached to. 0 means
+	// DefaultMaxPages; negative means no bound.
+	MaxPages int
 	// LaunchTimeout bounds one launch; 0 means DefaultLaunchTimeout.
 	LaunchTimeout time.Duration
 	// Logger receives launch and close records; nil means slog.Default().
@@ -145,6 +152,9 @@ func New(opts Options) *Browser {
 	}
 	if opts.LaunchTimeout <= 0 {
 		opts.LaunchTimeout = DefaultLaunchTimeout
+	}
+	if opts.MaxPages == 0 {
+		opts.MaxPages = DefaultMaxPages
 	}
 	lg := opts.Logger
 	if lg == nil {
@@ -390,13 +400,7 @@ func (b *Browser) CloseConversation(conversationID string) error {
 	if p == nil {
 		return nil
 	}
-	p.shutdown()
-	if p.page != nil {
-		if err := p.page.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
-			return fmt.Errorf("local: close page: %w", err)
-		}
-	}
-	return nil
+	return p.close()
 }
 
 // Conversations returns the conversation ids that hold a page, sorted.
@@ -414,7 +418,10 @@ func (b *Browser) Conversations() []string {
 // page returns the open page of conversationID, opening one (and launching
 // the browser) when needed. Concurrent callers for the same conversation share
 // one page.
-func (b *Browser) page(ctx context.Context, conversationID string) (*pageEntry, error) {
+//
+// The page is returned with c attached (as an event sink), which also keeps
+// it from being evicted (MaxPages) before c uses it.
+func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*pageEntry, error) {
 	for {
 		st, err := b.acquire(ctx)
 		if err != nil {
@@ -430,15 +437,27 @@ func (b *Browser) page(ctx context.Context, conversationID string) (*pageEntry, 
 			delete(b.pages, conversationID) // from a dead browser, or closed
 			p = nil
 		}
+		var victim *pageEntry
 		if p == nil {
+			victim = b.evictLocked()
 			p = newPageEntry(b, st, conversationID)
 			b.pages[conversationID] = p
 			spare := st.spare
 			st.spare = nil
 			b.wg.Add(1)
+			if victim != nil {
+				b.wg.Add(1)
+			}
 			b.mu.Unlock()
 			go p.open(spare)
+			if victim != nil {
+				go func() {
+					defer b.wg.Done()
+					victim.close()
+				}()
+			}
 		} else {
+			p.lastUsed = time.Now()
 			b.mu.Unlock()
 		}
 		select {
@@ -454,6 +473,15 @@ func (b *Browser) page(ctx context.Context, conversationID string) (*pageEntry, 
 				}
 				return nil, p.err
 			}
+			b.mu.Lock()
+			ok := b.pages[conversationID] == p && p.attach(c)
+			if ok {
+				p.lastUsed = time.Now()
+			}
+			b.mu.Unlock()
+			if !ok {
+				continue // evicted or closed in the meantime: get a fresh page
+			}
 			return p, nil
 		case <-ctx.Done():
 			return nil, ctxErr(ctx, "", false)
@@ -461,6 +489,30 @@ func (b *Browser) page(ctx context.Context, conversationID string) (*pageEntry, 
 			return nil, errClosed("")
 		}
 	}
+}
+
+// evictLocked makes room for a new page when MaxPages is reached: it removes
+// from the map and returns the least recently used page that no client is
+// attached to, or nil (also when every page is in use: then the limit is
+// exceeded rather than a busy page closed). b.mu must be held.
+func (b *Browser) evictLocked() *pageEntry {
+	if b.opts.MaxPages <= 0 || len(b.pages) < b.opts.MaxPages {
+		return nil
+	}
+	var victim *pageEntry
+	for _, p := range b.pages {
+		if !isDone(p.ready) || p.attached() > 0 {
+			continue
+		}
+		if victim == nil || p.lastUsed.Before(victim.lastUsed) {
+			victim = p
+		}
+	}
+	if victim != nil {
+		delete(b.pages, victim.conv)
+		b.log.Info("local: closing least recently used page", "conversationId", victim.conv, "maxPages", b.opts.MaxPages)
+	}
+	return victim
 }
 
 // forget drops p from the page map if it is still the conversation's page.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 
@@ -26,6 +29,8 @@ type pageEntry struct {
 	gone     chan struct{} // closed when the page, its session or the browser went away
 	goneOnce sync.Once
 
+	lastUsed time.Time // guarded by b.mu
+
 	mu    sync.Mutex
 	sinks map[*Client]struct{}
 }
@@ -33,9 +38,10 @@ type pageEntry struct {
 func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
 	return &pageEntry{
 		b: b, st: st, conv: conv,
-		ready: make(chan struct{}),
-		gone:  make(chan struct{}),
-		sinks: make(map[*Client]struct{}),
+		ready:    make(chan struct{}),
+		lastUsed: time.Now(),
+		gone:     make(chan struct{}),
+		sinks:    make(map[*Client]struct{}),
 	}
 }
 
@@ -115,6 +121,26 @@ func (p *pageEntry) shutdown() {
 	}
 }
 
+// close ends the page's streams and closes the page (once it is open).
+func (p *pageEntry) close() error {
+	p.shutdown()
+	<-p.ready
+	if p.page == nil {
+		return nil
+	}
+	if err := p.page.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+		return fmt.Errorf("local: close page: %w", err)
+	}
+	return nil
+}
+
+// attached reports how many clients are attached.
+func (p *pageEntry) attached() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sinks)
+}
+
 func (p *pageEntry) attach(c *Client) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -190,29 +216,22 @@ func (c *Client) open(ctx context.Context) (*pageEntry, error) {
 	}
 	c.mu.Unlock()
 
-	for {
-		p, err := c.b.page(ctx, c.conv)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, errClosed("")
-		}
-		if c.p != nil { // a concurrent Send attached first
-			p = c.p
-			c.mu.Unlock()
-			return p, nil
-		}
-		if !p.attach(c) {
-			c.mu.Unlock()
-			continue // closed between open and attach: get a fresh page
-		}
-		c.p = p
-		c.mu.Unlock()
-		return p, nil
+	p, err := c.b.page(ctx, c.conv, c) // attaches c
+	if err != nil {
+		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		p.detach(c)
+		return nil, errClosed("")
+	}
+	if c.p == nil {
+		c.p = p
+	} else if c.p != p {
+		p.detach(c) // a concurrent open attached c to another page first
+	}
+	return c.p, nil
 }
 
 type sendResult struct {

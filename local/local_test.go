@@ -89,6 +89,35 @@ func TestOnePagePerConversation(t *testing.T) {
 	assert.NotEqual(t, idA, targetID(t, ctx, a4))
 }
 
+func TestMaxPagesClosesLeastRecentlyUsedIdlePage(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{MaxPages: 2})
+	ctx := testCtx(t)
+
+	busy := b.Client("busy") // stays attached: must never be evicted
+	defer busy.Close()
+	busyID := targetID(t, ctx, busy)
+
+	idle := b.Client("idle")
+	targetID(t, ctx, idle)
+	require.NoError(t, idle.Close())
+	b.mu.Lock()
+	idlePage := b.pages["idle"]
+	b.mu.Unlock()
+
+	third := b.Client("third")
+	defer third.Close()
+	targetID(t, ctx, third)
+	<-idlePage.gone
+	assert.Equal(t, []string{"busy", "third"}, b.Conversations(), "the idle page must be evicted")
+
+	// Every page is in use: the bound is exceeded rather than a busy page closed.
+	fourth := b.Client("fourth")
+	defer fourth.Close()
+	targetID(t, ctx, fourth)
+	assert.Equal(t, []string{"busy", "fourth", "third"}, b.Conversations())
+	assert.Equal(t, busyID, targetID(t, ctx, busy))
+}
+
 func TestSendHonoursContextCancellation(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
 	ctx := testCtx(t)
@@ -307,18 +336,22 @@ func TestKilledBrowserFailsInFlightAndRelaunches(t *testing.T) {
 	st := b.st
 	b.mu.Unlock()
 
+	t0 := time.Now()
 	require.NotZero(t, killProfileProcesses(profile))
 	select {
 	case <-st.dead:
 	case <-ctx.Done():
 		t.Fatal("the dead browser was not noticed")
 	}
+	t.Logf("dead noticed after %v", time.Since(t0))
 	_, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate"})
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
+	t.Logf("send failed after %v", time.Since(t0))
 
 	again := b.Client("k")
 	defer again.Close()
 	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
+	t.Logf("relaunched after %v", time.Since(t0))
 	assert.Len(t, driverChildren(), 1, "the dead browser's driver must be stopped")
 }
 
