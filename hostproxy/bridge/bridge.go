@@ -1,0 +1,696 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterfaceID  = eventhub.InterfaceMacOS
+	DefaultMinBackoff   = 250 * time.Millisecond
+	DefaultMaxBackoff   = 15 * time.Second
+	DefaultIdleTimeout  = 30 * time.Second
+	DefaultMaxFrameSize = 16 << 20
+	DefaultMaxInFlight  = 512
+	// DefaultCommandTimeout applies to a request without timeout_seconds.
+	DefaultCommandTimeout = hostproxy.DefaultTimeout
+	// postTimeout bounds one result, event or ping POST.
+	postTimeout = 30 * time.Second
+	// seenRequests bounds the memory of executed request ids (a replay after
+	// a reconnect must not run a command twice).
+	seenRequests = 4096
+)
+
+// Browser is what the bridge drives: a CDP connection to the local Chrome
+// (a *cdpinspect.Backend by default). Commands without a session id run on
+// the attached page.
+type Browser interface {
+	browserbackend.ScopedClient
+	browserbackend.EventSource
+}
+
+// Dialer opens a Browser. The bridge calls it lazily, on the first request
+// and again after the browser connection is lost.
+type Dialer func(ctx context.Context) (Browser, error)
+
+// CDPInspectDialer discovers and attaches to a local Chrome as cdp-inspect
+// does (INS-1, INS-2): cfg gives host:port and the probe timeout, opts may
+// add an explicit WebSocket URL or user-data directories.
+func CDPInspectDialer(cfg browserbackend.CDPInspectConfig, opts ...cdpinspect.Option) Dialer {
+	return func(ctx context.Context) (Browser, error) {
+		b, err := cdpinspect.Dial(ctx, cfg, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
+// Options configures a Bridge. ServerURL and Dial are required; other zero
+// fields take the defaults above.
+type Options struct {
+	// ServerURL is the assistant runtime's base URL, e.g.
+	// http://127.0.0.1:7821; the bridge uses /v1/events, /v1/ping and the
+	// host-browser routes under it.
+	ServerURL string
+	// Token, when set, is sent as "Authorization: Bearer <token>". It is
+	// never logged.
+	Token string
+	// InterfaceID is sent as X-Vellum-Interface-Id (default "macos").
+	InterfaceID string
+	// ClientID is sent as X-Vellum-Client-Id (default "bridge-<random>").
+	ClientID string
+	// MachineName, optional, is sent as X-Vellum-Machine-Name (default the
+	// host name).
+	MachineName string
+	// Dial opens the local browser.
+	Dial Dialer
+	// HTTPClient carries every request; nil means a client on a clone of
+	// http.DefaultTransport with enough idle connections for concurrent
+	// result posts. It must not have a Timeout (the event stream is long).
+	HTTPClient *http.Client
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// MinBackoff and MaxBackoff bound the jittered exponential reconnect
+	// delay.
+	MinBackoff, MaxBackoff time.Duration
+	// IdleTimeout: when nothing, not even a heartbeat, arrives on the stream
+	// for this long, the bridge reconnects.
+	IdleTimeout time.Duration
+	// MaxFrameSize bounds one SSE line or event (bytes).
+	MaxFrameSize int
+	// MaxInFlight bounds concurrently executing requests; more are answered
+	// at once with a transport_error.
+	MaxInFlight int
+	// Hooks, optional, observe the bridge.
+	Hooks Hooks
+}
+
+// Request outcomes reported to Hooks.RequestDone.
+const (
+	// OutcomePosted: the result (or error) was posted.
+	OutcomePosted = "posted"
+	// OutcomeCancelled: the server cancelled the request; nothing was posted.
+	OutcomeCancelled = "cancelled"
+	// OutcomeShutdown: Run ended first; nothing was posted.
+	OutcomeShutdown = "shutdown"
+)
+
+// Hooks are optional callbacks for metrics and tests. They run on the
+// bridge's goroutines and must not block.
+type Hooks struct {
+	// Connected is called when an events stream opens.
+	Connected func()
+	// RequestDone is called once per executed request with its outcome
+	// (OutcomePosted, OutcomeCancelled, OutcomeShutdown) and, for posted
+	// ones, whether the content was an error.
+	RequestDone func(requestID, method, outcome string, isError bool)
+}
+
+// Bridge is the reference desktop bridge (PXY-7): it subscribes to the hub as
+// a desktop client, runs each host_browser_request against the local Chrome,
+// posts the result, forwards CDP events, honours cancels and reconnects.
+// Create it with New and call Run once.
+type Bridge struct {
+	o      Options
+	log    *slog.Logger
+	client *http.Client
+	base   *url.URL
+
+	lastEventID atomic.Pointer[string]
+	pinging     atomic.Bool
+
+	mu       sync.Mutex
+	inflight map[string]*inflight
+	seen     map[string]struct{}
+	seenRing []string
+	seenNext int
+
+	bmu     sync.Mutex // serialises dialling
+	browser *liveBrowser
+
+	wg sync.WaitGroup // request handlers and event forwarders
+}
+
+type inflight struct {
+	cancel    context.CancelFunc
+	cancelled atomic.Bool
+}
+
+type liveBrowser struct {
+	b    Browser
+	dead atomic.Bool
+	stop func()
+}
+
+// New validates opts and returns a Bridge.
+func New(opts Options) (*Bridge, error) {
+	if opts.ServerURL == "" {
+		return nil, errors.New("bridge: ServerURL is required")
+	}
+	base, err := url.Parse(strings.TrimRight(opts.ServerURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("bridge: ServerURL %q is not an http(s) URL", opts.ServerURL)
+	}
+	if opts.Dial == nil {
+		return nil, errors.New("bridge: Dial is required")
+	}
+	if opts.InterfaceID == "" {
+		opts.InterfaceID = DefaultInterfaceID
+	}
+	if opts.ClientID == "" {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		opts.ClientID = "bridge-" + hex.EncodeToString(r[:])
+	}
+	if opts.MachineName == "" {
+		opts.MachineName, _ = os.Hostname()
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxFrameSize <= 0 {
+		opts.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	b := &Bridge{o: opts, base: base, inflight: map[string]*inflight{}, seen: map[string]struct{}{},
+		seenRing: make([]string, seenRequests)}
+	b.log = opts.Logger
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	b.log = b.log.With("module", "bridge", "clientId", opts.ClientID)
+	b.client = opts.HTTPClient
+	if b.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 128
+		b.client = &http.Client{Transport: tr}
+	}
+	return b, nil
+}
+
+// ClientID returns the client id the bridge subscribes with.
+func (b *Bridge) ClientID() string { return b.o.ClientID }
+
+// statusError is a non-200 answer to GET /v1/events.
+type statusError struct {
+	code int
+	body string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("bridge: events stream answered %d: %s", e.code, e.body)
+}
+
+// permanent reports whether retrying cannot help (bad request, auth).
+func (e *statusError) permanent() bool {
+	return e.code == http.StatusBadRequest || e.code == http.StatusUnauthorized ||
+		e.code == http.StatusForbidden || e.code == http.StatusNotFound || e.code == http.StatusConflict
+}
+
+// Run subscribes and serves until ctx is done (then it returns ctx's error)
+// or the server refuses the subscription for good (400, 401, 403, 404, 409:
+// a *statusError). Lost streams are reopened with jittered exponential
+// backoff between MinBackoff and MaxBackoff, sending Last-Event-ID so
+// requests published during the gap are replayed. On return every request
+// goroutine has finished and the browser connection is closed.
+func (b *Bridge) Run(ctx context.Context) error {
+	defer b.shutdown()
+	attempt := 0
+	for {
+		start := time.Now()
+		err := b.stream(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var se *statusError
+		if errors.As(err, &se) && se.permanent() {
+			b.log.Error("events subscription refused", "status", se.code, "error", err)
+			return err
+		}
+		if time.Since(start) > b.o.MaxBackoff {
+			attempt = 0 // the stream was up for a while: start over
+		}
+		delay := backoff(attempt, b.o.MinBackoff, b.o.MaxBackoff)
+		attempt++
+		b.log.Warn("events stream lost, reconnecting", "error", err, "attempt", attempt, "delay", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff returns the delay before reconnect attempt n (0-based): min·2ⁿ
+// capped at max, with ±50 % jitter ("equal jitter": half fixed, half random).
+func backoff(n int, minD, maxD time.Duration) time.Duration {
+	d := minD
+	for i := 0; i < n && d < maxD; i++ {
+		d *= 2
+	}
+	d = min(d, maxD)
+	half := d / 2
+	return half + time.Duration(mrand.Int64N(int64(half)+1))
+}
+
+func (b *Bridge) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base.String()+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if b.o.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.o.Token)
+	}
+	req.Header.Set(hostproxy.HeaderClientID, b.o.ClientID)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// errIdle ends a stream on which nothing arrived for IdleTimeout.
+var errIdle = errors.New("bridge: stream idle, no heartbeat")
+
+// stream runs one subscription until it ends.
+func (b *Bridge) stream(runCtx context.Context) error {
+	ctx, cancel := context.WithCancelCause(runCtx)
+	defer cancel(nil)
+	req, err := b.newRequest(ctx, http.MethodGet, eventhub.EventsPath, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(hostproxy.HeaderInterfaceID, b.o.InterfaceID)
+	if b.o.MachineName != "" {
+		req.Header.Set(eventhub.HeaderMachineName, b.o.MachineName)
+	}
+	if id := b.lastEventID.Load(); id != nil && *id != "" {
+		req.Header.Set(eventhub.HeaderLastEventID, *id)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("bridge: connect: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return &statusError{code: resp.StatusCode, body: strings.TrimSpace(string(msg))}
+	}
+	b.log.Info("events stream connected", "interfaceId", b.o.InterfaceID)
+	if b.o.Hooks.Connected != nil {
+		b.o.Hooks.Connected()
+	}
+
+	// Reconnect when the stream goes quiet: the hub sends a heartbeat every
+	// few seconds, so silence means a dead or half-open connection.
+	idle := time.AfterFunc(b.o.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	body := &activityReader{r: resp.Body, onRead: func() { idle.Reset(b.o.IdleTimeout) }}
+
+	for f, err := range eventhub.ReadFrames(body, b.o.MaxFrameSize) {
+		if err != nil {
+			if errors.Is(context.Cause(ctx), errIdle) {
+				return errIdle
+			}
+			return fmt.Errorf("bridge: read stream: %w", err)
+		}
+		if tok, ok := f.HeartbeatToken(); ok {
+			b.ping(ctx, tok)
+			continue
+		}
+		if f.IsComment {
+			continue
+		}
+		if f.LastEventID != "" {
+			id := f.LastEventID
+			b.lastEventID.Store(&id)
+		}
+		m, err := DecodeFrame([]byte(f.Data))
+		if err != nil {
+			b.log.Warn("ignoring malformed frame", "error", err)
+			continue
+		}
+		switch {
+		case m.Request != nil:
+			b.start(runCtx, m)
+		case m.Cancel != nil:
+			b.cancel(m.Cancel.RequestID)
+		}
+	}
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return errIdle
+	}
+	return errors.New("bridge: stream ended")
+}
+
+type activityReader struct {
+	r      io.Reader
+	onRead func()
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.onRead()
+	}
+	return n, err
+}
+
+// ping echoes a heartbeat token (HUB-5) so the hub sees the bridge reading;
+// at most one ping is in flight.
+func (b *Bridge) ping(ctx context.Context, token string) {
+	if !b.pinging.CompareAndSwap(false, true) {
+		return
+	}
+	body, _ := json.Marshal(eventhub.PingRequest{Heartbeat: token})
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.pinging.Store(false)
+		if status, err := b.post(ctx, eventhub.PingPath, body); err != nil || status != http.StatusOK {
+			b.log.Debug("ping not accepted", "status", status, "error", err)
+		}
+	}()
+}
+
+// markSeen records id and reports whether it was new.
+func (b *Bridge) markSeen(id string) bool {
+	if _, dup := b.seen[id]; dup {
+		return false
+	}
+	if old := b.seenRing[b.seenNext]; old != "" {
+		delete(b.seen, old)
+	}
+	b.seenRing[b.seenNext] = id
+	b.seenNext = (b.seenNext + 1) % len(b.seenRing)
+	b.seen[id] = struct{}{}
+	return true
+}
+
+// start runs one request on its own goroutine. The command's context derives
+// from Run's, so it outlives a stream reconnect but not Run.
+func (b *Bridge) start(runCtx context.Context, m Message) {
+	r := m.Request
+	timeout := m.Timeout()
+	if timeout == 0 {
+		timeout = DefaultCommandTimeout
+	}
+	b.mu.Lock()
+	if !b.markSeen(r.RequestID) {
+		b.mu.Unlock()
+		b.log.Debug("ignoring a request already seen", "requestId", r.RequestID)
+		return
+	}
+	if len(b.inflight) >= b.o.MaxInFlight {
+		b.mu.Unlock()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.postResult(runCtx, r.RequestID, errorContent(browserbackend.CodeTransportError, "bridge: too many requests in flight"), true)
+		}()
+		return
+	}
+	ctx, cancel := context.WithTimeout(runCtx, timeout)
+	in := &inflight{cancel: cancel}
+	b.inflight[r.RequestID] = in
+	b.mu.Unlock()
+
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer cancel()
+		content, isErr := b.execute(ctx, r)
+		b.mu.Lock()
+		delete(b.inflight, r.RequestID)
+		b.mu.Unlock()
+		outcome := OutcomePosted
+		switch {
+		case in.cancelled.Load() && runCtx.Err() == nil:
+			outcome = OutcomeCancelled
+			b.log.Debug("request cancelled, no result posted", "requestId", r.RequestID, "method", r.CDPMethod)
+		case runCtx.Err() != nil:
+			outcome = OutcomeShutdown // the server sees the stream end
+		default:
+			b.postResult(runCtx, r.RequestID, content, isErr)
+		}
+		if b.o.Hooks.RequestDone != nil {
+			b.o.Hooks.RequestDone(r.RequestID, r.CDPMethod, outcome, isErr)
+		}
+	}()
+}
+
+// cancel stops a request; its result will not be posted.
+func (b *Bridge) cancel(id string) {
+	b.mu.Lock()
+	in := b.inflight[id]
+	b.mu.Unlock()
+	if in == nil {
+		return
+	}
+	in.cancelled.Store(true)
+	in.cancel()
+	b.log.Debug("request cancelled by the server", "requestId", id)
+}
+
+// execute runs one command and returns the result content.
+func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (string, bool) {
+	if hostproxy.IsPseudoMethod(r.CDPMethod) {
+		return errorContent(browserbackend.CodeExtensionRequired,
+			r.CDPMethod+" is implemented only by the chrome extension, not by the desktop bridge"), true
+	}
+	lb, err := b.connect(ctx)
+	if err != nil {
+		return ErrorContentFor(err), true
+	}
+	res, err := lb.b.Send(ctx, browserbackend.Command{Method: r.CDPMethod, Params: r.CDPParams, SessionID: r.CDPSessionID})
+	if err != nil {
+		var e *browserbackend.Error
+		if errors.As(err, &e) && e.Class == browserbackend.ClassTransport && r.CDPSessionID == "" {
+			// The page or the socket went away: dial afresh next time.
+			b.drop(lb)
+		}
+		return ErrorContentFor(err), true
+	}
+	if len(res) == 0 {
+		res = json.RawMessage(`{}`)
+	}
+	return string(res), false
+}
+
+// connect returns the live browser, dialling it when needed.
+func (b *Bridge) connect(ctx context.Context) (*liveBrowser, error) {
+	b.bmu.Lock()
+	defer b.bmu.Unlock()
+	if b.browser != nil && !b.browser.dead.Load() {
+		return b.browser, nil
+	}
+	if old := b.browser; old != nil {
+		b.browser = nil
+		old.release()
+	}
+	br, err := b.o.Dial(ctx)
+	if err != nil {
+		b.log.Warn("local browser unavailable", "error", err)
+		return nil, err
+	}
+	lb := &liveBrowser{b: br}
+	events, stop := br.Subscribe("")
+	lb.stop = stop
+	b.browser = lb
+	b.wg.Add(1)
+	go b.forward(lb, events)
+	b.log.Info("local browser attached")
+	return lb, nil
+}
+
+// drop closes lb if it is the current browser.
+func (b *Bridge) drop(lb *liveBrowser) {
+	b.bmu.Lock()
+	if b.browser == lb {
+		b.browser = nil
+	}
+	b.bmu.Unlock()
+	lb.release()
+}
+
+// release closes the browser connection (idempotent: Close and the
+// subscription's cancel are).
+func (lb *liveBrowser) release() {
+	lb.dead.Store(true)
+	lb.stop()
+	_ = lb.b.Close()
+}
+
+// pageSession is implemented by browsers that attach to one page (as
+// cdpinspect does); events of that session are forwarded without a session
+// id, as the extension forwards the events of its attached tab.
+type pageSession interface{ SessionID() string }
+
+// forward posts the browser's CDP events in order until the subscription
+// closes (the browser connection ended or was dropped).
+func (b *Bridge) forward(lb *liveBrowser, events <-chan browserbackend.Event) {
+	defer b.wg.Done()
+	page := ""
+	if ps, ok := lb.b.(pageSession); ok {
+		page = ps.SessionID()
+	}
+	ctx := context.Background()
+	for ev := range events {
+		if ev.Method == browserbackend.MethodTargetDetached {
+			if ev.SessionID == page || ev.SessionID == "" {
+				lb.dead.Store(true) // the attached page is gone: re-dial on the next request
+				continue
+			}
+			var p struct {
+				TargetID string `json:"targetId"`
+			}
+			_ = json.Unmarshal(ev.Params, &p)
+			body, _ := json.Marshal(hostproxy.InvalidationBody{SessionID: ev.SessionID, TargetID: p.TargetID, Reason: "target_detached"})
+			b.postQuiet(ctx, hostproxy.PathSessionInvalidated, body)
+			continue
+		}
+		sid := ev.SessionID
+		if sid == page {
+			sid = ""
+		}
+		body, _ := json.Marshal(hostproxy.EventBody{Method: ev.Method, Params: ev.Params, SessionID: sid})
+		b.postQuiet(ctx, hostproxy.PathEvent, body)
+	}
+	lb.dead.Store(true)
+}
+
+func (b *Bridge) postQuiet(ctx context.Context, path string, body []byte) {
+	if status, err := b.post(ctx, path, body); err != nil || status != http.StatusOK {
+		b.log.Debug("post not accepted", "path", path, "status", status, "error", err)
+	}
+}
+
+func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool) {
+	body, _ := json.Marshal(hostproxy.ResultBody{RequestID: id, Content: content, IsError: isErr})
+	status, err := b.post(ctx, hostproxy.PathResult, body)
+	switch {
+	case err != nil:
+		b.log.Warn("posting result failed", "requestId", id, "error", err)
+	case status == http.StatusNotFound:
+		b.log.Debug("result no longer wanted (timed out or cancelled on the server)", "requestId", id)
+	case status != http.StatusOK:
+		b.log.Warn("result refused", "requestId", id, "status", status)
+	}
+}
+
+// post sends one JSON body and returns the status code.
+func (b *Bridge) post(ctx context.Context, path string, body []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, postTimeout)
+	defer cancel()
+	req, err := b.newRequest(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// shutdown cancels in-flight requests, closes the browser and waits for
+// every goroutine.
+func (b *Bridge) shutdown() {
+	b.mu.Lock()
+	for _, in := range b.inflight {
+		in.cancelled.Store(true)
+		in.cancel()
+	}
+	b.mu.Unlock()
+	b.bmu.Lock()
+	lb := b.browser
+	b.browser = nil
+	b.bmu.Unlock()
+	if lb != nil {
+		lb.release()
+	}
+	b.wg.Wait()
+	b.client.CloseIdleConnections()
+}
+
+func errorContent(code, msg string) string {
+	raw, _ := json.Marshal(map[string]string{"code": code, "message": msg})
+	return string(raw)
+}
+
+// ErrorContentFor turns an error from the browser into the result content of
+// the wire contract (PXY-7): a CDP error reply keeps its numeric code; a
+// transport failure becomes one of the string codes unreachable, timeout,
+// non_loopback, cdp_session_not_found, cancelled, or transport_error for any
+// other; a deadline is timeout; a cancellation is cancelled; a refused
+// command (bad params) is invalid_params.
+func ErrorContentFor(err error) string {
+	e := browserbackend.Classify(err, true)
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if msg == "" {
+		msg = e.Error()
+	}
+	switch e.Class {
+	case browserbackend.ClassProtocol:
+		if e.CDPCode != 0 {
+			raw, _ := json.Marshal(map[string]any{"code": e.CDPCode, "message": msg})
+			return string(raw)
+		}
+		return errorContent(e.Code, msg)
+	case browserbackend.ClassTimeout:
+		return errorContent(browserbackend.CodeTimeout, msg)
+	case browserbackend.ClassAborted:
+		return errorContent(browserbackend.CodeCancelled, msg)
+	case browserbackend.ClassPolicy:
+		return errorContent("invalid_params", msg)
+	case browserbackend.ClassTransport:
+		if hostproxy.IsTransportCode(e.Code) {
+			return errorContent(e.Code, msg)
+		}
+		if e.Code != "" {
+			msg = e.Code + ": " + msg
+		}
+	}
+	return errorContent(browserbackend.CodeTransportError, msg)
+}

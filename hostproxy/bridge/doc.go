@@ -1,0 +1,30 @@
+// Package bridge is the reference desktop bridge (SPEC PXY-7): a client that
+// connects a user's local Chrome to an assistant runtime's event hub, the way
+// a desktop app does.
+//
+// A Bridge subscribes to GET /v1/events as a desktop interface ("macos" by
+// default, which grants host_browser; HUB-2) with X-Vellum-Client-Id,
+// X-Vellum-Interface-Id and, when a token is given, Authorization: Bearer.
+// For each host_browser_request it runs the CDP command against the local
+// Chrome's DevTools endpoint — discovered and attached as cdp-inspect does
+// (INS-1, INS-2), through a Dialer — and POSTs the result to
+// /v1/host-browser-result. A host_browser_cancel stops the command and no
+// result is posted for it. Failures are posted as structured codes (numeric
+// CDP codes; unreachable, timeout, non_loopback, cdp_session_not_found,
+// cancelled, transport_error); see ErrorContentFor and the hostproxy package
+// documentation for the wire contract.
+//
+// CDP events of the attached page are forwarded to /v1/host-browser-event
+// without a session id (as the extension forwards its tab's events); events
+// of other flat sessions keep theirs, and a detached flat session is posted
+// to /v1/host-browser-session-invalidated. Heartbeat tokens are echoed to
+// /v1/ping so the hub sees the bridge reading (HUB-5).
+//
+// A lost stream is reopened with jittered exponential backoff and
+// Last-Event-ID, so requests published during the gap are replayed; a
+// stream that stays silent longer than IdleTimeout is treated as lost. SSE
+// framing is parsed by eventhub.ReadFrames (it yields the heartbeat comments
+// that go-sse's reader drops).
+//
+// examples/bridge wraps this package in a command.
+package bridge
