@@ -169,3 +169,42 @@ func TestHubCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, err.Error(), "503")
 }
+
+func TestInProcessSubscribeRegistersTargetsAndSheds(t *testing.T) {
+	sheds := make(chan eventhub.ShedInfo, 1)
+	h := eventhub.New(eventhub.WithQueueSize(2), eventhub.WithHooks(eventhub.Hooks{OnShed: func(si eventhub.ShedInfo) { sheds <- si }}))
+	defer h.Close()
+	ctx := context.Background()
+	_, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x"})
+	require.ErrorIs(t, err, eventhub.ErrInvalidHeader, "interface id required")
+
+	sub, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice"})
+	require.NoError(t, err)
+	id, err := h.Publish(ctx, eventhub.Target{ClientID: "x"}, "c", "one")
+	require.NoError(t, err)
+	env, err := sub.Next(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, id, env.ID)
+	assert.JSONEq(t, `"one"`, string(env.Message))
+
+	_, err = h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "bob"})
+	require.ErrorIs(t, err, eventhub.ErrActorMismatch)
+
+	// Two fit in the queue, the third sheds the subscription.
+	for range 3 {
+		_, err = h.Publish(ctx, eventhub.Target{Capability: eventhub.CapHostBrowser}, "", "x")
+		require.NoError(t, err)
+	}
+	si := <-sheds
+	assert.Equal(t, eventhub.ShedQueueFull, si.Reason)
+	assert.True(t, isClosed(sub.Done()))
+	// What was queued before the shed is still readable, then the end.
+	for range 2 {
+		_, err = sub.Next(ctx)
+		require.NoError(t, err)
+	}
+	_, err = sub.Next(ctx)
+	require.ErrorIs(t, err, eventhub.ErrNotConnected)
+	assert.Contains(t, err.Error(), "queue_full")
+	sub.Close()
+}

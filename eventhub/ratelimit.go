@@ -52,6 +52,10 @@ type RateLimitConfig struct {
 	Exempt func(*http.Request) bool
 	// Logger receives the 429 warning (nil = slog.Default()).
 	Logger *slog.Logger
+	// Authenticated reports whether a request is authenticated. nil means
+	// "ActorFrom(r.Context()) is present", which needs the auth middleware
+	// to run first.
+	Authenticated func(*http.Request) bool
 }
 
 // DefaultRateLimitExempt exempts the events stream and the health probes
@@ -78,12 +82,20 @@ func DefaultRateLimitExempt(r *http.Request) bool {
 //
 //	mux.Handle("/v1/", auth(limiter.Handler(routes)))
 //
+// For the unauthenticated budget to bite, that auth middleware must annotate
+// rather than reject: it sets the actor for a valid credential and passes
+// every request on, and the routes refuse requests without an actor (as
+// EventsHandler's host app and hostproxy's routes do). An auth middleware
+// that answers 401 itself would let bad credentials bypass the limiter; in
+// that case mount the limiter first and set RateLimitConfig.Authenticated.
+//
 // Safe for concurrent use; SetAuthenticatedLimit may be called at any time.
 type RateLimiter struct {
 	loopback, unauth int
 	authenticated    atomic.Int64
 	window           time.Duration
 	exempt           func(*http.Request) bool
+	isAuthenticated  func(*http.Request) bool
 	logger           *slog.Logger
 	limiter          *httprate.RateLimiter
 
@@ -104,7 +116,9 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 		window:   cfg.Window,
 		exempt:   cfg.Exempt,
 		logger:   cfg.Logger,
-		usage:    make(map[string]*endpointUsage),
+
+		isAuthenticated: cfg.Authenticated,
+		usage:           make(map[string]*endpointUsage),
 	}
 	if l.loopback <= 0 {
 		l.loopback = DefaultLoopbackLimit
@@ -120,6 +134,9 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 	}
 	if l.logger == nil {
 		l.logger = slog.Default()
+	}
+	if l.isAuthenticated == nil {
+		l.isAuthenticated = func(r *http.Request) bool { _, ok := ActorFrom(r.Context()); return ok }
 	}
 	l.SetAuthenticatedLimit(cfg.AuthenticatedLimit)
 	// The per-request limit overrides this one through the context.
@@ -142,7 +159,7 @@ func (l *RateLimiter) AuthenticatedLimit() int { return int(l.authenticated.Load
 
 // Classify returns the budget class and the limit that applies to r.
 func (l *RateLimiter) Classify(r *http.Request) (RateClass, int) {
-	if _, ok := ActorFrom(r.Context()); !ok {
+	if !l.isAuthenticated(r) {
 		return RateUnauthenticated, l.unauth
 	}
 	if peerIsLoopback(r.RemoteAddr) {

@@ -133,3 +133,18 @@ func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 		assert.Equal(t, 1200, admitted(func() int { return do(http.MethodGet, "/v1/x", "127.0.0.1:1", "alice") }, 2000))
 	})
 }
+
+func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := eventhub.NewRateLimiter(eventhub.RateLimitConfig{
+			Logger:        slog.New(&logSink{}),
+			Authenticated: func(r *http.Request) bool { return r.Header.Get("Authorization") != "" },
+		})
+		do := limited(l)
+		assert.Equal(t, 300, admitted(func() int {
+			return do(http.MethodGet, "/v1/x", "203.0.113.7:1", "", "Authorization", "Bearer t")
+		}, 1000))
+		assert.Equal(t, 20, admitted(func() int { return do(http.MethodGet, "/v1/x", "203.0.113.7:1", "alice") }, 1000),
+			"the hook, not the context actor, decides")
+	})
+}
