@@ -9,7 +9,8 @@
 //   - Capabilities, Supports and IsDesktop encode which host-proxy
 //     capabilities an interface grants (HUB-2).
 //   - InProcess.EventsHandler serves GET /v1/events (HUB-3);
-//     InProcess.PingHandler serves POST /v1/ping (HUB-5).
+//     InProcess.PingHandler serves POST /v1/ping (HUB-5);
+//     InProcess.Subscribe opens the same kind of stream in process.
 //   - RateLimiter is the per-IP sliding-window middleware (HUB-6).
 //   - ReadFrames parses an SSE stream on the client side; package
 //     eventhubtest wraps it in a test/tool client (Stream), a manual Clock,

@@ -185,6 +185,7 @@ func (h *InProcess) subscribe(req SubscribeRequest) (*stream, error) {
 		h.clients[req.ClientID] = s
 		h.fireChangedLocked()
 		info := s.info
+		info.Capabilities = slices.Clone(info.Capabilities)
 		h.schedule(func() {
 			h.logger.Info("eventhub: client registered", "clientId", info.ClientID, "interfaceId", info.InterfaceID)
 			if f := h.cfg.hooks.OnRegister; f != nil {
@@ -236,6 +237,7 @@ func (h *InProcess) endLocked(s *stream, reason EndReason, shed ShedReason) {
 		s.abort()
 	}
 	info := s.info
+	info.Capabilities = slices.Clone(info.Capabilities)
 	if shed != "" {
 		si := ShedInfo{
 			Reason:          shed,
