@@ -246,6 +246,10 @@ func TestPairWithoutInterfaceHeaderIsBadRequest(t *testing.T) {
 
 func TestPairRejectsMalformedAndOversizedBodies(t *testing.T) {
 	f := newFixture(t, nil)
+	resp0 := f.pair(t, map[string]string{auth.HeaderInterfaceID: "mac os!"}, "{}")
+	assert.Equal(t, http.StatusBadRequest, resp0.StatusCode)
+	assert.Equal(t, "bad_interface", errCode(t, resp0))
+	assert.Equal(t, http.StatusBadRequest, f.pair(t, extHeaders(), `{"clientId":"a\u0001b"}`).StatusCode)
 	resp := f.pair(t, extHeaders(), "{not json")
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	resp = f.pair(t, extHeaders(), `{"clientId":"`+strings.Repeat("x", 8<<10)+`"}`)

@@ -190,11 +190,19 @@ func (a *Authority) PairHandler() http.Handler {
 			a.deny(w, r, http.StatusBadRequest, "interface_required", "X-Vellum-Interface-Id header is required")
 			return
 		}
+		if !validID(iface) {
+			a.deny(w, r, http.StatusBadRequest, "bad_interface", "X-Vellum-Interface-Id must be 1–64 characters of [A-Za-z0-9._-]")
+			return
+		}
 		if !a.originOK(w, r, iface) {
 			return
 		}
 		var req PairRequest
 		if !a.decode(w, r, &req, false) {
+			return
+		}
+		if (req.ClientID != "" && !validClientID(req.ClientID)) || (req.DeviceID != "" && !validClientID(req.DeviceID)) {
+			a.deny(w, r, http.StatusBadRequest, "bad_request", "clientId and deviceId must be at most 256 printable characters")
 			return
 		}
 		toks, err := a.Mint(Grant{InterfaceID: iface, ClientID: req.ClientID, DeviceID: req.DeviceID})
@@ -295,4 +303,31 @@ func ClaimsFrom(ctx context.Context) (*Claims, bool) {
 
 func contextWithClaims(ctx context.Context, c *Claims) context.Context {
 	return context.WithValue(ctx, claimsKey{}, c)
+}
+
+// validID reports whether s is a plausible interface id.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// validClientID reports whether s fits the hub's header rules (HUB-3): at
+// most 256 bytes, no control characters.
+func validClientID(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
