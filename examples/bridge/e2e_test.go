@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// runtimeServer is a minimal assistant runtime on loopback: the in-process
+// hub, the host-browser routes and a bearer-token → actor middleware.
+type runtimeServer struct {
+	*httptest.Server
+	hub   *eventhub.InProcess
+	proxy *hostproxy.Proxy
+}
+
+func newRuntimeServer(t testing.TB, tokens map[string]string) *runtimeServer {
+	t.Helper()
+	rs := &runtimeServer{hub: eventhub.New(eventhub.WithLogger(quiet()))}
+	rs.proxy = hostproxy.New(hostproxy.Options{Hub: rs.hub, Logger: quiet()})
+	mux := http.NewServeMux()
+	mux.Handle(eventhub.EventsPath, rs.hub.EventsHandler())
+	mux.Handle(eventhub.PingPath, rs.hub.PingHandler())
+	rs.proxy.Mount(mux)
+	rs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		actor, ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(eventhub.WithActor(r.Context(), actor)))
+	}))
+	t.Cleanup(func() {
+		_ = rs.proxy.Close()
+		_ = rs.hub.Close()
+		rs.CloseClientConnections()
+		rs.Close()
+	})
+	return rs
+}
+
+func waitClient(t testing.TB, hub eventhub.Hub, clientID string, present bool) {
+	t.Helper()
+	guard := time.NewTimer(30 * time.Second)
+	defer guard.Stop()
+	for {
+		ch := hub.Changed()
+		if _, ok := hub.Client(clientID); ok == present {
+			return
+		}
+		select {
+		case <-ch:
+		case <-guard.C:
+			t.Fatalf("client %s present=%v never happened", clientID, present)
+		}
+	}
+}
+
+// buildBridge builds this command into a test temp dir.
+func buildBridge(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bridge")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// bridgeProc is the bridge running as a separate process, in its own process
+// group, killed at the end of the test.
+type bridgeProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *bytes.Buffer
+}
+
+func startBridgeProc(t testing.TB, bin string, args ...string) *bridgeProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	p := &bridgeProc{cmd: cmd, exited: make(chan struct{}), log: &log}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("bridge %v log:\n%s", args, log.String())
+		}
+	})
+	return p
+}
+
+// kill SIGKILLs the process group and waits for the process to be reaped.
+func (p *bridgeProc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// fixture serves a page and a /inflight endpoint: its first hit reports on
+// inflight and answers "block" (the page then waits forever); later hits
+// answer "served-after-failover".
+func fixture(t testing.TB) (*httptest.Server, <-chan struct{}) {
+	inflight := make(chan struct{})
+	var once sync.Once
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>bridge e2e</title><h1 id="h">hello from the fixture</h1>`)
+	})
+	mux.HandleFunc("/inflight", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			_, _ = io.WriteString(w, "block")
+			close(inflight)
+			return
+		}
+		_, _ = io.WriteString(w, "served-after-failover")
+	})
+	return chromiumtest.LoopbackServer(t, mux), inflight
+}
+
+func evaluate(ctx context.Context, c *bb.Client, expr string, await bool) (string, error) {
+	res, err := cdp.Call(ctx, c, runtime.Evaluate, runtime.EvaluateParams{Expression: expr, ReturnByValue: new(true), AwaitPromise: new(await)})
+	if err != nil {
+		return "", err
+	}
+	if res.ExceptionDetails != nil {
+		return "", fmt.Errorf("exception: %s", res.ExceptionDetails.Text)
+	}
+	return string(res.Result.Value), nil
+}
+
+func findAttempt(as []bb.Attempt, k bb.Kind) (bb.Attempt, bool) {
+	for _, a := range as {
+		if a.Kind == k {
+			return a, true
+		}
+	}
+	return bb.Attempt{}, false
+}
+
+func attemptKinds(as []bb.Attempt) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("%s@%s[%s]", a.Kind, a.Stage, a.Code))
+	}
+	return out
+}
+
+// TestEndToEnd_HostBridgeProcessOnRealChromium drives a real headless
+// Chromium through the bridge running as a separate process, then kills the
+// bridge mid-command.
+func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium and builds the bridge")
+	}
+	chrome := chromiumtest.Start(t)
+	site, inflight := fixture(t)
+	rs := newRuntimeServer(t, map[string]string{"tok-alice": "alice", "tok-bob": "bob"})
+	bridgeArgs := func(token, clientID string) []string {
+		return []string{"-server", rs.URL, "-token", token, "-client-id", clientID,
+			"-devtools", fmt.Sprintf("127.0.0.1:%d", chrome.Port), "-ws-url", chrome.BrowserWSURL,
+			"-min-backoff", "20ms", "-max-backoff", "200ms"}
+	}
+	bin := buildBridge(t)
+	alice := startBridgeProc(t, bin, bridgeArgs("tok-alice", "mac-alice")...)
+	startBridgeProc(t, bin, bridgeArgs("tok-bob", "mac-bob")...)
+	waitClient(t, rs.hub, "mac-alice", true)
+	waitClient(t, rs.hub, "mac-bob", true)
+
+	cfg := bb.DefaultConfig() // desktopAuto on: a macos turn lists cdp-inspect
+	cfg.CDPInspect.Host, cfg.CDPInspect.Port, cfg.CDPInspect.ProbeTimeoutMs = "127.0.0.1", chrome.Port, 3000
+	cooldowns := &bb.Cooldowns{}
+	sel := bb.NewSelector(bb.Options{
+		Providers: []bb.Provider{
+			rs.proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
+			rs.proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+			cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(quiet())),
+		},
+		Logger:         quiet(),
+		Cooldowns:      cooldowns,
+		CommandTimeout: 20 * time.Second, // a lost in-flight request must not need it
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// 1. An auto invocation on a macos turn picks host-bridge and does real work.
+	c1 := sel.Client(bb.Invocation{ConversationID: "c1", InterfaceID: "macos", ActorPrincipalID: "alice"})
+	_, err := cdp.Call(ctx, c1, page.Enable, page.EnableParams{})
+	require.NoError(t, err, "attempts: %v", attemptKinds(c1.Attempts()))
+	assert.Equal(t, bb.KindHostBridge, c1.Kind())
+	loads := cdp.Events(ctx, c1, page.LoadEventFired)
+	_, err = cdp.Call(ctx, c1, page.Navigate, page.NavigateParams{URL: site.URL + "/"})
+	require.NoError(t, err)
+	for ev, err := range loads {
+		require.NoError(t, err)
+		assert.NotNil(t, ev)
+		break
+	}
+	text, err := evaluate(ctx, c1, "document.getElementById('h').textContent", false)
+	require.NoError(t, err)
+	assert.Equal(t, `"hello from the fixture"`, text)
+	shot, err := cdp.Call(ctx, c1, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(shot.Data, []byte("\x89PNG\r\n\x1a\n")), "a PNG screenshot (cdproto decodes the base64)")
+	require.NoError(t, c1.Close())
+
+	// 2. 200 concurrent invocations through the one bridge each get their own answer.
+	const n = 200
+	var wg sync.WaitGroup
+	answers := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			c := sel.Client(bb.Invocation{ConversationID: fmt.Sprintf("par-%d", i), InterfaceID: "macos", ActorPrincipalID: "alice"})
+			defer c.Close()
+			answers[i], errs[i] = evaluate(ctx, c, fmt.Sprintf(`"answer-%d"`, i), false)
+			if errs[i] == nil && c.Kind() != bb.KindHostBridge {
+				errs[i] = fmt.Errorf("served by %s", c.Kind())
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i], "invocation %d", i)
+		assert.Equal(t, fmt.Sprintf(`"answer-%d"`, i), answers[i], "invocation %d got another's answer", i)
+	}
+
+	// 3. The bridge process is killed while a command is in flight: that
+	// host-bridge attempt fails at once with a transport error (not after the
+	// command timeout), the actor's host-bridge cooldown is recorded, and the
+	// invocation is served by cdp-inspect.
+	c2 := sel.Client(bb.Invocation{ConversationID: "c2", InterfaceID: "macos", ActorPrincipalID: "alice"})
+	defer c2.Close()
+	type result struct {
+		v   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := evaluate(ctx, c2, fmt.Sprintf(`fetch(%q).then(r => r.text()).then(t => t === "block" ? new Promise(() => {}) : t)`,
+			site.URL+"/inflight"), true)
+		done <- result{v, err}
+	}()
+	<-inflight // the page is running the command the bridge sent
+	alice.kill()
+	r := <-done
+	require.NoError(t, r.err, "attempts: %v", attemptKinds(c2.Attempts()))
+	assert.Equal(t, `"served-after-failover"`, r.v)
+	assert.Equal(t, bb.KindCDPInspect, c2.Kind())
+	hb, ok := findAttempt(c2.Attempts(), bb.KindHostBridge)
+	require.True(t, ok, attemptKinds(c2.Attempts()))
+	assert.Equal(t, bb.StageSend, hb.Stage)
+	assert.Equal(t, bb.ClassTransport, hb.Class, "a lost client is a transport error, not a timeout: %v", attemptKinds(c2.Attempts()))
+	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("alice")), "host-bridge cooldown recorded for alice")
+	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
+
+	// 4. Alice's next invocation skips host-bridge (cooldown) and is served by cdp-inspect.
+	c3 := sel.Client(bb.Invocation{ConversationID: "c3", InterfaceID: "macos", ActorPrincipalID: "alice"})
+	defer c3.Close()
+	v, err := evaluate(ctx, c3, "6*7", false)
+	require.NoError(t, err)
+	assert.Equal(t, "42", v)
+	assert.Equal(t, bb.KindCDPInspect, c3.Kind())
+	hb, ok = findAttempt(c3.Attempts(), bb.KindHostBridge)
+	require.True(t, ok, attemptKinds(c3.Attempts()))
+	assert.Equal(t, bb.StageCandidateSelection, hb.Stage)
+	assert.Equal(t, bb.CodeCooldown, hb.Code)
+
+	// 5. Bob is unaffected: his own bridge still serves him.
+	c4 := sel.Client(bb.Invocation{ConversationID: "c4", InterfaceID: "macos", ActorPrincipalID: "bob"})
+	defer c4.Close()
+	v, err = evaluate(ctx, c4, "'bob-' + (2+3)", false)
+	require.NoError(t, err)
+	assert.Equal(t, `"bob-5"`, v)
+	assert.Equal(t, bb.KindHostBridge, c4.Kind())
+	waitClient(t, rs.hub, "mac-alice", false)
+}
