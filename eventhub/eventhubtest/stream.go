@@ -2,7 +2,6 @@ package eventhubtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/browserchain/browserchain/eventhub"
@@ -96,16 +94,17 @@ func Dial(ctx context.Context, eventsURL string, o DialOptions) (*Stream, error)
 	req.Header.Set("Accept", "text/event-stream")
 
 	dialer := &net.Dialer{}
+	dial := dialer.DialContext
 	if o.ReadBuffer > 0 {
-		dialer.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, o.ReadBuffer)
-			})
-			return errors.Join(err, serr)
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetReadBuffer(o.ReadBuffer)
+			}
+			return c, err
 		}
 	}
-	tr := &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}
+	tr := &http.Transport{DialContext: dial, DisableKeepAlives: true}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	stopDial()
 	if err != nil {
