@@ -324,6 +324,10 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 	if !c.keep(b) {
 		return nil, true, &Error{Class: ClassClosed, Code: CodeClosed, Method: cmd.Method, Backend: cand.Kind, Message: "client is closed"}
 	}
+	// Subscribe before the first command: a browser may send events in
+	// answer to it before its reply (Runtime.enable reports the existing
+	// contexts first), and those must reach the client's subscribers.
+	subs := c.presubscribe(b)
 	res, err = b.Send(ctx, cmd)
 	if err != nil {
 		ce := c.classify(ctx, err, cmd.Method, cand.Kind, true)
@@ -333,7 +337,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 			// rest of the invocation. Dropping it would rebuild (or
 			// relaunch) a backend per failing command, and could move the
 			// invocation to another browser half way through.
-			c.stick(b, cand.Kind)
+			c.stick(b, cand.Kind, subs)
 			s.log.Info("candidate answered with a protocol error, backend is now sticky", "candidateKind", cand.Kind,
 				"conversationId", inv.ConversationID, "method", cmd.Method, "cdpCode", ce.CDPCode)
 			if s.hooks.Stick != nil {
@@ -341,6 +345,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 			}
 			return r, done, e
 		}
+		cancelSubs(subs)
 		c.discard(b)
 		return r, done, e
 	}
@@ -350,7 +355,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 	if s.hooks.AttemptDone != nil {
 		s.hooks.AttemptDone(inv, a, time.Since(start))
 	}
-	c.stick(b, cand.Kind)
+	c.stick(b, cand.Kind, subs)
 	s.memo.Set(inv.ConversationID, cand.Kind)
 	s.log.Info("candidate succeeded, backend is now sticky", "candidateKind", cand.Kind,
 		"conversationId", inv.ConversationID, "method", cmd.Method)
@@ -446,40 +451,91 @@ func (c *Client) discard(b ScopedClient) {
 
 // stick makes b the invocation's backend and starts forwarding the events the
 // client's subscribers asked for.
-func (c *Client) stick(b ScopedClient, k Kind) {
+// stick makes b the invocation's backend and starts forwarding the events the
+// client's subscribers asked for: subs, taken before the first command, and a
+// fresh subscription for any method asked for since.
+func (c *Client) stick(b ScopedClient, k Kind, subs []eventSub) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
+		cancelSubs(subs)
 		return // Close already disposed b
 	}
 	c.sticky, c.kind = b, k
+	have := make(map[string]bool, len(subs))
+	for _, sub := range subs {
+		have[sub.method] = true
+		c.startForwarderLocked(sub)
+	}
 	if _, ok := b.(EventSource); ok {
 		for m := range c.wanted {
-			c.forwardLocked(m)
+			if !have[m] {
+				c.forwardLocked(m)
+			}
 		}
 	}
 }
 
-// forwardLocked subscribes to method on the sticky backend and republishes
-// its events to the client's subscribers of exactly that method, so a
-// subscriber of every event ("") and one of a single method never see an event
-// twice. Every forwarder watches Target.detachedFromTarget to invalidate
-// sessions. c.mu must be held.
+// eventSub is one subscription on a backend, by method.
+type eventSub struct {
+	method string
+	ch     <-chan Event
+	cancel func()
+}
+
+// presubscribe subscribes to every method the client's subscribers want on b
+// (nothing when b is not an EventSource). Events arriving before stick wait in
+// the subscription's buffer.
+func (c *Client) presubscribe(b ScopedClient) []eventSub {
+	es, ok := b.(EventSource)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	methods := make([]string, 0, len(c.wanted))
+	for m := range c.wanted {
+		methods = append(methods, m)
+	}
+	c.mu.Unlock()
+	subs := make([]eventSub, len(methods))
+	for i, m := range methods {
+		ch, cancel := es.Subscribe(m)
+		subs[i] = eventSub{method: m, ch: ch, cancel: cancel}
+	}
+	return subs
+}
+
+func cancelSubs(subs []eventSub) {
+	for _, s := range subs {
+		s.cancel()
+	}
+}
+
+// forwardLocked subscribes to method on the sticky backend and forwards it.
+// c.mu must be held.
 func (c *Client) forwardLocked(method string) {
 	es, ok := c.sticky.(EventSource)
 	if !ok {
 		return
 	}
 	ch, cancel := es.Subscribe(method)
-	c.stops = append(c.stops, cancel)
+	c.startForwarderLocked(eventSub{method: method, ch: ch, cancel: cancel})
+}
+
+// startForwarderLocked republishes sub's events to the client's subscribers
+// of exactly sub.method, so a subscriber of every event ("") and one of a
+// single method never see an event twice. Every forwarder watches
+// Target.detachedFromTarget to invalidate sessions. c.mu must be held.
+func (c *Client) startForwarderLocked(sub eventSub) {
+	c.stops = append(c.stops, sub.cancel)
 	c.fwd.Add(1)
 	go func() {
 		defer c.fwd.Done()
-		for ev := range ch {
+		for ev := range sub.ch {
 			if ev.Method == MethodTargetDetached {
 				c.invalidate(ev)
 			}
-			c.bus.publishExact(method, ev)
+			c.bus.publishExact(sub.method, ev)
 		}
 	}()
 }

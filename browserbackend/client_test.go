@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -394,4 +395,64 @@ func TestConcurrentSubscribeSendEmitAndCloseAreRaceFree(t *testing.T) {
 			assert.True(t, b.Closed())
 		}
 	}
+}
+
+func TestEventsEmittedDuringTheFirstCommandAreNotLost(t *testing.T) {
+	// In a bubble a lost event deadlocks the test instead of hanging it.
+	synctest.Test(t, func(t *testing.T) {
+		// Runtime.enable reports the existing contexts before its reply: a
+		// subscriber that asked first must see them even though the backend
+		// only becomes sticky when the reply arrives.
+		ps := fakes(bb.KindExtension, bb.KindLocal)
+		ps[0].BuildErr = bbt.TransportErr("")
+		var local *bbt.Backend
+		ps[1].NewBackend = func() *bbt.Backend {
+			local = bbt.NewBackend(bb.KindLocal, func(_ context.Context, cmd bb.Command) (json.RawMessage, error) {
+				if cmd.Method == "Runtime.enable" {
+					local.Emit(bb.Event{Method: "Runtime.executionContextCreated", Params: json.RawMessage(`{"context":{"id":1}}`)})
+				}
+				return nil, nil
+			})
+			return local
+		}
+		sel, _ := fakeSelector(bb.Options{}, ps...)
+		c := openClient(t, sel, bb.Invocation{})
+		created, cancel := c.Events("Runtime.executionContextCreated")
+		defer cancel()
+
+		_, err := c.Send(context.Background(), bb.Command{Method: "Runtime.enable"})
+		require.NoError(t, err)
+		ev := <-created
+		assert.JSONEq(t, `{"context":{"id":1}}`, string(ev.Params))
+	})
+}
+
+func TestEventsOfAFailedCandidateAreNotDelivered(t *testing.T) {
+	// In a bubble a lost event deadlocks the test instead of hanging it.
+	synctest.Test(t, func(t *testing.T) {
+		ps := fakes(bb.KindExtension, bb.KindLocal)
+		var ext *bbt.Backend
+		ps[0].NewBackend = func() *bbt.Backend {
+			ext = bbt.NewBackend(bb.KindExtension, func(context.Context, bb.Command) (json.RawMessage, error) {
+				ext.Emit(bb.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{"timestamp":1}`)})
+				return nil, bbt.TransportErr("")
+			})
+			return ext
+		}
+		var local *bbt.Backend
+		ps[1].NewBackend = func() *bbt.Backend {
+			local = bbt.NewBackend(bb.KindLocal, func(context.Context, bb.Command) (json.RawMessage, error) {
+				local.Emit(bb.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{"timestamp":2}`)})
+				return nil, nil
+			})
+			return local
+		}
+		sel, _ := fakeSelector(bb.Options{}, ps...)
+		c := openClient(t, sel, bb.Invocation{})
+		loads, cancel := c.Events("Page.loadEventFired")
+		defer cancel()
+		_, err := c.Send(context.Background(), evalCommand)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"timestamp":2}`, string((<-loads).Params), "only the backend that serves the invocation speaks")
+	})
 }
