@@ -1,0 +1,166 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// ShotSize is one screenshot figure: a w×h canvas of noise captured as PNG
+// (≈ 3 bytes per pixel, since noise does not compress).
+type ShotSize struct {
+	Label string
+	W, H  int
+}
+
+// ShotSizes are the two sizes of the report: ≈ 1.5 MB and ≈ 8 MB of PNG.
+var ShotSizes = []ShotSize{{"≈1.5 MB", 800, 640}, {"≈8 MB", 1920, 1400}}
+
+// ShotResult is Page.captureScreenshot on one path at one size.
+type ShotResult struct {
+	Name  string
+	Size  ShotSize
+	PNG   int // decoded PNG bytes
+	JSON  int // result bytes as the caller received them (base64 in JSON)
+	D     Durations
+	Peak  Floats // peak heap objects over the pre-call level, bytes
+	Alloc Floats // bytes allocated during the call
+}
+
+// Heap figures read from runtime/metrics (no stop-the-world, unlike
+// runtime.ReadMemStats).
+const (
+	metricHeap   = "/memory/classes/heap/objects:bytes"
+	metricAllocs = "/gc/heap/allocs:bytes"
+)
+
+func readMetric(s []metrics.Sample) (heap, allocs uint64) {
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// measureMem runs f after a GC and returns its duration, the peak of heap
+// objects above the level before the call (sampled every 200 µs on another
+// goroutine, plus once at the end) and the bytes allocated during it.
+func measureMem(f func() error) (time.Duration, float64, float64, error) {
+	s := []metrics.Sample{{Name: metricHeap}, {Name: metricAllocs}}
+	runtime.GC()
+	base, alloc0 := readMetric(s)
+	var peak uint64
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ss := []metrics.Sample{{Name: metricHeap}, {Name: metricAllocs}}
+		t := time.NewTicker(200 * time.Microsecond)
+		defer t.Stop()
+		for {
+			h, _ := readMetric(ss)
+			mu.Lock()
+			peak = max(peak, h)
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	t0 := time.Now()
+	err := f()
+	d := time.Since(t0)
+	h, alloc1 := readMetric(s)
+	close(stop)
+	<-done
+	mu.Lock()
+	peak = max(peak, h)
+	mu.Unlock()
+	return d, float64(peak) - float64(base), float64(alloc1 - alloc0), err
+}
+
+// showNoise navigates p's page to a w×h noise canvas and waits until it is
+// drawn.
+func showNoise(ctx context.Context, w *World, p *Path, sz ShotSize) error {
+	params, _ := json.Marshal(map[string]any{"url": w.Fix.URL(fmt.Sprintf("/noise?w=%d&h=%d", sz.W, sz.H))})
+	if _, err := p.Send(ctx, "Page.navigate", params); err != nil {
+		return err
+	}
+	_, err := p.Send(ctx, "Runtime.evaluate", json.RawMessage(
+		`{"expression":"new Promise(r=>{const f=()=>window.noiseReady?r(true):setTimeout(f,10);f()})","awaitPromise":true,"returnByValue":true}`))
+	return err
+}
+
+// ShotPaths are the paths the screenshot figure runs on (the Selector
+// variants add nothing a multi-MB payload would show).
+var ShotPaths = []string{PathRaw, PathInspect, PathChromedp, PathBridge, PathExtension, PathLocal}
+
+// MeasureScreenshots captures n screenshots of each size on each path of
+// ShotPaths, interleaved across paths per round.
+func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]ShotResult, error) {
+	var out []ShotResult
+	for _, sz := range ShotSizes {
+		var paths []*Path
+		for _, name := range ShotPaths {
+			p := w.Path(name)
+			Progress("screenshot %s: %s: noise page", sz.Label, name)
+			if err := showNoise(ctx, w, p, sz); err != nil {
+				return nil, fmt.Errorf("benchreport: %s: noise page: %w", name, err)
+			}
+			paths = append(paths, p)
+		}
+		params, _ := json.Marshal(map[string]any{"format": "png", "captureBeyondViewport": true,
+			"clip": map[string]any{"x": 0, "y": 0, "width": sz.W, "height": sz.H, "scale": 1}})
+		res := make([]ShotResult, len(paths))
+		for i, p := range paths {
+			res[i] = ShotResult{Name: p.Name, Size: sz}
+		}
+		rounds := n[sz.Label]
+		for r := range rounds + 1 { // round 0 warms up
+			for k := range paths {
+				i := (k + r) % len(paths)
+				// Tabs of one window share it: a background tab renders no
+				// frames, and its capture waits for one. Not timed.
+				if _, err := paths[i].Send(ctx, "Page.bringToFront", nil); err != nil {
+					return nil, fmt.Errorf("benchreport: %s: bringToFront: %w", paths[i].Name, err)
+				}
+				var raw json.RawMessage
+				Progress("screenshot %s: %s: round %d", sz.Label, paths[i].Name, r)
+				d, peak, alloc, err := measureMem(func() error {
+					ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+					defer cancel()
+					var err error
+					raw, err = paths[i].Send(ctx, "Page.captureScreenshot", params)
+					return err
+				})
+				if err != nil {
+					return nil, fmt.Errorf("benchreport: %s: screenshot: %w", paths[i].Name, err)
+				}
+				if r == 0 {
+					var shot struct{ Data string }
+					if err := json.Unmarshal(raw, &shot); err != nil {
+						return nil, fmt.Errorf("benchreport: %s: screenshot result: %w", paths[i].Name, err)
+					}
+					res[i].PNG = len(shot.Data) / 4 * 3
+					res[i].JSON = len(raw)
+					continue
+				}
+				res[i].D = append(res[i].D, d)
+				res[i].Peak = append(res[i].Peak, peak)
+				res[i].Alloc = append(res[i].Alloc, alloc)
+			}
+		}
+		out = append(out, res...)
+	}
+	// Leave the pages light again.
+	for _, name := range ShotPaths {
+		p := w.Path(name)
+		params, _ := json.Marshal(map[string]any{"url": w.Fix.URL("/page")})
+		_, _ = p.Send(ctx, "Page.navigate", params)
+	}
+	return out, nil
+}

@@ -1,0 +1,298 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/hostproxy/bridge"
+)
+
+// ExtensionID is the id Chrome derives from the key in the reference
+// extension's manifest.json.
+const ExtensionID = "fnkhihckcobbnjjhjjacjdbbidilbmnl"
+
+// discard is the logger of every library component in the harness: records
+// are dropped at the Enabled check, so logging costs next to nothing.
+var discard = slog.New(slog.DiscardHandler)
+
+// Server is the assistant-runtime side of the extension and host-bridge
+// paths, composed like examples/server/runtime (pairing, auth middleware,
+// hub, proxy) but without the HUB-6 rate limiter: its loopback budget of
+// 1200 requests a minute would throttle a benchmark that posts thousands of
+// results. It listens on 127.0.0.1 only.
+type Server struct {
+	Hub   *eventhub.InProcess
+	Proxy *hostproxy.Proxy
+	Auth  *auth.Authority
+	URL   string
+
+	srv *httptest.Server
+
+	// record turns on reading durationMs from result posts (the extension's
+	// time inside chrome.debugger.sendCommand). Off for screenshots, where
+	// buffering the body would distort time and memory.
+	record    atomic.Bool
+	lastID    atomic.Value // string: the latest request id the proxy made
+	mu        sync.Mutex
+	durations map[string]float64
+	n         atomic.Int64
+}
+
+// StartServer composes and serves the runtime side.
+func StartServer() (*Server, error) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	a, err := auth.New(auth.Config{Key: key, AllowedOrigins: []string{"chrome-extension://" + ExtensionID},
+		Logger: discard, PairLimit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Auth: a, durations: map[string]float64{}}
+	s.Hub = eventhub.New(eventhub.WithLogger(discard))
+	s.Proxy = hostproxy.New(hostproxy.Options{Hub: s.Hub, Logger: discard, NewRequestID: func() string {
+		id := fmt.Sprintf("bench-%d", s.n.Add(1))
+		s.lastID.Store(id)
+		return id
+	}})
+	authed := http.NewServeMux()
+	authed.Handle("GET "+eventhub.EventsPath, s.Hub.EventsHandler())
+	authed.Handle("POST "+eventhub.PingPath, s.Hub.PingHandler())
+	s.Proxy.Mount(authed)
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/pair", a.PairHandler())
+	mux.Handle("POST /v1/pair/refresh", a.RefreshHandler())
+	protected := a.Identify(a.Middleware(authed))
+	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
+		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
+		mux.Handle(p, protected)
+	}
+	s.srv, err = loopbackServer(s.recordDurations(mux))
+	if err != nil {
+		s.Proxy.Close()
+		s.Hub.Close()
+		return nil, err
+	}
+	s.URL = s.srv.URL
+	return s, nil
+}
+
+// Close stops the proxy, the hub and the HTTP server.
+func (s *Server) Close() {
+	s.Proxy.Close()
+	s.Hub.Close()
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+func (s *Server) recordDurations(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != hostproxy.PathResult || !s.record.Load() {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var p struct {
+			RequestID  string   `json:"requestId"`
+			DurationMs *float64 `json:"durationMs"`
+		}
+		if json.Unmarshal(body, &p) == nil && p.DurationMs != nil {
+			s.mu.Lock()
+			s.durations[p.RequestID] = *p.DurationMs
+			s.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// LastRequestID returns the id of the latest request the proxy published.
+func (s *Server) LastRequestID() string {
+	id, _ := s.lastID.Load().(string)
+	return id
+}
+
+// Duration returns the in-extension chrome.debugger time the client reported
+// for a request, in ms.
+func (s *Server) Duration(requestID string) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.durations[requestID]
+	return d, ok
+}
+
+// WaitClient waits, on roster changes, until a client of interfaceID is
+// connected.
+func (s *Server) WaitClient(ctx context.Context, interfaceID string) (eventhub.ClientInfo, error) {
+	for {
+		changed := s.Hub.Changed()
+		for _, c := range s.Hub.Roster() {
+			if c.InterfaceID == interfaceID {
+				return c, nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return eventhub.ClientInfo{}, fmt.Errorf("benchreport: no %s client connected: %w", interfaceID, ctx.Err())
+		}
+	}
+}
+
+// Invocation is an invocation of the server's actor.
+func (s *Server) Invocation(conv, iface string) bb.Invocation {
+	return bb.Invocation{ConversationID: conv, InterfaceID: iface, ActorPrincipalID: s.Auth.ActorPrincipalID()}
+}
+
+// BridgeActor is the actor the desktop bridge acts for. It differs from the
+// extension's so that the host-bridge provider, which steps aside while an
+// extension of the invoking actor is connected (SEL-3), proposes it.
+const BridgeActor = "bench-bridge-actor"
+
+// BridgeInvocation is an invocation of BridgeActor.
+func (s *Server) BridgeInvocation(conv string) bb.Invocation {
+	return bb.Invocation{ConversationID: conv, InterfaceID: eventhub.InterfaceMacOS, ActorPrincipalID: BridgeActor}
+}
+
+// StartBridge runs the reference desktop bridge (hostproxy/bridge) in this
+// process against the server, driving the browser at wsURL. The returned
+// stop function ends it and waits.
+func (s *Server) StartBridge(clientID, wsURL string, connected func()) (stop func(), err error) {
+	tok, err := s.Auth.Mint(auth.Grant{Actor: BridgeActor, InterfaceID: eventhub.InterfaceMacOS, ClientID: clientID})
+	if err != nil {
+		return nil, err
+	}
+	br, err := bridge.New(bridge.Options{
+		ServerURL: s.URL, Token: tok.Token, ClientID: clientID, InterfaceID: eventhub.InterfaceMacOS,
+		Dial:   bridge.CDPInspectDialer(bb.DefaultConfig().CDPInspect, cdpinspect.WithWebSocketURL(wsURL), cdpinspect.WithLogger(discard)),
+		Logger: discard,
+		Hooks:  bridge.Hooks{Connected: connected},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = br.Run(ctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
+// CopyExtension copies the reference extension (without Go files) from
+// root/examples/extension to a temporary directory and writes config.json so
+// it pairs with serverURL and connects at start. The caller removes the dir.
+func CopyExtension(root, serverURL string) (string, error) {
+	src := filepath.Join(root, "examples", "extension")
+	dst, err := os.MkdirTemp("", "benchreport-ext-")
+	if err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if strings.HasSuffix(path, ".go") || rel == "config.json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err == nil {
+		cfg, _ := json.Marshal(map[string]any{"serverUrl": serverURL, "autoConnect": true})
+		err = os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644)
+	}
+	if err != nil {
+		os.RemoveAll(dst)
+		return "", err
+	}
+	return dst, nil
+}
+
+// loopbackServer serves h on a fresh 127.0.0.1 port (never another address).
+func loopbackServer(h http.Handler) (*httptest.Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv, nil
+}
+
+// Fixtures serves the benchmark pages on 127.0.0.1.
+type Fixtures struct{ srv *httptest.Server }
+
+// noisePage fills a w×h canvas with deterministic pseudo-random pixels, so a
+// PNG of it cannot be compressed: its size is ≈ 3 bytes per pixel.
+// window.noiseReady is true once drawn.
+const noisePage = `<!doctype html><html><head><title>noise</title>
+<style>html,body{margin:0;padding:0}canvas{display:block}</style></head>
+<body><canvas id="c" width="%d" height="%d"></canvas><script>
+const c = document.getElementById('c');
+const ctx = c.getContext('2d');
+const img = ctx.createImageData(c.width, c.height);
+let s = 0x2545F491;
+for (let i = 0; i < img.data.length; i += 4) {
+  s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+  img.data[i] = s & 255; img.data[i+1] = (s >>> 8) & 255; img.data[i+2] = (s >>> 16) & 255; img.data[i+3] = 255;
+}
+ctx.putImageData(img, 0, 0);
+window.noiseReady = true;
+</script></body></html>`
+
+// StartFixtures serves /page (a small page) and /noise?w=&h=.
+func StartFixtures() (*Fixtures, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><title>bench</title><h1>bench</h1>")
+	})
+	mux.HandleFunc("/noise", func(w http.ResponseWriter, r *http.Request) {
+		var wd, ht int
+		fmt.Sscan(r.URL.Query().Get("w"), &wd)
+		fmt.Sscan(r.URL.Query().Get("h"), &ht)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, noisePage, wd, ht)
+	})
+	srv, err := loopbackServer(mux)
+	if err != nil {
+		return nil, err
+	}
+	return &Fixtures{srv: srv}, nil
+}
+
+// URL returns the fixture URL of path.
+func (f *Fixtures) URL(path string) string { return f.srv.URL + path }
+
+// Close stops the fixture server.
+func (f *Fixtures) Close() { f.srv.CloseClientConnections(); f.srv.Close() }
+
+// stepTimeout bounds every single wait of the harness (not a measurement).
+const stepTimeout = 60 * time.Second
