@@ -1,0 +1,125 @@
+package hostproxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/eventhubtest"
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+// These tests run the proxy on the real in-process hub over HTTP, with raw
+// SSE test clients standing in for the extension and the bridge.
+
+type realWorld struct {
+	srv   *eventhubtest.Server
+	proxy *hostproxy.Proxy
+}
+
+func newRealWorld(t *testing.T) *realWorld {
+	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
+	w := &realWorld{proxy: hostproxy.New(hostproxy.Options{Hub: hub, Logger: slog.New(slog.DiscardHandler)})}
+	w.srv = eventhubtest.NewServer(t, hub, w.proxy.Mount)
+	t.Cleanup(func() { _ = w.proxy.Close() })
+	return w
+}
+
+func (w *realWorld) dial(t *testing.T, clientID, iface, actor string) *eventhubtest.Stream {
+	s, err := eventhubtest.Dial(context.Background(), w.srv.EventsURL(), eventhubtest.DialOptions{
+		ClientID: clientID, InterfaceID: iface, Header: eventhubtest.ActorHeader(actor)})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// nextMessage returns the next hub message on s, skipping heartbeats.
+func nextMessage(t *testing.T, s *eventhubtest.Stream) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := s.NextEvent(ctx)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(env.Message, &m))
+	return m
+}
+
+func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
+	w := newRealWorld(t)
+	s := w.dial(t, "mac-1", eventhub.InterfaceMacOS, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		// The request's own timeout is far away: only the disconnect can end it.
+		_, err := w.proxy.Request(ctx, hostproxy.Req{Method: "Page.navigate", SourceActor: "alice", Timeout: time.Hour})
+		errc <- err
+	}()
+	req := nextMessage(t, s)
+	require.Equal(t, hostproxy.TypeRequest, req["type"])
+	s.Close() // the client's stream goes away mid-request
+	err := <-errc
+	assert.ErrorIs(t, err, browserbackend.ErrTransport)
+	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
+	assert.Equal(t, 0, w.proxy.Tracker().Len())
+}
+
+func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
+	w := newRealWorld(t)
+	target := w.dial(t, "ext-1", eventhub.InterfaceChromeExtension, "alice")
+	other := w.dial(t, "mac-1", eventhub.InterfaceMacOS, "alice")
+	bob := w.dial(t, "ext-bob", eventhub.InterfaceChromeExtension, "bob")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := w.proxy.Request(ctx, hostproxy.Req{Method: "Page.navigate", SourceActor: "alice"})
+		errc <- err
+	}()
+	req := nextMessage(t, target)
+	cancel()
+	assert.ErrorIs(t, <-errc, browserbackend.ErrAborted)
+	assert.Equal(t, map[string]any{"type": hostproxy.TypeCancel, "requestId": req["requestId"]}, nextMessage(t, target))
+
+	// A marker published to everyone after the cancel is the first thing the
+	// others see: they got neither the request nor the cancel.
+	_, err := w.srv.Hub.Publish(context.Background(), eventhub.Target{Capability: eventhub.CapHostBrowser}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	assert.Equal(t, "marker", nextMessage(t, other)["type"])
+	assert.Equal(t, "marker", nextMessage(t, bob)["type"])
+}
+
+func TestRealHub_ResultRouteOverHTTP(t *testing.T) {
+	w := newRealWorld(t)
+	s := w.dial(t, "ext-1", eventhub.InterfaceChromeExtension, "alice")
+	resc := make(chan json.RawMessage, 1)
+	go func() {
+		res, err := w.proxy.Request(context.Background(), hostproxy.Req{Method: "Runtime.evaluate"})
+		assert.NoError(t, err)
+		resc <- res
+	}()
+	req := nextMessage(t, s)
+	post := func(clientID, actor string) int {
+		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: req["requestId"].(string), Content: `{"v":1}`})
+		r, _ := http.NewRequest(http.MethodPost, w.srv.URL+hostproxy.PathResult, bytes.NewReader(body))
+		r.Header.Set(hostproxy.HeaderClientID, clientID)
+		r.Header.Set(eventhubtest.TestActorHeader, actor)
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusForbidden, post("ext-1", "mallory"))
+	assert.Equal(t, http.StatusOK, post("ext-1", "alice"))
+	assert.JSONEq(t, `{"v":1}`, string(<-resc))
+	assert.Equal(t, http.StatusNotFound, post("ext-1", "alice"))
+}
