@@ -3,6 +3,7 @@ package eventhub_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 
@@ -13,7 +14,7 @@ import (
 // A hub served over HTTP: a desktop client subscribes, the runtime
 // publishes a request to it, and the client reads the envelope.
 func Example() {
-	hub := eventhub.New()
+	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
 	srv := httptest.NewServer(mux) // 127.0.0.1

@@ -2,6 +2,7 @@ package eventhub_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestCapabilityTableFollowsHUB2(t *testing.T) {
 }
 
 func TestPublishToNotConnectedClientFailsAtOnce(t *testing.T) {
-	h := eventhub.New()
+	h := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 	ctx := context.Background()
 	_, err := h.Publish(ctx, eventhub.Target{ClientID: "nobody"}, "conv", map[string]string{"type": "x"})
@@ -172,7 +173,7 @@ func TestHubCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 
 func TestInProcessSubscribeRegistersTargetsAndSheds(t *testing.T) {
 	sheds := make(chan eventhub.ShedInfo, 1)
-	h := eventhub.New(eventhub.WithQueueSize(2), eventhub.WithHooks(eventhub.Hooks{OnShed: func(si eventhub.ShedInfo) { sheds <- si }}))
+	h := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)), eventhub.WithQueueSize(2), eventhub.WithHooks(eventhub.Hooks{OnShed: func(si eventhub.ShedInfo) { sheds <- si }}))
 	defer h.Close()
 	ctx := context.Background()
 	_, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x"})

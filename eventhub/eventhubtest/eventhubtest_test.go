@@ -3,6 +3,7 @@ package eventhubtest_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestClockFiresDueTickersOnceAndStopRemovesThem(t *testing.T) {
 }
 
 func TestStreamReportsStatusErrorsAndPingFollowsHeartbeats(t *testing.T) {
-	hub := eventhub.New()
+	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
 	srv := eventhubtest.NewServer(t, hub, nil)
 	ctx := context.Background()
 	_, err := eventhubtest.Dial(ctx, srv.EventsURL(), eventhubtest.DialOptions{ClientID: "x"})
@@ -80,7 +81,7 @@ func TestStreamReportsStatusErrorsAndPingFollowsHeartbeats(t *testing.T) {
 
 // A test reads the hub's stream through Stream.
 func ExampleDial() {
-	srv := eventhubtest.StartServer(eventhub.New(), nil)
+	srv := eventhubtest.StartServer(eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler))), nil)
 	defer srv.Close()
 
 	ctx := context.Background()
