@@ -1,10 +1,17 @@
 package hostproxy_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
 )
 
@@ -26,4 +33,66 @@ func ExampleClassifyResult() {
 	// true
 	// true true
 	// {"result":{"type":"number","value":2}}
+}
+
+// A Proxy on the in-process hub, with a desktop client that subscribes to
+// GET /v1/events and answers every host_browser_request on the result route.
+func ExampleProxy_Request() {
+	discard := slog.New(slog.DiscardHandler)
+	hub := eventhub.New(eventhub.WithLogger(discard))
+	defer hub.Close()
+	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: discard})
+	defer proxy.Close()
+	mux := http.NewServeMux()
+	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
+	proxy.Mount(mux) // a real host app wraps mux in its auth middleware
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go runToyClient(ctx, srv.URL, "mac-1")
+	for { // wait until the client is on the roster
+		changed := hub.Changed()
+		if _, ok := hub.Client("mac-1"); ok {
+			break
+		}
+		<-changed
+	}
+
+	res, err := proxy.Request(ctx, hostproxy.Req{ConversationID: "c1", Method: "Browser.getVersion"})
+	fmt.Println(string(res), err)
+	// Output: {"product":"toy/1.0"} <nil>
+}
+
+// runToyClient is the smallest client of the wire contract: it answers every
+// request with a fixed CDP result.
+func runToyClient(ctx context.Context, base, clientID string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+eventhub.EventsPath, nil)
+	req.Header.Set(hostproxy.HeaderClientID, clientID)
+	req.Header.Set(hostproxy.HeaderInterfaceID, eventhub.InterfaceMacOS)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	for f, err := range eventhub.ReadFrames(resp.Body, 0) {
+		if err != nil {
+			return
+		}
+		env, err := f.Envelope()
+		if f.IsComment || err != nil {
+			continue
+		}
+		var m hostproxy.RequestMessage
+		if json.Unmarshal(env.Message, &m) != nil || m.Type != hostproxy.TypeRequest {
+			continue
+		}
+		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: m.RequestID, Content: `{"product":"toy/1.0"}`})
+		post, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+hostproxy.PathResult, bytes.NewReader(body))
+		post.Header.Set(hostproxy.HeaderClientID, clientID)
+		if r, err := http.DefaultClient.Do(post); err == nil {
+			r.Body.Close()
+		}
+	}
 }
