@@ -89,7 +89,10 @@ func TestRosterOrderHealthyFirstThenMostRecentlyActive(t *testing.T) {
 	f.clock.Advance(time.Second)
 	f.dial(t, "b", eventhub.InterfaceChromeExtension, "alice")
 	f.clock.Advance(time.Second)
-	f.dial(t, "c", eventhub.InterfaceWindows, "bob")
+	oc := dialAs("c", eventhub.InterfaceWindows, "bob")
+	oc.MachineName = "bob-laptop"
+	_, err := f.dialOpts(t, oc)
+	require.NoError(t, err)
 	// Registration counts as activity: newest first.
 	assert.Equal(t, []string{"c", "b", "a"}, rosterIDs(f.hub))
 
@@ -115,6 +118,9 @@ func TestRosterOrderHealthyFirstThenMostRecentlyActive(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Second), info.ConnectedAt)
 	_, ok = f.hub.Client("nobody")
 	assert.False(t, ok)
+	info, _ = f.hub.Client("c")
+	assert.Equal(t, "bob-laptop", info.MachineName)
+	assert.Equal(t, "bob", info.ActorPrincipalID, "the actor comes from the auth context")
 }
 
 func TestChangedFiresOnRegisterAndUnregisterAndGoneOnEnd(t *testing.T) {
