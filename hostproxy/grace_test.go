@@ -33,7 +33,7 @@ func TestSelectorGrace_TargetExtensionConnectingDuringGraceServes(t *testing.T) 
 			res, err := c.Send(context.Background(), browserbackend.Command{Method: "Page.enable"})
 			done <- outcome{res, err}
 		}()
-		synctest.Wait() // the selector is waiting for the roster to change
+		synctest.Wait()         // the selector is waiting for the roster to change
 		time.Sleep(time.Second) // advances the bubble's fake clock; not synchronisation
 		ext := h.add("ext-1", eventhub.InterfaceChromeExtension, "alice", t0)
 		answer(t, p, ext, `{}`, false)
