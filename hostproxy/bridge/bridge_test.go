@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,6 +117,7 @@ func waitClient(t testing.TB, hub eventhub.Hub, clientID string, present bool) {
 
 // fakeBrowser answers a few made-up methods.
 type fakeBrowser struct {
+	counted atomic.Int64 // Count.inc executions
 	bus     browserbackend.EventBus
 	started chan string // method names of commands that started blocking
 	closed  chan struct{}
@@ -132,6 +135,8 @@ func (f *fakeBrowser) Send(ctx context.Context, cmd browserbackend.Command) (jso
 			return json.RawMessage(`{}`), nil
 		}
 		return cmd.Params, nil
+	case "Count.inc":
+		return json.RawMessage(fmt.Sprintf(`{"n":%d}`, f.counted.Add(1))), nil
 	case "Block.forever":
 		f.started <- cmd.Method
 		<-ctx.Done()
@@ -345,4 +350,53 @@ func TestErrorContentFor_WireCodes(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, &browserbackend.Error{Class: want}, "%v", tc.err)
 	}
+}
+
+func TestBridge_ReplayedRequestRunsOnce(t *testing.T) {
+	ts := newTestServer(t, nil)
+	br := newFakeBrowser()
+	done := make(chan string, 8)
+	b := runBridge(t, ts, Options{Dial: dialer(br), Hooks: Hooks{RequestDone: func(id, _, _ string, _ bool) { done <- id }}})
+	publish := func(id, method string) {
+		_, err := ts.hub.Publish(context.Background(), eventhub.Target{ClientID: b.ClientID()}, "",
+			hostproxy.RequestMessage{Type: hostproxy.TypeRequest, RequestID: id, CDPMethod: method})
+		require.NoError(t, err)
+	}
+	publish("r1", "Count.inc")
+	assert.Equal(t, "r1", <-done)
+	publish("r1", "Count.inc") // the same request again, as a replay would deliver it
+	publish("r2", "Echo.echo") // frames are handled in order: r1's replay is decided before r2 starts
+	assert.Equal(t, "r2", <-done)
+	assert.Equal(t, int64(1), br.counted.Load(), "a replayed request id is not executed twice")
+}
+
+func TestBridge_SilentStreamIsReopened(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		opens int
+	)
+	second := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		opens++
+		n := opens
+		mu.Unlock()
+		if n == 2 {
+			close(second)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // never a byte: a half-open or stuck stream
+	}))
+	defer srv.Close()
+	b, err := New(Options{ServerURL: srv.URL, Dial: dialer(newFakeBrowser()), Logger: quiet(),
+		IdleTimeout: 20 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- b.Run(ctx) }()
+	<-second // the bridge gave up on the silent stream and reconnected
+	cancel()
+	assert.ErrorIs(t, <-errc, context.Canceled)
 }
