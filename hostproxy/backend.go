@@ -29,7 +29,11 @@ const (
 //
 // The client is chosen on the first Send (PXY-2, from the live roster) and the
 // backend stays bound to it, so flat CDP session ids keep meaning the same
-// browser; if that client goes away, later Sends fail with a transport error.
+// browser; if that client goes away, later Sends fail with a transport error
+// (code no_client, not dispatched). The binding is internal: nothing extra is
+// put on the wire. The host-bridge backend never takes the invocation's
+// target client id and only ever chooses desktop clients, so an extension
+// that connects mid-invocation does not take over its commands.
 // Events the bound client posts (PXY-4) are delivered to Subscribe channels.
 // Safe for concurrent use; Close is idempotent and fails in-flight Sends with
 // ClassClosed.

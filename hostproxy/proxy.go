@@ -31,8 +31,10 @@ type Options struct {
 	// Hub carries requests and cancels to clients and holds the roster.
 	Hub eventhub.Hub
 	// Tracker holds pending interactions; nil gives the proxy its own. Share
-	// one Tracker with other host proxies (bash, file, …) so the result route
-	// can answer 409 for a request of another kind.
+	// one Tracker with the host app's other host proxies (bash, file, …) so
+	// the result route can answer 409 for a request of another kind; do not
+	// share it with a second Proxy (a result is delivered only to waiters of
+	// the Proxy whose route received it).
 	Tracker *Tracker
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
