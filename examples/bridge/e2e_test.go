@@ -194,6 +194,8 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 			"-min-backoff", "20ms", "-max-backoff", "200ms"}
 	}
 	bin := buildBridge(t)
+	// Runs after every bridge's own cleanup (LIFO): no bridge process survives.
+	t.Cleanup(func() { chromiumtest.AssertNoProcesses(t, bin, 10*time.Second) })
 	alice := startBridgeProc(t, bin, bridgeArgs("tok-alice", "mac-alice")...)
 	startBridgeProc(t, bin, bridgeArgs("tok-bob", "mac-bob")...)
 	waitClient(t, rs.hub, "mac-alice", true)
