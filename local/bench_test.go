@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -66,6 +68,33 @@ func BenchmarkWarmNewConversationFirstAnswer(b *testing.B) {
 		_ = br.CloseConversation(conv)
 		waitSpare(br)
 		b.StartTimer()
+	}
+}
+
+// BenchmarkSelectorWarmInvocationFirstAnswer measures what a tool call pays
+// on a warm browser through the whole chain: a new per-invocation Client of
+// the selector (providers: local only), its first command (candidate list,
+// Build, send), Close.
+func BenchmarkSelectorWarmInvocationFirstAnswer(b *testing.B) {
+	ctx := context.Background()
+	br := New(Options{Logger: quietLogger()})
+	defer br.Close()
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{NewProvider(br)},
+		Logger:    quietLogger(),
+	})
+	inv := browserbackend.Invocation{ConversationID: "c", InterfaceID: "cli"}
+	warm := sel.Client(inv)
+	if _, err := warm.Send(ctx, benchEval); err != nil {
+		b.Fatal(err)
+	}
+	_ = warm.Close()
+	for b.Loop() {
+		c := sel.Client(inv)
+		if _, err := c.Send(ctx, benchEval); err != nil {
+			b.Fatal(err)
+		}
+		_ = c.Close()
 	}
 }
 

@@ -43,6 +43,10 @@ var quietArgs = []string{
 	"--disable-sync",
 }
 
+// tempProfilePrefix names the temporary profile directories of Browsers
+// whose Options.ProfileDir is empty.
+const tempProfilePrefix = "browserchain-local-"
+
 // configSubdir is the directory inside the profile that the browser gets as
 // XDG_CONFIG_HOME. Chromium derives its crash-report database from it, so its
 // chrome_crashpad_handler helpers, which leave the browser's process group,
@@ -270,7 +274,8 @@ func (b *Browser) doLaunch() (*state, error) {
 		}
 		st.profileDir = b.opts.ProfileDir
 	} else {
-		dir, err := os.MkdirTemp("", "browserchain-local-")
+		sweepStaleProfiles(os.TempDir(), b.log)
+		dir, err := os.MkdirTemp("", tempProfilePrefix)
 		if err != nil {
 			return nil, launchFailed("cannot create a temporary profile directory", err)
 		}

@@ -1,3 +1,9 @@
+//go:build linux
+
+// The real-browser tests of this package read the Linux process table
+// (/proc) and use pidfds to prove that no process outlives the backend
+// (LOC-3), so they build on Linux only.
+
 package local
 
 import (

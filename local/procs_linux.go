@@ -99,3 +99,6 @@ func killProfileProcesses(dir string) int {
 	}
 	return len(ps)
 }
+
+// processGone reports whether no process pid exists.
+func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }

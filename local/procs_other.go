@@ -15,3 +15,6 @@ func profileProcesses(string) []procInfo { return nil }
 // killProfileProcesses is a no-op outside Linux: Close relies on Playwright
 // alone there.
 func killProfileProcesses(string) int { return 0 }
+
+// processGone is never sure outside Linux, so lock-holding profiles are kept.
+func processGone(int) bool { return false }

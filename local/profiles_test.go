@@ -1,0 +1,54 @@
+//go:build linux
+
+package local
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSweepStaleProfilesRemovesOnlyDeadOnes(t *testing.T) {
+	dir := t.TempDir()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+
+	// A pid that surely exited: a child we waited for.
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	deadPID := cmd.Process.Pid
+
+	mk := func(name, lock string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(p, 0o700))
+		if lock != "" {
+			require.NoError(t, os.Symlink(lock, filepath.Join(p, "SingletonLock")))
+		}
+		if age > 0 {
+			old := time.Now().Add(-age)
+			require.NoError(t, os.Chtimes(p, old, old))
+		}
+		return p
+	}
+	deadLock := mk(tempProfilePrefix+"dead", host+"-"+strconv.Itoa(deadPID), 0)
+	liveLock := mk(tempProfilePrefix+"live", host+"-"+strconv.Itoa(os.Getpid()), 0)
+	otherHost := mk(tempProfilePrefix+"other", "elsewhere-"+strconv.Itoa(deadPID), 0)
+	fresh := mk(tempProfilePrefix+"fresh", "", 0)
+	old := mk(tempProfilePrefix+"old", "", 2*staleProfileAge)
+	foreign := mk("not-ours", host+"-"+strconv.Itoa(deadPID), 2*staleProfileAge)
+
+	sweepStaleProfiles(dir, quietLogger())
+
+	for _, p := range []string{liveLock, otherHost, fresh, foreign} {
+		assert.DirExists(t, p)
+	}
+	for _, p := range []string{deadLock, old} {
+		assert.NoDirExists(t, p)
+	}
+}
