@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -83,6 +84,11 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 
 	nav, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: in.URL})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Page.navigate answers at commit; a response that never comes
+			// keeps it, and the tab, waiting.
+			p.stopLoading(ctx)
+		}
 		return NavigateResult{}, wrap(op, err)
 	}
 	if nav.ErrorText != "" {
@@ -94,8 +100,9 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		for {
 			select {
 			case <-ctx.Done():
+				p.stopLoading(ctx)
 				return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
-					Message: "the page did not finish loading before the deadline: " + in.URL, Err: ctx.Err()}
+					Message: "the page did not finish loading before the deadline (loading stopped): " + in.URL, Err: ctx.Err()}
 			case _, ok := <-loads:
 				if !ok {
 					loads = nil
@@ -130,6 +137,19 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	res.URL, res.Title = loc.URL, loc.Title
 	res.Redirected = !sameURL(loc.URL, in.URL)
 	return res, nil
+}
+
+// stopLoadingTimeout bounds the Page.stopLoading sent after a navigate timed
+// out.
+const stopLoadingTimeout = 2 * time.Second
+
+// stopLoading stops a navigation that outlived its call (Page.stopLoading),
+// best effort: a page left with a pending navigation answers new DevTools
+// sessions only once it commits, which may be never.
+func (p *Page) stopLoading(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopLoadingTimeout)
+	defer cancel()
+	_, _ = cdp.Call(sctx, p.s, page.StopLoading, cdp.Empty{})
 }
 
 func closedWhileWaiting(op string) error {

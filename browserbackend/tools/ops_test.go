@@ -10,19 +10,36 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 // TestOperationsOnOneBrowser runs the operations' edge cases on cdp-inspect
 // (the quickest real backend to start), one browser for all subtests.
 func TestOperationsOnOneBrowser(t *testing.T) {
 	s := startSite(t)
-	tl, _ := cdpInspectTools(t)
+	tl, browser := cdpInspectTools(t)
 	inv := browserbackend.Invocation{ConversationID: "conv-ops", InterfaceID: "cli"}
 	nav := func(t *testing.T, path string) {
 		t.Helper()
 		_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url(path)})
 		require.NoError(t, err)
 	}
+
+	t.Run("a Page runs on a plain ScopedClient without a selector", func(t *testing.T) {
+		cfg := browserbackend.DefaultConfig().CDPInspect
+		cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", browser.Port, 5000
+		be, err := cdpinspect.Dial(stepCtx(t), cfg, cdpinspect.WithWebSocketURL(browser.BrowserWSURL), cdpinspect.WithUserDataDirs())
+		require.NoError(t, err)
+		defer be.Close()
+		p := tools.NewPage(tools.SessionOf(be, ""), tools.PageOptions{ScreenshotDir: t.TempDir()})
+		res, err := p.Navigate(stepCtx(t), tools.NavigateInput{URL: s.url("/item/3")})
+		require.NoError(t, err, "the load event arrives through the backend's EventSource")
+		assert.Equal(t, "/item/3", res.Title)
+		l, err := p.Links(stepCtx(t), tools.LinksInput{})
+		require.NoError(t, err)
+		assert.Empty(t, l.Links)
+		assert.Empty(t, l.Backend, "no selector, no call record")
+	})
 
 	t.Run("navigate that never loads times out with a typed error", func(t *testing.T) {
 		_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url("/slow"), TimeoutMs: 300})
