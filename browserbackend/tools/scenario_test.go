@@ -170,6 +170,11 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		_, pinned := tl.PinnedTab(inv)
 		assert.True(t, pinned, "the conversation's tab is pinned (TOOL-2)")
 	})
+	t.Run("host-bridge", func(t *testing.T) {
+		h := startRuntime(t)
+		startBridge(t, h)
+		scenario(t, h.tools(t), h.invocation("conv-bridge"), s, browserbackend.KindHostBridge)
+	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		tl, _ := cdpInspectTools(t)
 		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)

@@ -1,0 +1,43 @@
+package tools_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/hostproxy/bridge"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// startBridge runs the reference desktop bridge (interface macos) against a
+// fresh headless Chromium, connected to h, until the test ends, and waits
+// until it is on the roster.
+func startBridge(t testing.TB, h *hubStack) {
+	t.Helper()
+	b := chromiumtest.Start(t)
+	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: eventhub.InterfaceMacOS, ClientID: "mac-1"})
+	require.NoError(t, err)
+	cfg := browserbackend.DefaultConfig().CDPInspect
+	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", b.Port, 5000
+	br, err := bridge.New(bridge.Options{
+		ServerURL: h.url, Token: tok.Token, ClientID: "mac-1", InterfaceID: eventhub.InterfaceMacOS,
+		Dial:   bridge.CDPInspectDialer(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs()),
+		Logger: quietLogger(), MinBackoff: 10 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- br.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+	})
+	h.waitClient(t, eventhub.InterfaceMacOS)
+}
