@@ -283,3 +283,36 @@ func TestProviders_ChangedFollowsRoster(t *testing.T) {
 	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
 	<-ch // closed by the registration
 }
+
+func TestHostBridgeBackend_RecordsCooldownWhenTheBridgeGoesAway(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	cool := &browserbackend.Cooldowns{}
+	c, err := p.HostBridgeProvider(ProviderOptions{}).Propose(browserbackend.Invocation{ActorPrincipalID: "alice"},
+		browserbackend.Env{Cooldowns: cool})
+	require.NoError(t, err)
+	sc, err := c.Build(context.Background())
+	require.NoError(t, err)
+	defer sc.Close()
+	b := sc.(*Backend)
+	key := browserbackend.HostBridgeCooldownKey("alice")
+
+	done := sendAsync(b, browserbackend.Command{Method: "Page.enable"})
+	answer(t, p, mac, `{}`, false)
+	require.NoError(t, (<-done).err)
+
+	// A tab that went away is not the bridge's fault.
+	done = sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate", SessionID: "S1"})
+	answer(t, p, mac, `{"code":"cdp_session_not_found","message":"gone"}`, true)
+	assert.ErrorIs(t, (<-done).err, browserbackend.ErrSessionNotFound)
+	assert.False(t, cool.Active(key))
+
+	// The bridge disappears mid-command on the sticky backend.
+	done = sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate"})
+	mac.next(t)
+	h.remove("mac")
+	assert.ErrorIs(t, (<-done).err, browserbackend.ErrTransport)
+	assert.True(t, cool.Active(key), "the actor's host-bridge cooldown is recorded")
+	assert.False(t, cool.Active(browserbackend.HostBridgeCooldownKey("bob")))
+}

@@ -125,29 +125,50 @@ func (p *bridgeProc) kill() {
 	<-p.exited
 }
 
-// fixture serves a page and a /inflight endpoint: its first hit reports on
-// inflight and answers "block" (the page then waits forever); later hits
-// answer "served-after-failover".
-func fixture(t testing.TB) (*httptest.Server, <-chan struct{}) {
-	inflight := make(chan struct{})
-	var once sync.Once
+// fixture serves a page and /inflight/<name>: the first hit of each name
+// closes the channel hook(name) returns and answers "block" (the page then
+// waits forever); later hits answer "served-after-failover".
+func fixture(t testing.TB) (*httptest.Server, func(name string) <-chan struct{}) {
+	var mu sync.Mutex
+	hooks := map[string]chan struct{}{}
+	hook := func(name string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if hooks[name] == nil {
+			hooks[name] = make(chan struct{})
+		}
+		return hooks[name]
+	}
+	hit := map[string]bool{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, `<!doctype html><title>bridge e2e</title><h1 id="h">hello from the fixture</h1>`)
 	})
-	mux.HandleFunc("/inflight", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/inflight/{name}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		first := false
-		once.Do(func() { first = true })
+		name := r.PathValue("name")
+		ch := hook(name)
+		mu.Lock()
+		first := !hit[name]
+		hit[name] = true
+		mu.Unlock()
 		if first {
 			_, _ = io.WriteString(w, "block")
-			close(inflight)
+			close(ch)
 			return
 		}
 		_, _ = io.WriteString(w, "served-after-failover")
 	})
-	return chromiumtest.LoopbackServer(t, mux), inflight
+	srv := chromiumtest.LoopbackServer(t, mux)
+	return srv, func(name string) <-chan struct{} { return hook(name) }
+}
+
+// blockingExpr fetches /inflight/<name> and, on its first hit, never
+// settles; on later hits it returns "served-after-failover".
+func blockingExpr(site, name string) string {
+	return fmt.Sprintf(`fetch(%q).then(r => r.text()).then(t => t === "block" ? new Promise(() => {}) : t)`,
+		site+"/inflight/"+name)
 }
 
 func evaluate(ctx context.Context, c *bb.Client, expr string, await bool) (string, error) {
@@ -187,7 +208,7 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	}
 	chrome := chromiumtest.Start(t)
 	site, inflight := fixture(t)
-	rs := newRuntimeServer(t, map[string]string{"tok-alice": "alice", "tok-bob": "bob"})
+	rs := newRuntimeServer(t, map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"})
 	bridgeArgs := func(token, clientID string) []string {
 		return []string{"-server", rs.URL, "-token", token, "-client-id", clientID,
 			"-devtools", fmt.Sprintf("127.0.0.1:%d", chrome.Port), "-ws-url", chrome.BrowserWSURL,
@@ -198,8 +219,10 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	t.Cleanup(func() { chromiumtest.AssertNoProcesses(t, bin, 10*time.Second) })
 	alice := startBridgeProc(t, bin, bridgeArgs("tok-alice", "mac-alice")...)
 	startBridgeProc(t, bin, bridgeArgs("tok-bob", "mac-bob")...)
-	waitClient(t, rs.hub, "mac-alice", true)
-	waitClient(t, rs.hub, "mac-bob", true)
+	carol := startBridgeProc(t, bin, bridgeArgs("tok-carol", "mac-carol")...)
+	for _, id := range []string{"mac-alice", "mac-bob", "mac-carol"} {
+		waitClient(t, rs.hub, id, true)
+	}
 
 	cfg := bb.DefaultConfig() // desktopAuto on: a macos turn lists cdp-inspect
 	cfg.CDPInspect.Host, cfg.CDPInspect.Port, cfg.CDPInspect.ProbeTimeoutMs = "127.0.0.1", chrome.Port, 3000
@@ -259,34 +282,34 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf(`"answer-%d"`, i), answers[i], "invocation %d got another's answer", i)
 	}
 
-	// 3. The bridge process is killed while a command is in flight: that
-	// host-bridge attempt fails at once with a transport error (not after the
-	// command timeout), the actor's host-bridge cooldown is recorded, and the
-	// invocation is served by cdp-inspect.
-	c2 := sel.Client(bb.Invocation{ConversationID: "c2", InterfaceID: "macos", ActorPrincipalID: "alice"})
-	defer c2.Close()
 	type result struct {
 		v   string
 		err error
 	}
+
+	// 3. Mid-session: alice's invocation is sticky on host-bridge when her
+	// bridge process is killed while a command is in flight. That command
+	// fails at once with a transport error (not after the 20 s command
+	// timeout), and the actor's host-bridge cooldown is recorded.
+	c2 := sel.Client(bb.Invocation{ConversationID: "c2", InterfaceID: "macos", ActorPrincipalID: "alice"})
+	defer c2.Close()
+	_, err = evaluate(ctx, c2, "1", false)
+	require.NoError(t, err)
+	require.Equal(t, bb.KindHostBridge, c2.Kind())
 	done := make(chan result, 1)
 	go func() {
-		v, err := evaluate(ctx, c2, fmt.Sprintf(`fetch(%q).then(r => r.text()).then(t => t === "block" ? new Promise(() => {}) : t)`,
-			site.URL+"/inflight"), true)
+		v, err := evaluate(ctx, c2, blockingExpr(site.URL, "alice"), true)
 		done <- result{v, err}
 	}()
-	<-inflight // the page is running the command the bridge sent
+	<-inflight("alice") // the page is running the command the bridge sent
 	alice.kill()
 	r := <-done
-	require.NoError(t, r.err, "attempts: %v", attemptKinds(c2.Attempts()))
-	assert.Equal(t, `"served-after-failover"`, r.v)
-	assert.Equal(t, bb.KindCDPInspect, c2.Kind())
-	hb, ok := findAttempt(c2.Attempts(), bb.KindHostBridge)
-	require.True(t, ok, attemptKinds(c2.Attempts()))
-	assert.Equal(t, bb.StageSend, hb.Stage)
-	assert.Equal(t, bb.ClassTransport, hb.Class, "a lost client is a transport error, not a timeout: %v", attemptKinds(c2.Attempts()))
+	require.Error(t, r.err)
+	assert.ErrorIs(t, r.err, bb.ErrTransport, "the lost client is a transport error")
+	assert.NotErrorIs(t, r.err, bb.ErrTimeout, "it did not wait for the command timeout")
 	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("alice")), "host-bridge cooldown recorded for alice")
 	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
+	waitClient(t, rs.hub, "mac-alice", false)
 
 	// 4. Alice's next invocation skips host-bridge (cooldown) and is served by cdp-inspect.
 	c3 := sel.Client(bb.Invocation{ConversationID: "c3", InterfaceID: "macos", ActorPrincipalID: "alice"})
@@ -295,17 +318,39 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "42", v)
 	assert.Equal(t, bb.KindCDPInspect, c3.Kind())
-	hb, ok = findAttempt(c3.Attempts(), bb.KindHostBridge)
+	hb, ok := findAttempt(c3.Attempts(), bb.KindHostBridge)
 	require.True(t, ok, attemptKinds(c3.Attempts()))
 	assert.Equal(t, bb.StageCandidateSelection, hb.Stage)
 	assert.Equal(t, bb.CodeCooldown, hb.Code)
 
-	// 5. Bob is unaffected: his own bridge still serves him.
+	// 5. Within one invocation: carol's bridge dies during her invocation's
+	// first command; the walk fails over to cdp-inspect at once and records
+	// carol's cooldown.
+	c5 := sel.Client(bb.Invocation{ConversationID: "c5", InterfaceID: "macos", ActorPrincipalID: "carol"})
+	defer c5.Close()
+	done = make(chan result, 1)
+	go func() {
+		v, err := evaluate(ctx, c5, blockingExpr(site.URL, "carol"), true)
+		done <- result{v, err}
+	}()
+	<-inflight("carol")
+	carol.kill()
+	r = <-done
+	require.NoError(t, r.err, "attempts: %v", attemptKinds(c5.Attempts()))
+	assert.Equal(t, `"served-after-failover"`, r.v)
+	assert.Equal(t, bb.KindCDPInspect, c5.Kind())
+	hb, ok = findAttempt(c5.Attempts(), bb.KindHostBridge)
+	require.True(t, ok, attemptKinds(c5.Attempts()))
+	assert.Equal(t, bb.StageSend, hb.Stage)
+	assert.Equal(t, bb.ClassTransport, hb.Class, "a lost client is a transport error, not a timeout: %v", attemptKinds(c5.Attempts()))
+	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("carol")))
+
+	// 6. Bob is unaffected: his own bridge still serves him.
 	c4 := sel.Client(bb.Invocation{ConversationID: "c4", InterfaceID: "macos", ActorPrincipalID: "bob"})
 	defer c4.Close()
 	v, err = evaluate(ctx, c4, "'bob-' + (2+3)", false)
 	require.NoError(t, err)
 	assert.Equal(t, `"bob-5"`, v)
 	assert.Equal(t, bb.KindHostBridge, c4.Kind())
-	waitClient(t, rs.hub, "mac-alice", false)
+	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
 }
