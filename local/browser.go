@@ -349,7 +349,7 @@ func (b *Browser) teardown(st *state) error {
 			errs = append(errs, fmt.Errorf("local: stop playwright driver: %w", err))
 		}
 	}
-	if killed := killProfileProcesses(st.profileDir); killed > 0 {
+	if killed := reapProfileProcesses(st.profileDir); killed > 0 {
 		b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
 	}
 	if st.removeProfile {

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procInfo is one live process from /proc.
@@ -89,15 +92,93 @@ func profileProcesses(dir string) []procInfo {
 	return out
 }
 
+// Bounds of reapProfileProcesses.
+const (
+	exitGrace = 2 * time.Second // for processes already on their way out
+	killGrace = 5 * time.Second // after SIGKILL
+)
+
 // killProfileProcesses SIGKILLs every process of profileProcesses(dir) and
-// returns how many there were. It is Close's last resort (LOC-3); normally
-// Playwright has already ended them and it finds nothing.
+// returns how many there were. Test cleanups use it as a hammer.
 func killProfileProcesses(dir string) int {
 	ps := profileProcesses(dir)
 	for _, p := range ps {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 	return len(ps)
+}
+
+// reapProfileProcesses makes sure no process of profileProcesses(dir) runs
+// when it returns (LOC-3): processes still exiting get exitGrace to finish,
+// the rest are SIGKILLed and waited for (killGrace). Waiting uses pidfds
+// (poll until the process has exited), not sleeps. It returns how many
+// processes had to be killed; normally Playwright has ended them all and it
+// finds nothing.
+func reapProfileProcesses(dir string) (killed int) {
+	ps := profileProcesses(dir)
+	if len(ps) == 0 {
+		return 0
+	}
+	fds := make([]int, 0, len(ps))
+	for _, p := range ps {
+		fd, err := unix.PidfdOpen(p.pid, 0)
+		if err != nil {
+			continue // already gone (ESRCH), or pidfds unsupported
+		}
+		fds = append(fds, fd)
+	}
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+	}()
+	alive := waitPidfds(fds, time.Now().Add(exitGrace))
+	for _, fd := range alive {
+		if unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+			killed++
+		}
+	}
+	waitPidfds(alive, time.Now().Add(killGrace))
+	// Processes without a pidfd (none on Linux ≥ 5.3) get a plain SIGKILL.
+	if len(fds) < len(ps) {
+		for _, p := range profileProcesses(dir) {
+			if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+	}
+	return killed
+}
+
+// waitPidfds waits until every process behind fds has exited or deadline
+// passes, and returns the fds of those still running.
+func waitPidfds(fds []int, deadline time.Time) []int {
+	pending := append([]int(nil), fds...)
+	for len(pending) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		pfds := make([]unix.PollFd, len(pending))
+		for i, fd := range pending {
+			pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		}
+		n, err := unix.Poll(pfds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		next := pending[:0]
+		for i, pfd := range pfds {
+			if pfd.Revents == 0 {
+				next = append(next, pending[i])
+			}
+		}
+		pending = next
+	}
+	return pending
 }
 
 // processGone reports whether no process pid exists.

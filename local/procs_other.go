@@ -12,6 +12,10 @@ func listProcesses() []procInfo { return nil }
 
 func profileProcesses(string) []procInfo { return nil }
 
+// reapProfileProcesses is a no-op outside Linux: Close relies on Playwright
+// alone there.
+func reapProfileProcesses(string) int { return 0 }
+
 // killProfileProcesses is a no-op outside Linux: Close relies on Playwright
 // alone there.
 func killProfileProcesses(string) int { return 0 }

@@ -3,10 +3,12 @@
 package local
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,4 +53,27 @@ func TestSweepStaleProfilesRemovesOnlyDeadOnes(t *testing.T) {
 	for _, p := range []string{deadLock, old} {
 		assert.NoDirExists(t, p)
 	}
+}
+
+func TestReapProfileProcessesKillsNamedProcessesAndTheirGroup(t *testing.T) {
+	dir := t.TempDir()
+	// A stand-in browser: a group leader whose command line names the
+	// profile (argv[0]), with a child that does not.
+	cmd := exec.Command("sh", "-c", "sleep 300 & echo ready; wait")
+	cmd.Args[0] = "--user-data-dir=" + dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+
+	found := profileProcesses(dir)
+	require.Len(t, found, 2, "leader and its child must be found: %+v", found)
+
+	assert.Equal(t, 2, reapProfileProcesses(dir))
+	assert.Empty(t, profileProcesses(dir))
+	assert.Zero(t, reapProfileProcesses(dir), "nothing left to kill")
 }
