@@ -66,6 +66,7 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
 globalThis.vellum = {
   stats: relay.stats,
   whenSuppressed: relay.whenSuppressed,
+  whenConnected: relay.whenConnected,
   health: getHealth,
   isConnected: relay.isConnected,
 };

@@ -301,13 +301,23 @@ func TestReconnectRefreshesAShortLivedTokenWithTheDeviceBoundRefreshToken(t *tes
 	ext := s.waitExtension(t)
 	require.Len(t, s.logs.matching("auth: client paired", "interfaceId=chrome-extension"), 1)
 
-	// Drop the stream from the server side; the extension reconnects.
+	// Drop the stream from the server side once the extension reads it (an
+	// abort before the response headers makes Chrome resend the request on
+	// its own, which is not what this test is about); the extension
+	// reconnects.
+	s.workerEval(t, "vellum.whenConnected(1)")
 	gone := s.rt.Hub.Gone(ext.ClientID)
 	require.True(t, s.rt.Hub.Unregister(ext.ClientID))
 	waitClosed(t, gone, "the registration to end")
 	again := s.waitExtension(t)
 	assert.Equal(t, ext.ClientID, again.ClientID)
+	s.workerEval(t, "vellum.whenConnected(2)")
 	assert.NotEmpty(t, s.logs.matching("auth: token refreshed", "clientId="+ext.ClientID))
+	var stats struct{ Pairings, Refreshes, Subscribes int }
+	require.NoError(t, json.Unmarshal(s.workerEval(t, "vellum.stats"), &stats))
+	assert.Equal(t, 1, stats.Pairings)
+	assert.Equal(t, 1, stats.Refreshes)
+	assert.Equal(t, 2, stats.Subscribes)
 	assert.Len(t, s.logs.matching("auth: client paired"), 1, "no second pairing: the refresh token was used")
 
 	c := s.rt.Selector.Client(s.invocation("conv-refresh"))

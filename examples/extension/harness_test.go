@@ -157,7 +157,12 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	require.NoError(t, err)
 	s.rt = rt
 	s.srv = chromiumtest.LoopbackServer(t, s.record(rt.Handler))
-	t.Cleanup(func() { rt.Close() })
+	t.Cleanup(func() {
+		rt.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", strings.Join(s.logs.matching(""), "\n"))
+		}
+	})
 
 	dir := copyExtension(t, s.srv.URL)
 	s.browser = chromiumtest.Start(t, chromiumtest.WithExtension(dir))

@@ -33,10 +33,26 @@ class RetryableError extends Error {
 /** Counters and hooks a test can read through the worker's DevTools target. */
 export const stats = {
   requests: 0, results: 0, resultFailures: 0, suppressed: 0, expired: 0, duplicates: 0,
-  events: 0, eventsDropped: 0, invalidations: 0, pings: 0, connects: 0,
+  events: 0, eventsDropped: 0, invalidations: 0, pings: 0, connects: 0, pairings: 0, refreshes: 0,
+  subscribes: 0,
 };
+const connectWaiters = []; // [n, resolve]
 const suppressWaiters = new Map(); // requestId → resolve
 const suppressedIds = new Set();
+
+/** Resolves once the event stream has been opened n times in this worker. */
+export function whenConnected(n) {
+  if (stats.connects >= n) return Promise.resolve(stats.connects);
+  return new Promise((resolve) => connectWaiters.push([n, resolve]));
+}
+
+function connected() {
+  stats.connects++;
+  for (let i = connectWaiters.length - 1; i >= 0; i--) {
+    const [n, resolve] = connectWaiters[i];
+    if (stats.connects >= n) { connectWaiters.splice(i, 1); resolve(stats.connects); }
+  }
+}
 
 /** Resolves when the relay has dropped the result of requestId after a cancel. */
 export function whenSuppressed(requestId) {
@@ -117,7 +133,7 @@ async function loop(my, settings) {
       await subscribe(my, settings, creds, () => {
         failures = 0;
         repaired = false;
-        stats.connects++;
+        connected();
         setHealth(Health.CONNECTED, settings.serverUrl);
       });
       if (gen !== my) return;
@@ -156,12 +172,14 @@ async function credentials(settings) {
   const { clientId, deviceId } = await identity();
   if (creds && creds.serverUrl === settings.serverUrl && creds.refreshToken) {
     try {
+      stats.refreshes++;
       return await obtain(settings.serverUrl, '/v1/pair/refresh', { refreshToken: creds.refreshToken, deviceId });
     } catch (e) {
       if (!(e instanceof AuthError)) throw e;
       // The refresh token is spent or expired: pair from scratch below.
     }
   }
+  stats.pairings++;
   return obtain(settings.serverUrl, '/v1/pair', { clientId, deviceId });
 }
 
@@ -214,6 +232,7 @@ async function subscribe(my, settings, creds, onOpen) {
   };
   const last = await loadLastEventId();
   if (last) headers['Last-Event-ID'] = last;
+  stats.subscribes++;
   let resp;
   try {
     resp = await fetch(settings.serverUrl + '/v1/events', { headers, signal: ctrl.signal, cache: 'no-store' });
