@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,4 +91,42 @@ func TestExtensionTabCommandsPrecedeEveryCDPCommand(t *testing.T) {
 	assert.Equal(t, []string{"Vellum.createTab", "Vellum.attach"}, backends[0].Methods()[:2], "the first navigate opens and attaches a tab")
 	assert.Equal(t, "Vellum.attach", backends[1].Methods()[0], "a later call selects the pinned tab first")
 	assert.JSONEq(t, `{"tabId":42}`, string(backends[1].Calls()[0].Params))
+}
+
+func TestConcurrentFirstCallsOfAConversationOpenOneTab(t *testing.T) {
+	var mu sync.Mutex
+	creates := 0
+	ext := &browserbackendtest.Provider{K: browserbackend.KindExtension, NewBackend: func() *browserbackendtest.Backend {
+		b := fakePage(browserbackend.KindExtension)
+		inner := b.Handle
+		b.Handle = func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+			if cmd.Method == "Vellum.createTab" {
+				mu.Lock()
+				creates++
+				mu.Unlock()
+				return json.RawMessage(`{"tab":{"id":7}}`), nil
+			}
+			return inner(ctx, cmd)
+		}
+		return b
+	}}
+	sel := browserbackend.NewSelector(browserbackend.Options{Logger: quietLogger(), Providers: []browserbackend.Provider{ext}})
+	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
+	inv := browserbackend.Invocation{ConversationID: "c"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{URL: "http://127.0.0.1/x"})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, creates, "one dedicated tab for the conversation")
 }

@@ -41,9 +41,46 @@ type tabPins struct {
 	m     map[pinKey]*tabPin
 	clock uint64
 	max   int
+	// busy holds one token per key while a call selects or opens that
+	// key's tab, so two concurrent first calls of a conversation open one
+	// tab, not two. Entries live only while held or waited for.
+	busy map[pinKey]*keyLock
 }
 
-func newTabPins() *tabPins { return &tabPins{m: make(map[pinKey]*tabPin), max: DefaultMaxPins} }
+type keyLock struct {
+	token chan struct{}
+	refs  int
+}
+
+func newTabPins() *tabPins {
+	return &tabPins{m: make(map[pinKey]*tabPin), max: DefaultMaxPins, busy: make(map[pinKey]*keyLock)}
+}
+
+// lock takes k's token, honouring ctx; the returned func releases it.
+func (t *tabPins) lock(ctx context.Context, k pinKey) (func(), error) {
+	t.mu.Lock()
+	l := t.busy[k]
+	if l == nil {
+		l = &keyLock{token: make(chan struct{}, 1)}
+		t.busy[k] = l
+	}
+	l.refs++
+	t.mu.Unlock()
+	drop := func() {
+		t.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(t.busy, k)
+		}
+		t.mu.Unlock()
+	}
+	select {
+	case l.token <- struct{}{}:
+		return func() { <-l.token; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+}
 
 func keyOf(inv browserbackend.Invocation) pinKey {
 	return pinKey{conversation: inv.ConversationID, client: inv.TargetClientID}
@@ -189,6 +226,11 @@ func (t *Tools) open(ctx context.Context, inv browserbackend.Invocation, op stri
 // ensureTab selects the conversation's pinned tab, or pins one (TOOL-2).
 func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv browserbackend.Invocation, op string, req tabRequest) (int, error) {
 	key := keyOf(inv)
+	unlock, err := t.pins.lock(ctx, key)
+	if err != nil {
+		return 0, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while another call selected this conversation's tab", Err: err}
+	}
+	defer unlock()
 	if pin, ok := t.pins.get(key); ok && !req.newTab && !req.useActive {
 		err := vellum(ctx, c, methodAttach, map[string]int{"tabId": pin.tabID}, nil)
 		if err == nil {
