@@ -2,7 +2,10 @@ package eventhub_test
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -187,4 +190,42 @@ func TestLivenessClientThatStopsReadingTurnsUnhealthyAndLosesItsPlaceBeforeTCPDi
 	c, _ = f.hub.Client("a")
 	assert.True(t, c.Healthy)
 	_ = context.Background
+}
+
+func TestHubCloseUnblocksWriterStuckOnStalledClient(t *testing.T) {
+	// An hour-long write timeout: only the hub's abort can unblock the
+	// writer before the test's deadline.
+	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)),
+		eventhub.WithQueueSize(100_000), eventhub.WithWriteTimeout(time.Hour))
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(eventhubtest.ActorFromHeader(hub.EventsHandler()))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	defer hub.Close()
+	ctx := testCtx(t)
+	o := dialAs("stuck", eventhub.InterfaceMacOS, "alice")
+	o.ReadBuffer = 4096
+	s, err := eventhubtest.Dial(ctx, srv.URL, o)
+	require.NoError(t, err)
+	defer s.Close()
+	_, _, err = s.NextHeartbeat(ctx)
+	require.NoError(t, err)
+	big := strings.Repeat("z", 8<<10)
+	for range 2000 { // far beyond the socket buffers: the writer blocks
+		_, err := hub.Publish(ctx, eventhub.Target{ClientID: "stuck"}, "", big)
+		require.NoError(t, err)
+	}
+	require.NoError(t, hub.Close())
+	// The client still reads nothing, so only the abort can end the
+	// handler; then the server closes the connection.
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("the handler stayed blocked in a write after hub.Close")
+	}
 }
