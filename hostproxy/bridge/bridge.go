@@ -274,7 +274,8 @@ func (b *Bridge) Run(ctx context.Context) error {
 }
 
 // backoff returns the delay before reconnect attempt n (0-based): min·2ⁿ
-// capped at max, with ±50 % jitter ("equal jitter": half fixed, half random).
+// capped at max, then jittered down by up to half ("equal jitter": half
+// fixed, half random), so reconnecting clients spread out.
 func backoff(n int, minD, maxD time.Duration) time.Duration {
 	d := minD
 	for i := 0; i < n && d < maxD; i++ {
