@@ -105,6 +105,8 @@ type Browser struct {
 	st     *state      // the live browser; nil when not launched or dead
 	pages  map[string]*pageEntry
 	wg     sync.WaitGroup // launches, page openings, sends in flight
+
+	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
 }
 
 // launchCall is one launch that concurrent first uses share.
@@ -337,7 +339,7 @@ func (b *Browser) teardown(st *state) error {
 	}
 	var errs []error
 	if st.bctx != nil {
-		if err := st.bctx.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+		if err := b.closeContext(st); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
 			errs = append(errs, fmt.Errorf("local: close browser context: %w", err))
 		}
 	}
@@ -358,6 +360,33 @@ func (b *Browser) teardown(st *state) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeTimeout bounds a graceful context close; after it the driver is killed.
+const closeTimeout = 10 * time.Second
+
+// closeContext closes st's browser context (the browser exits). If that takes
+// longer than closeTimeout (a wedged driver), it kills the driver process,
+// which makes the pending close fail at once, so Close never hangs.
+func (b *Browser) closeContext(st *state) error {
+	done := make(chan error, 1)
+	go func() { done <- st.bctx.Close() }()
+	d := closeTimeout
+	if b.closeTimeout > 0 {
+		d = b.closeTimeout
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+	}
+	b.log.Warn("local: the browser did not close in time; killing the Playwright driver", "driverPid", st.driverPID)
+	if p, err := os.FindProcess(st.driverPID); err == nil && st.driverPID > 0 {
+		_ = p.Kill()
+	}
+	return <-done
 }
 
 // Close releases every page, the browser context and the driver, and removes

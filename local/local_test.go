@@ -207,6 +207,29 @@ func TestCloseLeavesNoBrowserOrDriverProcess(t *testing.T) {
 	assert.ErrorIs(t, err, browserbackend.ErrClosed)
 }
 
+func TestCloseDoesNotHangOnAWedgedDriver(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	b.closeTimeout = 200 * time.Millisecond
+	ctx := testCtx(t)
+	evalValue(t, ctx, b.Client("w"), "1")
+	b.mu.Lock()
+	driverPID := b.st.driverPID
+	b.mu.Unlock()
+
+	// A stopped driver answers nothing: the graceful close cannot finish.
+	require.NoError(t, syscall.Kill(driverPID, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(driverPID, syscall.SIGKILL) })
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close hung on a wedged driver")
+	}
+	assert.False(t, alive(driverPID), "the wedged driver must be killed")
+	assert.Empty(t, profileProcesses(profile), "browser processes outlived Close")
+}
+
 func TestLaunchFailureIsTransportLaunchFailed(t *testing.T) {
 	for name, exe := range map[string]string{
 		"missing executable": "/nonexistent/chromium",
