@@ -92,7 +92,9 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	defer t.sel.Forget(inv.ConversationID)
 
 	var firstErr error
-	if pin, ok := t.pins.del(keyOf(inv)); ok && (mode == browserbackend.ModeAuto || mode == browserbackend.ModeExtension) {
+	extensionMode := mode == browserbackend.ModeAuto || mode == browserbackend.ModeExtension
+	if pin, ok := t.pins.get(keyOf(inv)); ok && extensionMode {
+		t.pins.del(keyOf(inv))
 		ext := inv
 		ext.Mode = browserbackend.ModeExtension
 		c := t.sel.Client(ext)

@@ -19,10 +19,12 @@ type NavigateInput struct {
 	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
 	TimeoutMs int `json:"timeout_ms,omitempty"`
 	// NewTab (extension backend, TOOL-2) opens a fresh dedicated tab and pins
-	// it instead of reusing the conversation's tab.
+	// it instead of reusing the conversation's tab; the previous tab stays
+	// open. Ignored by the other backends.
 	NewTab bool `json:"new_tab,omitempty"`
 	// UseActiveTab (extension backend, TOOL-2) pins the user's active tab
-	// instead of opening a dedicated one.
+	// instead of opening a dedicated one; Close only detaches such a tab.
+	// Ignored by the other backends.
 	UseActiveTab bool `json:"use_active_tab,omitempty"`
 }
 
