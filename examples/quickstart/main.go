@@ -163,11 +163,11 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 		return res, err
 	}
 	if nav.ErrorText != "" {
-		return res, fmt.Errorf("quickstart: navigate %s: %s", url, nav.ErrorText)
+		return res, fmt.Errorf("navigate %s: %s", url, nav.ErrorText)
 	}
 	for _, err := range loads {
 		if err != nil {
-			return res, fmt.Errorf("quickstart: waiting for Page.loadEventFired: %w", err)
+			return res, fmt.Errorf("waiting for Page.loadEventFired: %w", err)
 		}
 		break
 	}
@@ -190,7 +190,7 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 		return res, err
 	}
 	if err := os.WriteFile(out, shot.Data, 0o644); err != nil {
-		return res, fmt.Errorf("quickstart: write screenshot: %w", err)
+		return res, fmt.Errorf("write screenshot: %w", err)
 	}
 	sum := sha256.Sum256(shot.Data)
 	abs, _ := filepath.Abs(out)
@@ -234,7 +234,7 @@ func (f *fixtureServer) Close() { _ = f.srv.Close() }
 func serveFixture() (*fixtureServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("quickstart: listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
