@@ -10,15 +10,19 @@ import (
 type EvalResult struct {
 	Name, Note string
 	D          Durations
-	// Inside holds the client-reported in-browser time per command (ms) and
-	// Overhead the round trip minus it (ms), for paths that report it.
-	Inside, Overhead Floats
+	// For paths whose client reports timings (the extension), per command in
+	// ms: Inside is the time inside chrome.debugger, Overhead the round trip
+	// minus it; Worker is the worker's own handling (arrival → result post,
+	// minus chrome.debugger) and Wire the rest (round trip minus arrival →
+	// post: server, hub, SSE delivery into the worker, the result POST).
+	Inside, Overhead, Worker, Wire Floats
 }
 
 // MeasureEvaluate runs rounds of Runtime.evaluate("1+1") on every path of w,
-// interleaved: each round sends one command per path, starting at a rotating
-// path, so machine load hits every path alike. warmup rounds run first and
-// are not recorded.
+// interleaved: each round sends one command per path, in an order shuffled
+// per round (fixed seed), so machine load — and the work a path leaves
+// behind in other processes, such as local's Node driver — hits every path
+// alike. warmup rounds run first and are not recorded.
 func MeasureEvaluate(ctx context.Context, w *World, rounds, warmup int) ([]EvalResult, error) {
 	w.Server.record.Store(true)
 	defer w.Server.record.Store(false)
@@ -27,9 +31,9 @@ func MeasureEvaluate(ctx context.Context, w *World, rounds, warmup int) ([]EvalR
 	for i, p := range w.Paths {
 		res[i] = EvalResult{Name: p.Name, Note: p.Note, D: make(Durations, 0, rounds)}
 	}
+	order := newRounds(n)
 	for r := range warmup + rounds {
-		for k := range n {
-			i := (k + r) % n
+		for _, i := range order.next() {
 			p := w.Paths[i]
 			t0 := time.Now()
 			_, err := p.Send(ctx, "Runtime.evaluate", EvalParams)
@@ -42,10 +46,12 @@ func MeasureEvaluate(ctx context.Context, w *World, rounds, warmup int) ([]EvalR
 			}
 			res[i].D = append(res[i].D, d)
 			if p.Inside != nil {
-				if in, ok := p.Inside(); ok {
+				if in, handled, ok := p.Inside(); ok {
 					rt := float64(d) / float64(time.Millisecond)
 					res[i].Inside = append(res[i].Inside, in)
 					res[i].Overhead = append(res[i].Overhead, rt-in)
+					res[i].Worker = append(res[i].Worker, handled-in)
+					res[i].Wire = append(res[i].Wire, rt-handled)
 				}
 			}
 		}

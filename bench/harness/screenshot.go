@@ -100,7 +100,7 @@ func showNoise(ctx context.Context, w *World, p *Path, sz ShotSize) error {
 var ShotPaths = []string{PathRaw, PathInspect, PathChromedp, PathBridge, PathExtension, PathLocal}
 
 // MeasureScreenshots captures n screenshots of each size on each path of
-// ShotPaths, interleaved across paths per round.
+// ShotPaths, interleaved across paths in a shuffled order per round.
 func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]ShotResult, error) {
 	var out []ShotResult
 	for _, sz := range ShotSizes {
@@ -120,9 +120,9 @@ func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]Shot
 			res[i] = ShotResult{Name: p.Name, Size: sz}
 		}
 		rounds := n[sz.Label]
+		order := newRounds(len(paths))
 		for r := range rounds + 1 { // round 0 warms up
-			for k := range paths {
-				i := (k + r) % len(paths)
+			for _, i := range order.next() {
 				// Tabs of one window share it: a background tab renders no
 				// frames, and its capture waits for one. Not timed.
 				if _, err := paths[i].Send(ctx, "Page.bringToFront", nil); err != nil {

@@ -54,7 +54,7 @@ type Server struct {
 	record    atomic.Bool
 	lastID    atomic.Value // string: the latest request id the proxy made
 	mu        sync.Mutex
-	durations map[string]float64
+	durations map[string][2]float64
 	n         atomic.Int64
 }
 
@@ -67,7 +67,7 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Auth: a, durations: map[string]float64{}}
+	s := &Server{Auth: a, durations: map[string][2]float64{}}
 	s.Hub = eventhub.New(eventhub.WithLogger(discard))
 	s.Proxy = hostproxy.New(hostproxy.Options{Hub: s.Hub, Logger: discard, NewRequestID: func() string {
 		id := fmt.Sprintf("bench-%d", s.n.Add(1))
@@ -115,10 +115,11 @@ func (s *Server) recordDurations(h http.Handler) http.Handler {
 		var p struct {
 			RequestID  string   `json:"requestId"`
 			DurationMs *float64 `json:"durationMs"`
+			HandledMs  *float64 `json:"handledMs"`
 		}
-		if json.Unmarshal(body, &p) == nil && p.DurationMs != nil {
+		if json.Unmarshal(body, &p) == nil && p.DurationMs != nil && p.HandledMs != nil {
 			s.mu.Lock()
-			s.durations[p.RequestID] = *p.DurationMs
+			s.durations[p.RequestID] = [2]float64{*p.DurationMs, *p.HandledMs}
 			s.mu.Unlock()
 		}
 		h.ServeHTTP(w, r)
@@ -131,13 +132,14 @@ func (s *Server) LastRequestID() string {
 	return id
 }
 
-// Duration returns the in-extension chrome.debugger time the client reported
-// for a request, in ms.
-func (s *Server) Duration(requestID string) (float64, bool) {
+// Timing returns what the extension reported with a request's result, in
+// ms: durationMs (time inside chrome.debugger.sendCommand) and handledMs
+// (from the frame's arrival in the worker to the result post).
+func (s *Server) Timing(requestID string) (debugger, handled float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.durations[requestID]
-	return d, ok
+	return d[0], d[1], ok
 }
 
 // WaitClient waits, on roster changes, until a client of interfaceID is
@@ -176,8 +178,12 @@ func (s *Server) BridgeInvocation(conv string) bb.Invocation {
 // StartBridge runs the reference desktop bridge (hostproxy/bridge) in this
 // process against the server, driving the browser at wsURL. The returned
 // stop function ends it and waits.
-func (s *Server) StartBridge(clientID, wsURL string, connected func()) (stop func(), err error) {
-	tok, err := s.Auth.Mint(auth.Grant{Actor: BridgeActor, InterfaceID: eventhub.InterfaceMacOS, ClientID: clientID})
+func (s *Server) StartBridge(clientID, wsURL string) (stop func(), err error) {
+	return s.startBridge(BridgeActor, clientID, wsURL)
+}
+
+func (s *Server) startBridge(actor, clientID, wsURL string) (stop func(), err error) {
+	tok, err := s.Auth.Mint(auth.Grant{Actor: actor, InterfaceID: eventhub.InterfaceMacOS, ClientID: clientID})
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +191,6 @@ func (s *Server) StartBridge(clientID, wsURL string, connected func()) (stop fun
 		ServerURL: s.URL, Token: tok.Token, ClientID: clientID, InterfaceID: eventhub.InterfaceMacOS,
 		Dial:   bridge.CDPInspectDialer(bb.DefaultConfig().CDPInspect, cdpinspect.WithWebSocketURL(wsURL), cdpinspect.WithLogger(discard)),
 		Logger: discard,
-		Hooks:  bridge.Hooks{Connected: connected},
 	})
 	if err != nil {
 		return nil, err

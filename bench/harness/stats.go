@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -92,3 +93,23 @@ func ratio(a, b float64) string {
 
 // Progress receives one line per step of the run (stderr in benchreport).
 var Progress = func(format string, args ...any) {}
+
+// rounds yields, per round, the indexes 0…n-1 in an order shuffled with a
+// fixed seed, so that no path always follows the same other path.
+type rounds struct {
+	rng   *rand.Rand
+	order []int
+}
+
+func newRounds(n int) *rounds {
+	r := &rounds{rng: rand.New(rand.NewPCG(7, 7)), order: make([]int, n)}
+	for i := range r.order {
+		r.order[i] = i
+	}
+	return r
+}
+
+func (r *rounds) next() []int {
+	r.rng.Shuffle(len(r.order), func(a, b int) { r.order[a], r.order[b] = r.order[b], r.order[a] })
+	return r.order
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -24,9 +25,10 @@ type Path struct {
 	// Note explains what the path includes.
 	Note string
 	Send func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// Inside, when set, returns the in-browser time (ms) of the latest Send,
-	// as the client reported it (extension: chrome.debugger time).
-	Inside func() (float64, bool)
+	// Inside, when set, returns what the client reported about the latest
+	// Send (ms): the time inside chrome.debugger and the time from the
+	// request's arrival in the client to its result post.
+	Inside func() (debugger, handled float64, ok bool)
 }
 
 // Path names, in report order.
@@ -56,6 +58,9 @@ type World struct {
 	Local    *local.Browser
 
 	Paths []*Path
+
+	// pageTarget is the tab the CDP paths share (the one cdp-inspect picked).
+	pageTarget string
 
 	closers []func()
 }
@@ -96,7 +101,7 @@ func (w *World) start(ctx context.Context) (err error) {
 	if _, err := w.Server.WaitClient(ctx, eventhub.InterfaceChromeExtension); err != nil {
 		return err
 	}
-	stop, err := w.Server.StartBridge("bench-bridge", w.Chromium.WSURL, nil)
+	stop, err := w.Server.StartBridge("bench-bridge", w.Chromium.WSURL)
 	if err != nil {
 		return err
 	}
@@ -105,7 +110,7 @@ func (w *World) start(ctx context.Context) (err error) {
 		return err
 	}
 	for _, mk := range []func(context.Context) (*Path, error){
-		w.rawPath, w.inspectPath, w.inspectSelPath, w.chromedpPath,
+		w.inspectPath, w.rawPath, w.inspectSelPath, w.chromedpPath,
 		w.bridgePath, w.bridgeSelPath, w.extensionPath, w.extensionSelPath, w.localPath,
 	} {
 		p, err := mk(ctx)
@@ -148,7 +153,7 @@ func (w *World) rawPath(ctx context.Context) (*Path, error) {
 		return nil, err
 	}
 	w.closers = append(w.closers, r.Close)
-	if err := r.AttachNewTab(ctx, w.Fix.URL("/page")); err != nil {
+	if err := r.Attach(ctx, w.pageTarget); err != nil {
 		return nil, err
 	}
 	return &Path{Name: PathRaw, Note: "bare coder/websocket, reply read on the caller's goroutine",
@@ -169,6 +174,7 @@ func (w *World) inspectPath(ctx context.Context) (*Path, error) {
 		return nil, err
 	}
 	w.closers = append(w.closers, func() { be.Close() })
+	w.pageTarget = be.TargetID()
 	return &Path{Name: PathInspect, Note: "cdpinspect.Backend.Send",
 		Send: func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 			return be.Send(ctx, bb.Command{Method: m, Params: p})
@@ -195,7 +201,7 @@ func (w *World) inspectSelPath(ctx context.Context) (*Path, error) {
 
 func (w *World) chromedpPath(ctx context.Context) (*Path, error) {
 	actx, acancel := remote.NewAllocator(context.Background(), w.Chromium.WSURL)
-	cctx, ccancel := chromedp.NewContext(actx)
+	cctx, ccancel := chromedp.NewContext(actx, chromedp.WithTargetID(target.ID(w.pageTarget)), chromedp.WithDetachOnCancel())
 	w.closers = append(w.closers, func() { ccancel(); acancel() })
 	var target *chromedp.Target
 	if _, err := chromedp.Run(cctx, func(ctx context.Context, t *chromedp.Target) (struct{}, error) {
@@ -204,7 +210,7 @@ func (w *World) chromedpPath(ctx context.Context) (*Path, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return &Path{Name: PathChromedp, Note: "chromedp v0.23 Target.Call (its own tab, via the remote allocator)",
+	return &Path{Name: PathChromedp, Note: "chromedp v0.23 Target.Call via the remote allocator",
 		Send: func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 			var res jsonv2.Value
 			err := target.Call(ctx, m, jsonv2.Value(p), &res)
@@ -242,7 +248,7 @@ func (w *World) extensionPath(ctx context.Context) (*Path, error) {
 		Send: func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 			return be.Send(ctx, bb.Command{Method: m, Params: p})
 		},
-		Inside: func() (float64, bool) { return s.Duration(s.LastRequestID()) },
+		Inside: func() (float64, float64, bool) { return s.Timing(s.LastRequestID()) },
 	}, nil
 }
 
@@ -253,7 +259,7 @@ func (w *World) extensionSelPath(ctx context.Context) (*Path, error) {
 	p := w.clientPath(PathExtensionSel, "sticky Client.Send over the extension candidate",
 		sel, w.Server.Invocation("bench-ext-sel", eventhub.InterfaceMacOS))
 	s := w.Server
-	p.Inside = func() (float64, bool) { return s.Duration(s.LastRequestID()) }
+	p.Inside = func() (float64, float64, bool) { return s.Timing(s.LastRequestID()) }
 	params, _ := json.Marshal(map[string]any{"url": w.Fix.URL("/page"), "active": true})
 	if _, err := p.Send(ctx, "Vellum.createTab", params); err != nil {
 		return nil, err

@@ -1,38 +1,228 @@
 // Command benchreport measures browserchain's backends side by side on one
-// machine and writes BENCHMARKS.md.
+// machine, in one run, and writes BENCHMARKS.md (issue 7):
+//
+//  1. the Runtime.evaluate round trip over a raw CDP WebSocket, cdp-inspect,
+//     chromedp, host-bridge, the extension and local, and through the
+//     Selector/Client;
+//  2. Page.captureScreenshot of ≈1.5 MB and ≈8 MB per backend (time, memory);
+//  3. failover cost (refused, blackholed, cooled-down first candidate);
+//  4. cold start per backend and warm second invocations;
+//  5. event-hub throughput to 1/10/100 SSE subscribers and memory while one
+//     subscriber stalls.
+//
+// Run it from the repository with `make bench` (which runs scripts/setup.sh
+// first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
+// and the Playwright driver that scripts/setup.sh installs. -quick takes
+// few samples (a smoke test of the harness, about a minute).
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
 
 	"github.com/browserchain/browserchain/bench/harness"
 )
 
 func main() {
-	ctx := context.Background()
-	harness.Progress = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "benchreport: "+f+"\n", a...) }
-	w, err := harness.NewWorld(ctx, "..")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
+}
+
+// counts are the sample counts of one run.
+type counts struct {
+	rounds, warmup   int
+	shotSmall, shotL int
+	fail, failBlack  int
+	cold             harness.ColdCounts
+	hub              map[int]int // subscribers → events
+	stallEvents      int
+	worker           int
+}
+
+var full = counts{
+	rounds: 1000, warmup: 50,
+	shotSmall: 12, shotL: 6,
+	fail: 60, failBlack: 10,
+	cold:        harness.ColdCounts{Fast: 15, Bridge: 8, Extension: 3, Local: 3},
+	hub:         map[int]int{1: 20000, 10: 5000, 100: 1000},
+	stallEvents: 20000,
+	worker:      300,
+}
+
+var quick = counts{
+	rounds: 100, warmup: 10,
+	shotSmall: 2, shotL: 2,
+	fail: 10, failBlack: 3,
+	cold:        harness.ColdCounts{Fast: 3, Bridge: 2, Extension: 1, Local: 1},
+	hub:         map[int]int{1: 2000, 10: 500, 100: 100},
+	stallEvents: 4000,
+	worker:      30,
+}
+
+// findRoot walks up from the working directory to the repository root (the
+// directory holding examples/extension/manifest.json).
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "examples", "extension", "manifest.json")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository root (examples/extension/manifest.json); use -root")
+		}
+		dir = parent
+	}
+}
+
+func run() error {
+	root := flag.String("root", "", "repository root (default: found upward from the working directory)")
+	out := flag.String("out", "", "report file (default <root>/BENCHMARKS.md)")
+	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
+	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
+	flag.Parse()
+	if *root == "" {
+		r, err := findRoot()
+		if err != nil {
+			return err
+		}
+		*root = r
+	}
+	if *out == "" {
+		*out = filepath.Join(*root, "BENCHMARKS.md")
+	}
+	if *profiles == "" {
+		*profiles = filepath.Join(*root, "bench", "out")
+	}
+	n := full
+	if *isQuick {
+		n = quick
+	}
+	harness.Progress = func(f string, a ...any) {
+		fmt.Fprintf(os.Stderr, "%s benchreport: "+f+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
+	if err := os.MkdirAll(*profiles, 0o755); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res := &harness.Results{Started: time.Now()}
+	phase := func(name string, f func() error) error {
+		harness.Progress("phase %s", name)
+		file := filepath.Join(*profiles, name+".pprof")
+		pf, err := os.Create(file)
+		if err == nil {
+			if pprof.StartCPUProfile(pf) == nil {
+				defer func() {
+					pprof.StopCPUProfile()
+					pf.Close()
+					rel, _ := filepath.Rel(*root, file)
+					res.Profiles = append(res.Profiles, "`"+rel+"`")
+				}()
+			} else {
+				pf.Close()
+			}
+		}
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return ctx.Err()
+	}
+
+	harness.Progress("starting browsers, server, extension, bridge, local (root %s)", *root)
+	loadStart := harness.LoadAvg()
+	w, err := harness.NewWorld(ctx, *root)
+	if err != nil {
+		return err
+	}
 	defer w.Close()
-	res, err := harness.MeasureEvaluate(ctx, w, 50, 5)
+	res.Machine = harness.DescribeMachine(ctx, w)
+	res.Machine.LoadStart = loadStart
+
+	err = phase("evaluate", func() (err error) {
+		res.Eval, err = harness.MeasureEvaluate(ctx, w, n.rounds, n.warmup)
+		return err
+	})
+	if err == nil {
+		err = phase("worker", func() (err error) {
+			res.Worker, err = harness.MeasureWorker(ctx, w, n.worker)
+			return err
+		})
+	}
+	if err == nil {
+		err = phase("screenshot", func() (err error) {
+			res.Shots, err = harness.MeasureScreenshots(ctx, w, map[string]int{
+				harness.ShotSizes[0].Label: n.shotSmall, harness.ShotSizes[1].Label: n.shotL})
+			return err
+		})
+	}
+	if err == nil {
+		err = phase("failover", func() (err error) {
+			res.Failover, err = harness.MeasureFailover(ctx, w, n.fail, n.failBlack)
+			return err
+		})
+	}
+	if err == nil {
+		err = phase("coldstart", func() (err error) {
+			res.Cold, err = harness.MeasureColdStart(ctx, w, n.cold)
+			return err
+		})
+	}
+	w.Close()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return
+		return err
 	}
-	for _, r := range res {
-		fmt.Println(r.Name, r.D.Median(), r.D.P99(), r.Inside.Median(), r.Overhead.Median())
-	}
-	shots, err := harness.MeasureScreenshots(ctx, w, map[string]int{"≈1.5 MB": 3, "≈8 MB": 2})
+	err = phase("hub", func() error {
+		for _, subs := range []int{1, 10, 100} {
+			harness.Progress("hub: %d subscribers", subs)
+			h, err := harness.MeasureHubThroughput(ctx, subs, n.hub[subs])
+			if err != nil {
+				return err
+			}
+			res.Hub = append(res.Hub, h)
+		}
+		harness.Progress("hub: stalled subscriber")
+		var err error
+		res.Stall, err = harness.MeasureHubStall(ctx, n.stallEvents, 8192)
+		return err
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return
+		return err
 	}
-	for _, r := range shots {
-		fmt.Println(r.Name, r.Size.Label, r.PNG, r.D.Median(), r.Peak.Median(), r.Alloc.Median())
+	res.Machine.LoadEnd = harness.LoadAvg()
+	res.Took = time.Since(res.Started)
+	if a, err := os.ReadFile(filepath.Join(*root, "bench", "ANALYSIS.md")); err == nil {
+		res.Analysis = string(a)
 	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	res.Render(f)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	harness.Progress("wrote %s in %s", *out, res.Took.Round(time.Second))
+	for _, t := range res.Targets() {
+		mark := "MISSED"
+		if t.Met {
+			mark = "met"
+		}
+		fmt.Fprintf(os.Stderr, "  [%s] %s: %s\n", mark, t.Goal, t.Measured)
+	}
+	return nil
 }
