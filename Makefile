@@ -17,5 +17,8 @@ demo: setup
 test: setup
 	$(GO) test $(TESTFLAGS) ./...
 
-bench:
-	@echo "no benchmarks yet"
+# bench: the benchmark harness lives in its own module (bench/, so the peer
+# libraries it compares against stay out of go.mod); it writes BENCHMARKS.md.
+# BENCHFLAGS=-quick runs a short smoke pass.
+bench: setup
+	cd bench && $(GO) mod download && $(GO) run ./cmd/benchreport -out ../BENCHMARKS.md $(BENCHFLAGS)
