@@ -168,23 +168,9 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request) (string, bool)
 // Answers 200 {"accepted":true}, 400 (no header, malformed body, no method),
 // 403 (another actor's client), 404 (client not connected), 413.
 func (p *Proxy) EventHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, ok := p.readBody(w, r)
-		if !ok {
-			return
-		}
-		clientID, ok := p.clientFor(w, r)
-		if !ok {
-			return
-		}
+	return p.eventRoute(func(data []byte) (browserbackend.Event, error) {
 		body, err := DecodeEvent(data)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_body", "%v", err)
-			return
-		}
-		p.hub.Touch(clientID)
-		p.publishEvent(clientID, browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID})
-		writeJSON(w, http.StatusOK, accepted)
+		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID}, err
 	})
 }
 
@@ -194,6 +180,19 @@ func (p *Proxy) EventHandler() http.Handler {
 // with that sessionId (params {"sessionId","targetId","reason"}), so a client
 // fails later commands bound to the session. Answers as EventHandler.
 func (p *Proxy) SessionInvalidatedHandler() http.Handler {
+	return p.eventRoute(func(data []byte) (browserbackend.Event, error) {
+		body, err := DecodeInvalidation(data)
+		if err != nil {
+			return browserbackend.Event{}, err
+		}
+		params, _ := json.Marshal(body)
+		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, nil
+	})
+}
+
+// eventRoute is the shared shape of the two event routes: read the capped
+// body, check the posting client, decode, count as activity, deliver.
+func (p *Proxy) eventRoute(decode func([]byte) (browserbackend.Event, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
 		if !ok {
@@ -203,16 +202,13 @@ func (p *Proxy) SessionInvalidatedHandler() http.Handler {
 		if !ok {
 			return
 		}
-		body, err := DecodeInvalidation(data)
+		ev, err := decode(data)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "malformed_body", "%v", err)
 			return
 		}
-		params, _ := json.Marshal(body)
 		p.hub.Touch(clientID)
-		p.publishEvent(clientID, browserbackend.Event{
-			Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID,
-		})
+		p.publishEvent(clientID, ev)
 		writeJSON(w, http.StatusOK, accepted)
 	})
 }
