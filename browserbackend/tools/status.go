@@ -40,8 +40,13 @@ type BackendStatus struct {
 	Kind browserbackend.Kind `json:"kind"`
 	// Mode is the browser_mode that pins this backend; "" for host-bridge,
 	// which is reached through auto only.
-	Mode      browserbackend.Mode `json:"mode,omitempty"`
-	Available bool                `json:"available"`
+	Mode browserbackend.Mode `json:"mode,omitempty"`
+	// Transport names how the backend is reached: "extension-ws" for the
+	// extension (the label the seed's browser_status keeps although the
+	// transport is now SSE plus POSTed results), "host-bridge-sse",
+	// "cdp-ws", "playwright".
+	Transport string `json:"transport"`
+	Available bool   `json:"available"`
 	// VerifiedBy is VerifiedPreflight or VerifiedProbe.
 	VerifiedBy string `json:"verifiedBy"`
 	// InAutoOrder is true when the auto chain of this invocation lists it.
@@ -105,6 +110,13 @@ var referenceKinds = []browserbackend.Kind{
 	browserbackend.KindExtension, browserbackend.KindHostBridge, browserbackend.KindCDPInspect, browserbackend.KindLocal,
 }
 
+var transports = map[browserbackend.Kind]string{
+	browserbackend.KindExtension:  "extension-ws",
+	browserbackend.KindHostBridge: "host-bridge-sse",
+	browserbackend.KindCDPInspect: "cdp-ws",
+	browserbackend.KindLocal:      "playwright",
+}
+
 func modeOf(k browserbackend.Kind) browserbackend.Mode {
 	switch k {
 	case browserbackend.KindExtension:
@@ -152,7 +164,7 @@ func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbacken
 	}
 	entries := make([]*entry, len(referenceKinds))
 	for i, k := range referenceKinds {
-		e := &entry{st: BackendStatus{Kind: k, Mode: modeOf(k), VerifiedBy: VerifiedPreflight}}
+		e := &entry{st: BackendStatus{Kind: k, Mode: modeOf(k), Transport: transports[k], VerifiedBy: VerifiedPreflight}}
 		entries[i] = e
 		found := false
 		for _, c := range auto.Candidates {

@@ -64,6 +64,7 @@ func TestStatusWithoutExtensionAndWithClosedDebugPort(t *testing.T) {
 	assert.Equal(t, browserbackend.CodeNoClient, ext.Code)
 	assert.Equal(t, browserbackend.Remediation(browserbackend.KindExtension, browserbackend.CodeNoClient), ext.UserActions)
 	assert.False(t, ext.InAutoOrder)
+	assert.Equal(t, "extension-ws", ext.Transport, "the seed's browser_status label")
 
 	cdpi, _ := rep.Backend(browserbackend.KindCDPInspect)
 	assert.False(t, cdpi.Available, "the debug port is closed")

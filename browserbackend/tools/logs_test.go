@@ -1,0 +1,64 @@
+package tools_test
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// lockedBuffer is an io.Writer safe for the concurrent handlers of a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Typed text is never logged, by the tools, the selector or the backend, at
+// any level (SEL-11).
+func TestTypedTextNeverReachesTheLogs(t *testing.T) {
+	s := startSite(t)
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := chromiumtest.Start(t)
+	cfg := browserbackend.DefaultConfig()
+	cfg.CDPInspect.Enabled, cfg.CDPInspect.Host, cfg.CDPInspect.Port, cfg.CDPInspect.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
+	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(log))
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: log})
+	tl := tools.New(tools.Options{Selector: sel, Logger: log, ScreenshotDir: t.TempDir()})
+	inv := browserbackend.Invocation{ConversationID: "conv-log"}
+
+	const secret = "hunter2-correct-horse"
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url("/form")})
+	require.NoError(t, err)
+	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret})
+	require.NoError(t, err)
+	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret, Slowly: true, Clear: true})
+	require.NoError(t, err)
+	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#nope"}, Text: secret})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), secret, "nor in errors")
+
+	logs := buf.String()
+	require.Contains(t, logs, "browser tool done", "the tools did log")
+	assert.NotContains(t, logs, secret)
+}
