@@ -18,13 +18,18 @@
 //
 // The first command that needs a page starts the Playwright driver (Node.js)
 // and a persistent context in a profile directory (a temporary one by
-// default, removed on Close) — on this machine ≈ 1.2 s. Concurrent first uses
-// share that single launch and each honours its own context while waiting.
-// Later invocations reuse the running browser, so their first command costs
-// a CDP round trip (a few ms). Each conversation id gets its own page and
-// Playwright CDPSession, reused across invocations until
-// Browser.CloseConversation or Close. If the browser dies, commands on it fail
-// with transport errors and the next use launches a new one.
+// default, removed on Close) — on this machine ≈ 1.2 s when idle. Concurrent
+// first uses share that single launch and each honours its own context while
+// waiting. Later invocations reuse the running browser, so their first
+// command costs a CDP round trip (a few ms). Each conversation id gets its
+// own page and Playwright CDPSession, reused across invocations until
+// Browser.CloseConversation, Close, or eviction: at most Options.MaxPages
+// (default 32) pages stay open, and opening one more closes the least
+// recently used page that no client is attached to. One blank page with its
+// CDPSession is kept prepared (refilled when an invocation ends), so a new
+// conversation does not wait ≈ 200 ms for a page. If the browser dies,
+// commands on it fail with transport errors and the next use launches a new
+// one.
 //
 // # Errors (LOC-2)
 //
@@ -49,9 +54,11 @@
 // # Processes (LOC-3)
 //
 // Close closes the context (the browser exits), stops the driver (its stdin is
-// closed and it exits), and finally, on Linux, kills any process that still
-// names the profile directory or belongs to the browser's process group — a
-// safety net that normally finds nothing. The browser gets
+// closed and it exits), and then, on Linux, waits for every process that
+// still names the profile directory or belongs to the browser's process group
+// (pidfds, no sleeps; normally there is none) and SIGKILLs whatever has not
+// exited within two seconds. A driver that does not complete the graceful
+// close within 10 s is killed, so Close never hangs. The browser gets
 // XDG_CONFIG_HOME=<profile>/xdg-config so that even Chromium's
 // chrome_crashpad_handler helpers, which leave the browser's process group,
 // are identifiable by the profile path (and nothing lands in ~/.config).
@@ -62,7 +69,10 @@
 // (TestHostKilledLeavesNoProcess, Linux): the kernel closes the driver's
 // stdin pipe, the driver exits on EOF, and on exit it kills the browser it
 // launched; every browser process, crash handlers included, is gone
-// shortly after the host dies.
+// shortly after the host dies. The temporary profile such a host leaves
+// behind is removed by the next launch on the machine (a profile whose
+// Chromium lock names a dead process of this host, or an unlocked one older
+// than a day).
 //
 // # Why github.com/mxschmitt/playwright-go
 //
