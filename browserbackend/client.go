@@ -378,7 +378,7 @@ func (c *Client) walkAttempts() []Attempt {
 
 func (c *Client) selectionError(mode Mode, pinned bool, deciding error) error {
 	attempts := c.walkAttempts()
-	se := &SelectionError{Mode: mode, Pinned: pinned, Attempts: attempts, Err: deciding}
+	se := &SelectionError{Mode: mode, Pinned: pinned, TargetClientID: c.inv.TargetClientID, Attempts: attempts, Err: deciding}
 	seen := map[string]bool{}
 	for _, a := range attempts {
 		for _, r := range Remediation(a.Kind, a.Code) {

@@ -235,6 +235,8 @@ type SelectionError struct {
 	Mode Mode
 	// Pinned is true when the mode pinned one backend (or a target client).
 	Pinned bool
+	// TargetClientID is the client the invocation was aimed at, if any.
+	TargetClientID string
 	// Attempts are the candidates considered, in order.
 	Attempts []Attempt
 	// Remediation is a checklist for a person, chosen by backend, code and
@@ -247,7 +249,9 @@ type SelectionError struct {
 // Error summarises the requested mode and the attempt sequence.
 func (e *SelectionError) Error() string {
 	var b strings.Builder
-	if e.Pinned {
+	if e.TargetClientID != "" {
+		fmt.Fprintf(&b, "browserbackend: requested target client %q is unavailable", e.TargetClientID)
+	} else if e.Pinned {
 		fmt.Fprintf(&b, "browserbackend: requested browser_mode %q is unavailable", e.Mode)
 	} else {
 		fmt.Fprintf(&b, "browserbackend: no browser backend available (mode %q)", e.Mode)
@@ -288,7 +292,9 @@ func (e *SelectionError) Unwrap() []error {
 // with stage, code, message and discovery code, and the remediation list.
 func (e *SelectionError) Report() string {
 	var b strings.Builder
-	if e.Pinned {
+	if e.TargetClientID != "" {
+		fmt.Fprintf(&b, "Requested target client %q (browser_mode %q) is unavailable.\n", e.TargetClientID, e.Mode)
+	} else if e.Pinned {
 		fmt.Fprintf(&b, "Requested browser_mode %q is unavailable.\n", e.Mode)
 	} else {
 		fmt.Fprintf(&b, "No browser backend was available (browser_mode %q).\n", e.Mode)

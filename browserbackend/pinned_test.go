@@ -268,6 +268,8 @@ func TestTargetClientNotConnectedIsSelectionErrorAndNothingConstructed(t *testin
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se)
 		assert.True(t, se.Pinned)
+		assert.Equal(t, "ext-gone", se.TargetClientID)
+		assert.Contains(t, se.Error(), `target client "ext-gone" is unavailable`)
 		assert.ErrorIs(t, err, bb.ErrUnavailable)
 		assert.ErrorIs(t, err, &bb.Error{Code: bb.CodeNoClient})
 		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
