@@ -6,15 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -31,37 +30,15 @@ func BenchmarkEvaluateRoundTripBridgeProcess(b *testing.B) {
 		br, err := cdpinspect.Dial(context.Background(), cfg, cdpinspect.WithWebSocketURL(chrome.BrowserWSURL), cdpinspect.WithLogger(quiet()))
 		require.NoError(b, err)
 		defer br.Close()
-		measure(b, br, cmd)
+		hostproxytest.MeasureSends(b, br, cmd)
 	})
 	b.Run("host-bridge-process", func(b *testing.B) {
-		rs := newRuntimeServer(b, map[string]string{"tok": "alice"})
+		rs := hostproxytest.NewServer(b, hostproxytest.ServerOptions{Tokens: map[string]string{"tok": "alice"}})
 		startBridgeProc(b, buildBridge(b), "-server", rs.URL, "-token", "tok", "-client-id", "mac-1",
 			"-devtools", fmt.Sprintf("127.0.0.1:%d", chrome.Port), "-ws-url", chrome.BrowserWSURL)
-		waitClient(b, rs.hub, "mac-1", true)
-		be := rs.proxy.NewHostBridgeBackend(bb.Invocation{ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
+		waitClient(b, rs.Hub, "mac-1", true)
+		be := rs.Proxy.NewHostBridgeBackend(bb.Invocation{ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
 		defer be.Close()
-		measure(b, be, cmd)
+		hostproxytest.MeasureSends(b, be, cmd)
 	})
-}
-
-func measure(b *testing.B, sc bb.ScopedClient, cmd bb.Command) {
-	ctx := context.Background()
-	for range 50 {
-		_, err := sc.Send(ctx, cmd)
-		require.NoError(b, err)
-	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		_, err := sc.Send(ctx, cmd)
-		lat = append(lat, time.Since(start))
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
-	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
 }

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,8 +26,8 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
-	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -36,55 +35,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// runtimeServer is a minimal assistant runtime on loopback: the in-process
-// hub, the host-browser routes and a bearer-token → actor middleware.
-type runtimeServer struct {
-	*httptest.Server
-	hub   *eventhub.InProcess
-	proxy *hostproxy.Proxy
-}
-
-func newRuntimeServer(t testing.TB, tokens map[string]string) *runtimeServer {
-	t.Helper()
-	rs := &runtimeServer{hub: eventhub.New(eventhub.WithLogger(quiet()))}
-	rs.proxy = hostproxy.New(hostproxy.Options{Hub: rs.hub, Logger: quiet()})
-	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, rs.hub.EventsHandler())
-	mux.Handle(eventhub.PingPath, rs.hub.PingHandler())
-	rs.proxy.Mount(mux)
-	rs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		actor, ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		if !ok {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		mux.ServeHTTP(w, r.WithContext(eventhub.WithActor(r.Context(), actor)))
-	}))
-	t.Cleanup(func() {
-		_ = rs.proxy.Close()
-		_ = rs.hub.Close()
-		rs.CloseClientConnections()
-		rs.Close()
-	})
-	return rs
-}
-
-func waitClient(t testing.TB, hub eventhub.Hub, clientID string, present bool) {
-	t.Helper()
-	guard := time.NewTimer(30 * time.Second)
-	defer guard.Stop()
-	for {
-		ch := hub.Changed()
-		if _, ok := hub.Client(clientID); ok == present {
-			return
-		}
-		select {
-		case <-ch:
-		case <-guard.C:
-			t.Fatalf("client %s present=%v never happened", clientID, present)
-		}
-	}
-}
+var waitClient = hostproxytest.WaitClient
 
 // buildBridge builds this command into a test temp dir.
 func buildBridge(t testing.TB) string {
@@ -210,7 +161,8 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	}
 	chrome := chromiumtest.Start(t)
 	site, inflight := fixture(t)
-	rs := newRuntimeServer(t, map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"})
+	rs := hostproxytest.NewServer(t, hostproxytest.ServerOptions{
+		Tokens: map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}})
 	bridgeArgs := func(token, clientID string) []string {
 		return []string{"-server", rs.URL, "-token", token, "-client-id", clientID,
 			"-devtools", fmt.Sprintf("127.0.0.1:%d", chrome.Port), "-ws-url", chrome.BrowserWSURL,
@@ -223,7 +175,7 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	startBridgeProc(t, bin, bridgeArgs("tok-bob", "mac-bob")...)
 	carol := startBridgeProc(t, bin, bridgeArgs("tok-carol", "mac-carol")...)
 	for _, id := range []string{"mac-alice", "mac-bob", "mac-carol"} {
-		waitClient(t, rs.hub, id, true)
+		waitClient(t, rs.Hub, id, true)
 	}
 
 	cfg := bb.DefaultConfig() // desktopAuto on: a macos turn lists cdp-inspect
@@ -231,8 +183,8 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	cooldowns := &bb.Cooldowns{}
 	sel := bb.NewSelector(bb.Options{
 		Providers: []bb.Provider{
-			rs.proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
-			rs.proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+			rs.Proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
+			rs.Proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
 			cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(quiet())),
 		},
 		Logger:         quiet(),
@@ -311,7 +263,7 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	assert.NotErrorIs(t, r.err, bb.ErrTimeout, "it did not wait for the command timeout")
 	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("alice")), "host-bridge cooldown recorded for alice")
 	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
-	waitClient(t, rs.hub, "mac-alice", false)
+	waitClient(t, rs.Hub, "mac-alice", false)
 
 	// 4. Alice's next invocation skips host-bridge (cooldown) and is served by cdp-inspect.
 	c3 := sel.Client(bb.Invocation{ConversationID: "c3", InterfaceID: "macos", ActorPrincipalID: "alice"})

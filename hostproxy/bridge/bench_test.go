@@ -5,15 +5,14 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -34,35 +33,13 @@ func BenchmarkEvaluateRoundTrip(b *testing.B) {
 		br, err := dial(context.Background())
 		require.NoError(b, err)
 		defer br.Close()
-		measure(b, br, cmd)
+		hostproxytest.MeasureSends(b, br, cmd)
 	})
 	b.Run("host-bridge", func(b *testing.B) {
 		ts := newTestServer(b, nil)
 		runBridge(b, ts, Options{Dial: dial})
 		be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{}, hostproxy.BackendOptions{})
 		defer be.Close()
-		measure(b, be, cmd)
+		hostproxytest.MeasureSends(b, be, cmd)
 	})
-}
-
-func measure(b *testing.B, sc browserbackend.ScopedClient, cmd browserbackend.Command) {
-	ctx := context.Background()
-	for range 50 { // warm up connections and the page
-		_, err := sc.Send(ctx, cmd)
-		require.NoError(b, err)
-	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		_, err := sc.Send(ctx, cmd)
-		lat = append(lat, time.Since(start))
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
-	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
 }

@@ -23,16 +23,17 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// testServer is an assistant runtime on loopback: the real in-process hub,
-// the proxy routes, and a bearer-token auth middleware.
+// testServer is hostproxytest's runtime plus a record of the result posts
+// and of the Last-Event-ID of every subscription.
 type testServer struct {
-	*httptest.Server
+	*hostproxytest.Server
 	hub   *eventhub.InProcess
 	proxy *hostproxy.Proxy
 
@@ -43,44 +44,27 @@ type testServer struct {
 
 func newTestServer(t testing.TB, tokens map[string]string) *testServer {
 	t.Helper()
-	ts := &testServer{hub: eventhub.New(eventhub.WithLogger(quiet()))}
-	ts.proxy = hostproxy.New(hostproxy.Options{Hub: ts.hub, Logger: quiet()})
-	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, ts.hub.EventsHandler())
-	mux.Handle(eventhub.PingPath, ts.hub.PingHandler())
-	ts.proxy.Mount(mux)
-	auth := func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get("Authorization"); h != "" {
-			actor, ok := tokens[strings.TrimPrefix(h, "Bearer ")]
-			if !ok {
-				http.Error(w, "bad token", http.StatusUnauthorized)
-				return
+	ts := &testServer{}
+	ts.Server = hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: tokens, Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case eventhub.EventsPath:
+				ts.mu.Lock()
+				ts.lastEventIDs = append(ts.lastEventIDs, r.Header.Get(eventhub.HeaderLastEventID))
+				ts.mu.Unlock()
+			case hostproxy.PathResult:
+				raw, _ := io.ReadAll(r.Body)
+				var body hostproxy.ResultBody
+				_ = json.Unmarshal(raw, &body)
+				ts.mu.Lock()
+				ts.results = append(ts.results, body)
+				ts.mu.Unlock()
+				r.Body = io.NopCloser(bytes.NewReader(raw))
 			}
-			r = r.WithContext(eventhub.WithActor(r.Context(), actor))
-		}
-		switch r.URL.Path {
-		case eventhub.EventsPath:
-			ts.mu.Lock()
-			ts.lastEventIDs = append(ts.lastEventIDs, r.Header.Get(eventhub.HeaderLastEventID))
-			ts.mu.Unlock()
-		case hostproxy.PathResult:
-			raw, _ := io.ReadAll(r.Body)
-			var body hostproxy.ResultBody
-			_ = json.Unmarshal(raw, &body)
-			ts.mu.Lock()
-			ts.results = append(ts.results, body)
-			ts.mu.Unlock()
-			r.Body = io.NopCloser(bytes.NewReader(raw))
-		}
-		mux.ServeHTTP(w, r)
-	}
-	ts.Server = httptest.NewServer(http.HandlerFunc(auth))
-	t.Cleanup(func() {
-		_ = ts.proxy.Close()
-		_ = ts.hub.Close()
-		ts.CloseClientConnections()
-		ts.Close()
-	})
+			next.ServeHTTP(w, r)
+		})
+	}})
+	ts.hub, ts.proxy = ts.Hub, ts.Proxy
 	return ts
 }
 
@@ -96,24 +80,7 @@ func (ts *testServer) resultPostsFor(id string) int {
 	return n
 }
 
-// waitClient blocks until the hub lists clientID as connected (present is
-// true) or not; woken by roster changes.
-func waitClient(t testing.TB, hub eventhub.Hub, clientID string, present bool) {
-	t.Helper()
-	guard := time.NewTimer(20 * time.Second)
-	defer guard.Stop()
-	for {
-		ch := hub.Changed()
-		if _, ok := hub.Client(clientID); ok == present {
-			return
-		}
-		select {
-		case <-ch:
-		case <-guard.C:
-			t.Fatalf("client %s present=%v never happened", clientID, present)
-		}
-	}
-}
+var waitClient = hostproxytest.WaitClient
 
 // fakeBrowser answers a few made-up methods.
 type fakeBrowser struct {
