@@ -25,6 +25,11 @@ func BenchmarkToolCall(b *testing.B) {
 			tl, _ := localTools(b)
 			return tl, browserbackend.Invocation{ConversationID: "bench"}
 		}},
+		{"host-bridge", func(b *testing.B) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(b)
+			startBridge(b, h)
+			return h.tools(b), h.invocation("bench")
+		}},
 		{"extension", func(b *testing.B) (*tools.Tools, browserbackend.Invocation) {
 			h := startRuntime(b)
 			startExtension(b, h)
