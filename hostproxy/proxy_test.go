@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/eventhub"
 )
 
@@ -366,44 +365,23 @@ func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 	})
 }
 
-type recordHandler struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (r *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recordHandler) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
-	return nil
-}
-func (r *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *recordHandler) WithGroup(string) slog.Handler      { return r }
-
-func (r *recordHandler) messages() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, rec := range r.records {
-		out = append(out, fmt.Sprintf("%s %s", rec.Level, rec.Message))
-	}
-	return out
-}
-
 func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	h := newFakeHub()
 	h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
 	h.publishErr = errors.New("broker down")
-	logs := &recordHandler{}
-	p := New(Options{Hub: h, Logger: slog.New(logs)})
+	logs, logger := browserbackendtest.NewLogRecorder()
+	p := New(Options{Hub: h, Logger: logger})
 	_, err := p.Request(context.Background(), Req{Method: "Page.navigate"})
 	var e *browserbackend.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, browserbackend.ClassTransport, e.Class)
 	assert.False(t, e.Dispatched)
 	assert.ErrorContains(t, err, "broker down")
-	assert.Contains(t, logs.messages(), "WARN host_browser_request publish failed")
+	recs := logs.Find("host_browser_request publish failed")
+	require.Len(t, recs, 1)
+	assert.Equal(t, slog.LevelWarn, recs[0].Level)
+	assert.Equal(t, "mac", recs[0].Attrs["clientId"])
+	assert.Equal(t, "hostproxy", recs[0].Attrs["module"])
 	assert.Equal(t, 0, p.Tracker().Len())
 }
 
