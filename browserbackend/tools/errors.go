@@ -52,6 +52,9 @@ type Error struct {
 	Op      string
 	Code    string
 	Message string
+	// Backend is the backend that served the call when it failed after
+	// selection ("" when selection itself failed or nothing was sent).
+	Backend browserbackend.Kind
 	Err     error
 }
 

@@ -85,6 +85,10 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 		assert.ErrorIs(t, err, tools.ErrNotFound, "a ref whose node was removed")
 		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#nope"}})
 		assert.ErrorIs(t, err, tools.ErrNotFound)
+		var te *tools.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, browserbackend.KindCDPInspect, te.Backend, "the error names the backend that served the call")
+		assert.Equal(t, "click", te.Op)
 		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: "e99999999"}})
 		assert.ErrorIs(t, err, tools.ErrNotFound)
 		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "##"}})

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -165,7 +166,14 @@ func run[R any, PR interface {
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
-		return zero, wrap(s.op, err)
+		err = wrap(s.op, err)
+		var te *Error
+		if errors.As(err, &te) && te.Backend == "" {
+			cp := *te
+			cp.Backend = call.Backend
+			err = &cp
+		}
+		return zero, err
 	}
 	PR(&res).setCall(call)
 	t.log.Debug("browser tool done", "op", s.op, "mode", mode, "backend", call.Backend,
