@@ -329,6 +329,10 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		CDPSessionID:   req.SessionID,
 		TimeoutSeconds: timeout.Seconds(),
 	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		// Tell the client the deadline that will actually apply.
+		msg.TimeoutSeconds = max(time.Until(dl), time.Millisecond).Seconds()
+	}
 	if len(msg.CDPParams) == 0 || string(msg.CDPParams) == "null" {
 		msg.CDPParams = nil
 	}

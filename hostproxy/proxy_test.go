@@ -452,3 +452,17 @@ func TestTracker_RegisterResolveLookups(t *testing.T) {
 	assert.Equal(t, []string{"2"}, ids(tr.ByConversation("a")))
 	assert.Equal(t, 2, tr.Len())
 }
+
+func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newFakeHub()
+		ext := h.add("ext", eventhub.InterfaceChromeExtension, "", t0)
+		p := newTestProxy(h)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		msg, done := startRequest(t, ctx, p, Req{Method: "X.y"}, ext)
+		assert.Equal(t, 5.0, msg["timeout_seconds"], "the caller's 5 s deadline, not the 30 s default")
+		out := <-done
+		assert.ErrorIs(t, out.err, browserbackend.ErrTimeout)
+	})
+}
