@@ -265,6 +265,10 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 		var out struct {
 			Tab tabInfo `json:"tab"`
 		}
+		// Active: a background tab in a real Chrome produces no frames, so
+		// Page.captureScreenshot and rAF-driven pages would stall in it.
+		// about:blank: the navigation itself then runs through Page.navigate
+		// with its load events, like on every other backend.
 		if err := vellum(ctx, c, methodCreateTab, map[string]any{"url": "about:blank", "active": true}, &out); err != nil {
 			return 0, err
 		}
