@@ -40,7 +40,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 		require.NoError(b, err)
 	}
 	b.StopTimer()
-	var inside, handled []float64
+	var inside, handled, serverSeen, down, up []float64
 	for {
 		select {
 		case id := <-s.ids:
@@ -48,6 +48,14 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 				if p.DurationMs != nil && p.HandledMs != nil {
 					inside = append(inside, *p.DurationMs)
 					handled = append(handled, *p.HandledMs)
+				}
+				if t0, ok := s.created.Load(id); ok && p.ReceivedAt > 0 {
+					ms := func(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
+					down = append(down, p.ReceivedAt-ms(t0.(time.Time)))
+					up = append(up, ms(p.Arrived)-p.PostedAt)
+				}
+				if t0, ok := s.created.Load(id); ok {
+					serverSeen = append(serverSeen, float64(p.Arrived.Sub(t0.(time.Time)).Microseconds())/1000)
 				}
 			}
 			continue
@@ -59,6 +67,14 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
 	b.ReportMetric(median(inside), "debugger-p50-ms")
 	b.ReportMetric(median(handled), "in-extension-p50-ms")
+	// request created → its result post arriving: the hub, SSE, the
+	// extension and the POST, without the selector and proxy around them.
+	b.ReportMetric(median(serverSeen), "publish-to-post-p50-ms")
+	// The same machine's wall clock on both sides (the extension's is
+	// coarsened to 0.1 ms): request created → frame handled in the worker,
+	// and post sent → post arrived.
+	b.ReportMetric(median(down), "sse-down-p50-ms")
+	b.ReportMetric(median(up), "post-up-p50-ms")
 	b.ReportMetric(median(rtt)-median(inside), "relay-overhead-p50-ms")
 	b.ReportMetric(median(direct), "direct-cdp-p50-ms")
 }

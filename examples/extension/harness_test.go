@@ -95,7 +95,11 @@ type resultPost struct {
 	IsError    bool     `json:"isError"`
 	DurationMs *float64 `json:"durationMs"`
 	HandledMs  *float64 `json:"handledMs"`
+	ReceivedAt float64  `json:"receivedAt"` // ms since the Unix epoch (extension clock)
+	PostedAt   float64  `json:"postedAt"`
 	Status     int      `json:"-"`
+	// Arrived is when the post reached the server (before the route ran).
+	Arrived time.Time `json:"-"`
 }
 
 // stack is the reference runtime on a loopback port with a headless Chromium
@@ -112,6 +116,7 @@ type stack struct {
 	results []resultPost
 	posted  chan struct{} // closed and replaced at every recorded post
 	unreg   atomic.Int32  // extension registrations that ended
+	created sync.Map      // request id → time.Time the proxy created it
 }
 
 type stackOptions struct {
@@ -140,6 +145,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		TokenTTL:       o.tokenTTL,
 		NewRequestID: func() string {
 			id := fmt.Sprintf("req-%d", n.Add(1))
+			s.created.Store(id, time.Now())
 			select {
 			case s.ids <- id:
 			default:
@@ -176,13 +182,14 @@ func (s *stack) record(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
+		arrived := time.Now()
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)
 		var p resultPost
 		_ = json.Unmarshal(body, &p)
-		p.Status = sw.status
+		p.Status, p.Arrived = sw.status, arrived
 		s.mu.Lock()
 		s.results = append(s.results, p)
 		close(s.posted)

@@ -325,7 +325,9 @@ async function handleRequest(msg, env) {
   // durationMs: time inside chrome.debugger.sendCommand; handledMs: from
   // the frame's arrival to this post. Both are informative only.
   const handledMs = round(performance.now() - received);
-  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms), handledMs }, 3)
+  const wall = (t) => round(performance.timeOrigin + t);
+  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
+    receivedAt: wall(received), postedAt: wall(performance.now()) }, 3)
     .then(() => { stats.results++; }, () => { stats.resultFailures++; });
 }
 
