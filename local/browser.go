@@ -287,7 +287,7 @@ func (b *Browser) doLaunch() (*state, error) {
 		st.profileDir = abs
 	}
 	fail := func(msg string, err error) (*state, error) {
-		b.teardown(st)
+		_ = b.teardown(st) // leaves nothing running; the launch error is what matters
 		return nil, launchFailed(msg, err)
 	}
 
@@ -392,7 +392,8 @@ func (b *Browser) closeContext(st *state) error {
 // Close releases every page, the browser context and the driver, and removes
 // a temporary profile (LOC-3): when it returns, no Chromium or driver process
 // of this Browser runs. In-flight and later sends fail with ClassClosed. A
-// launch in progress is waited for (at most LaunchTimeout) and then torn down.
+// launch in progress is waited for (the browser start is bounded by
+// LaunchTimeout) and then torn down.
 // Idempotent; safe to call concurrently with everything else.
 func (b *Browser) Close() error {
 	b.mu.Lock()
