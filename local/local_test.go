@@ -304,6 +304,47 @@ func TestTypedCDProtoCallsAndLoadEvent(t *testing.T) {
 	assert.Equal(t, browserbackend.KindLocal, s.Kind())
 }
 
+func TestSubscribeAllEventsAndClosedOnClientClose(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	srv := fixture(t)
+	c := b.Client("events")
+	all, cancelAll := c.Subscribe("") // before the first send: still delivered
+	defer cancelAll()
+	loads, cancelLoads := c.Subscribe("Page.loadEventFired")
+	defer cancelLoads()
+
+	_, err := c.Send(ctx, browserbackend.Command{Method: "Page.enable"})
+	require.NoError(t, err)
+	params, _ := json.Marshal(map[string]string{"url": srv.URL})
+	_, err = c.Send(ctx, browserbackend.Command{Method: "Page.navigate", Params: params})
+	require.NoError(t, err)
+
+	seen := map[string]bool{}
+	for !seen["Page.loadEventFired"] {
+		select {
+		case ev := <-all:
+			seen[ev.Method] = true
+		case <-ctx.Done():
+			t.Fatalf("no load event among %v", seen)
+		}
+	}
+	assert.True(t, seen["Page.frameNavigated"], "the all-events subscription must see every method: %v", seen)
+	select {
+	case ev := <-loads:
+		assert.Equal(t, "Page.loadEventFired", ev.Method)
+		assert.Contains(t, string(ev.Params), "timestamp")
+	case <-ctx.Done():
+		t.Fatal("the method subscription missed the load event")
+	}
+
+	require.NoError(t, c.Close())
+	for range all { // drains what is buffered, then ends: the channel is closed
+	}
+	_, open := <-loads
+	assert.False(t, open)
+}
+
 func TestProtocolErrorsCarryCDPCode(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
 	ctx := testCtx(t)
