@@ -33,17 +33,20 @@ type Client struct {
 	// the candidates. A channel rather than a mutex so waiters honour ctx.
 	walk chan struct{}
 
-	mu       sync.Mutex
-	closed   bool
-	sticky   ScopedClient
-	kind     Kind
-	built    []ScopedClient
-	attempts []Attempt
-	walkFrom int // index in attempts where the current walk began
-	invalid  map[string]bool // flat sessions reported gone (SEL-14)
-	wanted   map[string]bool // event methods subscribed through the client
-	stops    []func()        // backend subscriptions to cancel on Close
-	fwd      sync.WaitGroup  // event forwarders
+	mu     sync.Mutex
+	closed bool
+	sticky ScopedClient
+	// stickyCand is the candidate the sticky backend was built from; its
+	// cooldown key applies to failures after the walk too (SEL-6).
+	stickyCand Candidate
+	kind       Kind
+	built      []ScopedClient
+	attempts   []Attempt
+	walkFrom   int             // index in attempts where the current walk began
+	invalid    map[string]bool // flat sessions reported gone (SEL-14)
+	wanted     map[string]bool // event methods subscribed through the client
+	stops      []func()        // backend subscriptions to cancel on Close
+	fwd        sync.WaitGroup  // event forwarders
 
 	bus EventBus
 }
@@ -131,7 +134,15 @@ func (c *Client) sendSticky(ctx context.Context, b ScopedClient, cmd Command) (j
 	if err == nil {
 		return res, nil
 	}
-	return nil, c.classify(ctx, err, cmd.Method, c.Kind(), true)
+	c.mu.Lock()
+	cand := c.stickyCand
+	c.mu.Unlock()
+	e := c.classify(ctx, err, cmd.Method, cand.Kind, true)
+	// SEL-6: a transport failure after the walk is still a transport
+	// failure of a cooled-down kind of candidate; the next invocation must
+	// skip it.
+	c.sel.recordCooldown(cand, c.inv, e)
+	return nil, e
 }
 
 // classify turns a backend failure into an *Error. A done ctx decides the
@@ -337,7 +348,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 			// rest of the invocation. Dropping it would rebuild (or
 			// relaunch) a backend per failing command, and could move the
 			// invocation to another browser half way through.
-			c.stick(b, cand.Kind, subs)
+			c.stick(b, cand, subs)
 			s.log.Info("candidate answered with a protocol error, backend is now sticky", "candidateKind", cand.Kind,
 				"conversationId", inv.ConversationID, "method", cmd.Method, "cdpCode", ce.CDPCode)
 			if s.hooks.Stick != nil {
@@ -355,7 +366,7 @@ func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, 
 	if s.hooks.AttemptDone != nil {
 		s.hooks.AttemptDone(inv, a, time.Since(start))
 	}
-	c.stick(b, cand.Kind, subs)
+	c.stick(b, cand, subs)
 	s.memo.Set(inv.ConversationID, cand.Kind)
 	s.log.Info("candidate succeeded, backend is now sticky", "candidateKind", cand.Kind,
 		"conversationId", inv.ConversationID, "method", cmd.Method)
@@ -454,14 +465,14 @@ func (c *Client) discard(b ScopedClient) {
 // stick makes b the invocation's backend and starts forwarding the events the
 // client's subscribers asked for: subs, taken before the first command, and a
 // fresh subscription for any method asked for since.
-func (c *Client) stick(b ScopedClient, k Kind, subs []eventSub) {
+func (c *Client) stick(b ScopedClient, cand Candidate, subs []eventSub) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		cancelSubs(subs)
 		return // Close already disposed b
 	}
-	c.sticky, c.kind = b, k
+	c.sticky, c.kind, c.stickyCand = b, cand.Kind, cand
 	have := make(map[string]bool, len(subs))
 	for _, sub := range subs {
 		have[sub.method] = true

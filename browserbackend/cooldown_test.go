@@ -1,6 +1,7 @@
 package browserbackend_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -77,6 +78,29 @@ func TestDesktopAutoCooldownRecordedWhenItWasTheLastCandidate(t *testing.T) {
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.CooldownDesktopAuto))
 		assert.Empty(t, r.plan(macTurn), "the only remaining candidate is cooling down")
+	})
+}
+
+func TestDesktopAutoCooldownRecordedAfterStickyTransportFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig()
+		r.farm.OnBuild(bb.KindCDPInspect, func(string) (*bbt.Backend, error) {
+			return bbt.NewBackend(bb.KindCDPInspect, nil).FailOn(2, unreachable()), nil
+		})
+		r.build(bb.Options{})
+
+		c, err := r.send(t, macTurn)
+		require.NoError(t, err)
+		require.Equal(t, bb.KindCDPInspect, c.Kind())
+		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto))
+
+		// The browser goes away after the walk: the sticky backend's error
+		// is returned as it is, and the cooldown is still recorded.
+		_, err = c.Send(context.Background(), evalCommand)
+		require.ErrorIs(t, err, bb.ErrUnreachable)
+		assert.Equal(t, bb.KindCDPInspect, c.Kind(), "still sticky")
+		assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.CooldownDesktopAuto))
+		assert.Len(t, r.logs.Find("cooldown recorded after transport failure"), 1)
 	})
 }
 
