@@ -248,6 +248,16 @@ func MeasureHubStall(ctx context.Context, events, payload int) (HubStall, error)
 			res.Heap = append(res.Heap, heap())
 		}
 	}
+	// Let the healthy reader finish (it is paced, so it is close behind).
+	timer := time.NewTimer(stepTimeout)
+	defer timer.Stop()
+	for got.Load() < int64(events) {
+		select {
+		case <-progress:
+		case <-timer.C:
+			return res, fmt.Errorf("benchreport: hub stall: the healthy subscriber stopped at %d", got.Load())
+		}
+	}
 	res.Delivered = got.Load()
 	res.Shed = shed.Load()
 	res.ShedAfter = int(shedAt.Load())

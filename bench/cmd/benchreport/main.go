@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,6 +94,7 @@ func run() error {
 	out := flag.String("out", "", "report file (default <root>/BENCHMARKS.md)")
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -121,7 +123,16 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res := &harness.Results{Started: time.Now()}
+	selected := map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			selected[p] = true
+		}
+	}
 	phase := func(name string, f func() error) error {
+		if len(selected) > 0 && !selected[name] {
+			return nil
+		}
 		harness.Progress("phase %s", name)
 		file := filepath.Join(*profiles, name+".pprof")
 		pf, err := os.Create(file)
@@ -139,6 +150,12 @@ func run() error {
 		}
 		if err := f(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+		// Allocation profile (cumulative since the start of the run; read
+		// with -sample_index=alloc_space and compare phases).
+		if af, err := os.Create(filepath.Join(*profiles, name+".allocs.pprof")); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(af, 0)
+			af.Close()
 		}
 		return ctx.Err()
 	}
