@@ -157,8 +157,12 @@ func TestConcurrentInvocationsDoNotSeeEachOthersSelection(t *testing.T) {
 		}
 	}
 	r := newRig(aliceExt, bobMac)
-	r.farm.OnBuild(bb.KindExtension, func(string) (*bbt.Backend, error) { return bbt.NewBackend(bb.KindExtension, hold(bb.KindExtension)), nil })
-	r.farm.OnBuild(bb.KindHostBridge, func(string) (*bbt.Backend, error) { return bbt.NewBackend(bb.KindHostBridge, hold(bb.KindHostBridge)), nil })
+	r.farm.OnBuild(bb.KindExtension, func(string) (*bbt.Backend, error) {
+		return bbt.NewBackend(bb.KindExtension, hold(bb.KindExtension)), nil
+	})
+	r.farm.OnBuild(bb.KindHostBridge, func(string) (*bbt.Backend, error) {
+		return bbt.NewBackend(bb.KindHostBridge, hold(bb.KindHostBridge)), nil
+	})
 	r.build(bb.Options{})
 
 	ca := r.sel.Client(bb.Invocation{ConversationID: "a", ActorPrincipalID: alice})

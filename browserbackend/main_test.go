@@ -97,9 +97,6 @@ func messages(l *bbt.LogRecorder) []string {
 
 func countMsg(l *bbt.LogRecorder, msg string) int { return len(l.Find(msg)) }
 
-
-
-
 // tried renders the attempts past candidate selection (built candidates).
 func tried(as []bb.Attempt) []string {
 	var out []bb.Attempt

@@ -232,7 +232,9 @@ func TestPolicyZeroValueBehavesAsDefault(t *testing.T) {
 
 func TestStickyAfterFirstSuccessReturnsLaterTransportErrorsAsTheyAre(t *testing.T) {
 	ps := fakes(bb.KindExtension, bb.KindCDPInspect, bb.KindLocal)
-	ps[0].NewBackend = func() *bbt.Backend { return bbt.NewBackend(bb.KindExtension, nil).FailOn(2, bbt.TransportErr(bb.CodeUnreachable)) }
+	ps[0].NewBackend = func() *bbt.Backend {
+		return bbt.NewBackend(bb.KindExtension, nil).FailOn(2, bbt.TransportErr(bb.CodeUnreachable))
+	}
 	sel, logs := fakeSelector(bb.Options{}, ps...)
 	c := openClient(t, sel, bb.Invocation{})
 
