@@ -76,6 +76,16 @@ func (c *Client) Kind() Kind {
 	return c.kind
 }
 
+// Backend returns the sticky backend, or nil before the first success. Host
+// apps type-assert it to reach backend-specific details (for example which
+// hub client an extension backend is bound to); commands should still go
+// through the Client.
+func (c *Client) Backend() ScopedClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sticky
+}
+
 // Attempts returns a copy of the attempts made so far, in order.
 func (c *Client) Attempts() []Attempt {
 	c.mu.Lock()

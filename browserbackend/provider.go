@@ -46,8 +46,9 @@ type Candidate struct {
 	// and must honour ctx. A failure is classified like a send failure; a
 	// ClassTransport failure fails over under DefaultPolicy.
 	Build func(ctx context.Context) (ScopedClient, error)
-	// Probe, optional, checks availability without building (SEL-13). It is
-	// used by Selector.Status only.
+	// Probe, optional, checks availability without building (SEL-13), for
+	// status reports such as browserbackend/tools.Status; the walk never
+	// calls it.
 	Probe func(ctx context.Context) error
 	// CooldownKey, when set, makes the selector record a cooldown of
 	// CooldownFor under this key after any transport failure of the candidate
