@@ -237,10 +237,12 @@ func TestStickyAfterFirstSuccessReturnsLaterTransportErrorsAsTheyAre(t *testing.
 	}
 	sel, logs := fakeSelector(bb.Options{}, ps...)
 	c := openClient(t, sel, bb.Invocation{})
+	assert.Nil(t, c.Backend(), "nothing is sticky before the first command")
 
 	_, err := c.Send(context.Background(), evalCommand)
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindExtension, c.Kind())
+	assert.Same(t, ps[0].Backends()[0], c.Backend())
 
 	_, err = c.Send(context.Background(), bb.Command{Method: "Page.navigate"})
 	require.ErrorIs(t, err, bb.ErrTransport)
