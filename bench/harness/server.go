@@ -106,7 +106,10 @@ func (s *Server) Close() {
 
 func (s *Server) recordDurations(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != hostproxy.PathResult || !s.record.Load() {
+		// Only the extension reports timings; the bridges' posts (client ids
+		// "bench-…") pass untouched.
+		if r.URL.Path != hostproxy.PathResult || !s.record.Load() ||
+			strings.HasPrefix(r.Header.Get(hostproxy.HeaderClientID), "bench-") {
 			h.ServeHTTP(w, r)
 			return
 		}
