@@ -37,9 +37,10 @@ var discard = slog.New(slog.DiscardHandler)
 
 // Server is the assistant-runtime side of the extension and host-bridge
 // paths, composed like examples/server/runtime (pairing, auth middleware,
-// hub, proxy) but without the HUB-6 rate limiter: its loopback budget of
-// 1200 requests a minute would throttle a benchmark that posts thousands of
-// results. It listens on 127.0.0.1 only.
+// hub, proxy) but without the HUB-6 rate limiter (and the auth.Identify step
+// that only feeds it): its loopback budget of 1200 requests a minute would
+// throttle a benchmark that posts thousands of results. It listens on
+// 127.0.0.1 only.
 type Server struct {
 	Hub   *eventhub.InProcess
 	Proxy *hostproxy.Proxy
@@ -81,7 +82,10 @@ func StartServer() (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/pair", a.PairHandler())
 	mux.Handle("POST /v1/pair/refresh", a.RefreshHandler())
-	protected := a.Identify(a.Middleware(authed))
+	// The reference runtime puts a.Identify and the rate limiter in front of
+	// Middleware; without the limiter Identify has no job (and would verify
+	// every token a second time), so the chain here is Middleware alone.
+	protected := a.Middleware(authed)
 	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
 		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
 		mux.Handle(p, protected)
