@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -94,6 +95,7 @@ func run() error {
 	out := flag.String("out", "", "report file (default <root>/BENCHMARKS.md)")
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
+	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
 	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub); default all")
 	flag.Parse()
 	if *root == "" {
@@ -118,6 +120,18 @@ func run() error {
 	}
 	if err := os.MkdirAll(*profiles, 0o755); err != nil {
 		return err
+	}
+
+	if *from != "" {
+		data, err := os.ReadFile(*from)
+		if err != nil {
+			return err
+		}
+		var res harness.Results
+		if err := json.Unmarshal(data, &res); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+		return write(&res, *root, *out)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -222,18 +236,13 @@ func run() error {
 	}
 	res.Machine.LoadEnd = harness.LoadAvg()
 	res.Took = time.Since(res.Started)
-	if a, err := os.ReadFile(filepath.Join(*root, "bench", "ANALYSIS.md")); err == nil {
-		res.Analysis = string(a)
+	if data, err := json.MarshalIndent(res, "", " "); err == nil {
+		_ = os.WriteFile(filepath.Join(*profiles, "results.json"), data, 0o644)
 	}
-	f, err := os.Create(*out)
-	if err != nil {
+	if err := write(res, *root, *out); err != nil {
 		return err
 	}
-	res.Render(f)
-	if err := f.Close(); err != nil {
-		return err
-	}
-	harness.Progress("wrote %s in %s", *out, res.Took.Round(time.Second))
+	harness.Progress("wrote %s in %s (raw results: %s)", *out, res.Took.Round(time.Second), filepath.Join(*profiles, "results.json"))
 	for _, t := range res.Targets() {
 		mark := "MISSED"
 		if t.Met {
@@ -242,4 +251,18 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "  [%s] %s: %s\n", mark, t.Goal, t.Measured)
 	}
 	return nil
+}
+
+// write renders res (with the current bench/ANALYSIS.md) to out.
+func write(res *harness.Results, root, out string) error {
+	res.Analysis = ""
+	if a, err := os.ReadFile(filepath.Join(root, "bench", "ANALYSIS.md")); err == nil {
+		res.Analysis = string(a)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	res.Render(f)
+	return f.Close()
 }
