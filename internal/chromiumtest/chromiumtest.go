@@ -15,11 +15,12 @@ import (
 	"time"
 )
 
-// DefaultPath is the Chromium binary used when CHROMIUM_PATH is unset.
+// DefaultPath is the Chromium binary used when BROWSERCHAIN_CHROMIUM is unset.
 const DefaultPath = "/usr/bin/chromium"
 
-// PathEnv names the environment variable that overrides DefaultPath.
-const PathEnv = "CHROMIUM_PATH"
+// PathEnv names the environment variable that overrides DefaultPath; the
+// local backend honours the same variable.
+const PathEnv = "BROWSERCHAIN_CHROMIUM"
 
 // StartTimeout bounds how long Start waits for DevToolsActivePort.
 const StartTimeout = 30 * time.Second
@@ -51,7 +52,7 @@ var BaseArgs = []string{
 	"--hide-scrollbars",
 }
 
-// Path returns the Chromium binary: $CHROMIUM_PATH, or DefaultPath.
+// Path returns the Chromium binary: $BROWSERCHAIN_CHROMIUM, or DefaultPath.
 func Path() string {
 	if p := os.Getenv(PathEnv); p != "" {
 		return p

@@ -1,7 +1,7 @@
 // Package chromiumtest starts real headless Chromium for tests and makes
 // sure it never outlives them.
 //
-// Start launches $CHROMIUM_PATH (default /usr/bin/chromium) with
+// Start launches $BROWSERCHAIN_CHROMIUM (default /usr/bin/chromium) with
 // --remote-debugging-port=0, a fresh user-data dir and the quiet-start flags
 // of SPEC §1, in its own process group with Pdeathsig SIGKILL. It reads the
 // port and browser WebSocket path from <user-data-dir>/DevToolsActivePort
