@@ -182,7 +182,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: warm host-bridge: %w", err)
 	}
-	add(ColdResult{Name: ColdBridgeWarm, Note: "Selector → host-bridge provider → bridge already connected", D: d})
+	add(ColdResult{Name: ColdBridgeWarm, Note: "Selector → host-bridge provider → bridge already connected", Baseline: ColdRaw, D: d})
 
 	// extension: a new browser with the extension per sample.
 	Progress("cold start: extension")
@@ -218,7 +218,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: cold extension: %w", err)
 	}
-	add(ColdResult{Name: ColdExtension, Note: "a new Chromium loading the extension; includes pairing", D: d, Parts: parts})
+	add(ColdResult{Name: ColdExtension, Note: "a new Chromium loading the extension; includes pairing", Baseline: ColdRaw, D: d, Parts: parts})
 
 	Progress("cold start: extension warm")
 	esel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts)}})
@@ -231,7 +231,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: warm extension: %w", err)
 	}
-	add(ColdResult{Name: ColdExtNewConv, Note: "the extension opens a tab and attaches chrome.debugger", D: d})
+	add(ColdResult{Name: ColdExtNewConv, Note: "the extension opens a tab and attaches chrome.debugger", Baseline: ColdRaw, D: d})
 	d, err = timeN(n.Fast, func(i int) (time.Duration, error) {
 		t0 := time.Now()
 		c := esel.Client(w.Server.Invocation("bench-ext-sel", eventhub.InterfaceMacOS))
@@ -241,7 +241,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: warm extension: %w", err)
 	}
-	add(ColdResult{Name: ColdExtSameConv, Note: "the conversation's tab is attached already", D: d})
+	add(ColdResult{Name: ColdExtSameConv, Note: "the conversation's tab is attached already", Baseline: ColdRaw, D: d})
 
 	// local: a new Browser per sample (driver + Chromium launch).
 	Progress("cold start: local")
@@ -254,7 +254,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: cold local: %w", err)
 	}
-	add(ColdResult{Name: ColdLocal, Note: "local.New → first Send: Playwright driver (Node) + persistent context + page", D: d})
+	add(ColdResult{Name: ColdLocal, Note: "local.New → first Send: Playwright driver (Node) + persistent context + page", Baseline: ColdRaw, D: d})
 
 	Progress("cold start: local warm")
 	d, err = timeN(n.Fast, func(int) (time.Duration, error) {
@@ -266,7 +266,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: warm local: %w", err)
 	}
-	add(ColdResult{Name: ColdLocalSame, Note: "browser running, the conversation's page open", D: d})
+	add(ColdResult{Name: ColdLocalSame, Note: "browser running, the conversation's page open", Baseline: ColdRaw, D: d})
 	d, err = timeN(n.Fast, func(i int) (time.Duration, error) {
 		// local keeps a spare page ready for the next new conversation and
 		// refills it in the background after one is taken; samples are
@@ -283,7 +283,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	if err != nil {
 		return nil, fmt.Errorf("benchreport: warm local: %w", err)
 	}
-	add(ColdResult{Name: ColdLocalNewConv, Note: fmt.Sprintf("browser running; takes the spare page (samples %s apart)", localSpareGap), D: d})
+	add(ColdResult{Name: ColdLocalNewConv, Note: fmt.Sprintf("browser running; takes the spare page (samples %s apart)", localSpareGap), Baseline: ColdRaw, D: d})
 	return out, nil
 }
 

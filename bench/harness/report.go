@@ -261,10 +261,10 @@ func (r *Results) Render(out io.Writer) {
 			"answer to `Runtime.evaluate 1+1`.\n\n")
 		p("| start | n | median | p99 | vs baseline | what it includes |\n|---|---|---|---|---|---|\n")
 		for _, c := range r.Cold {
-			rel := "—"
+			rel := "×1.00 (baseline)"
 			if c.Baseline != "" {
 				if bc := r.cold(c.Baseline); bc != nil {
-					rel = ratio(float64(c.D.Median()), float64(bc.D.Median())) + " of raw"
+					rel = ratio(float64(c.D.Median()), float64(bc.D.Median()))
 				}
 			}
 			p("| %s | %d | %s | %s | %s | %s |\n", c.Name, len(c.D), ms(c.D.Median()), ms(c.D.P99()), rel, c.Note)
@@ -274,7 +274,9 @@ func (r *Results) Render(out io.Writer) {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				p("| ↳ %s | %d | %s | %s | | |\n", k, len(c.Parts[k]), ms(c.Parts[k].Median()), ms(c.Parts[k].P99()))
+				share := float64(c.Parts[k].Median()) / float64(c.D.Median()) * 100
+				p("| ↳ %s | %d | %s | %s | %.0f %% of the row's median | part of the row above |\n", k, len(c.Parts[k]),
+					ms(c.Parts[k].Median()), ms(c.Parts[k].P99()), share)
 			}
 		}
 		p("\n")
