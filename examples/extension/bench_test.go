@@ -25,8 +25,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 	s.waitExtension(b)
 	c := s.rt.Selector.Client(s.invocation("bench"))
 	defer c.Close()
-	var created struct{ Tab tab }
-	send(b, c, "Vellum.createTab", map[string]any{"url": fx.page("bench")}, &created)
+	created := openPage(b, c, fx.page("bench"))
 	params := map[string]any{"expression": "1+1", "returnByValue": true}
 	send(b, c, "Runtime.evaluate", params, nil) // attach and warm up
 
@@ -63,7 +62,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 		}
 		break
 	}
-	direct := directEvaluate(b, s, created.Tab.ID, b.N)
+	direct := directEvaluate(b, s, created.ID, b.N)
 	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
 	b.ReportMetric(median(inside), "debugger-p50-ms")
 	b.ReportMetric(median(handled), "in-extension-p50-ms")

@@ -47,14 +47,28 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 	require.NotZero(t, created.Tab.ID)
 	require.NotEmpty(t, s.logs.matching("candidate succeeded, backend is now sticky", "candidateKind=extension"))
 
-	loads, stop := c.Events("Page.loadEventFired")
+	events, stop := c.Events("")
 	defer stop()
 	send(t, c, "Page.enable", nil, nil)
 	send(t, c, "Page.navigate", map[string]any{"url": fx.page("second")}, nil)
-	select {
-	case <-loads:
-	case <-timeout():
-		t.Fatal("no Page.loadEventFired was forwarded")
+	// The first page may still be loading: wait for the main frame to
+	// navigate to the second page, then for the load event after it.
+	for navigated, loaded := false, false; !loaded; {
+		select {
+		case ev := <-events:
+			switch ev.Method {
+			case "Page.frameNavigated":
+				var p struct {
+					Frame struct{ ParentID, URL string }
+				}
+				require.NoError(t, json.Unmarshal(ev.Params, &p))
+				navigated = navigated || (p.Frame.ParentID == "" && strings.HasSuffix(p.Frame.URL, "/page/second"))
+			case "Page.loadEventFired":
+				loaded = navigated
+			}
+		case <-timeout():
+			t.Fatal("no Page.frameNavigated + Page.loadEventFired were forwarded")
+		}
 	}
 
 	var ev struct {
@@ -119,7 +133,7 @@ func TestCancelledRequestWhileExtensionRunsItGetsNoResultPost(t *testing.T) {
 	s.waitExtension(t)
 	c := s.rt.Selector.Client(s.invocation("conv-cancel"))
 	defer c.Close()
-	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("cancel")}, nil)
+	openPage(t, c, fx.page("cancel"))
 
 	s.drainIDs()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,7 +163,7 @@ func TestResultFromAnotherClientOrActorIsForbiddenAndTheRightAnswerCompletes(t *
 	ext := s.waitExtension(t)
 	c := s.rt.Selector.Client(s.invocation("conv-forge"))
 	defer c.Close()
-	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("forge")}, nil)
+	openPage(t, c, fx.page("forge"))
 
 	s.drainIDs()
 	res := sendAsync(context.Background(), c, "Runtime.evaluate", fx.gatedEval("forge", 7))
@@ -204,7 +218,7 @@ func TestBrowserKilledMidRequestFailsAtOnceAndNextInvocationFallsBack(t *testing
 
 	c := s.rt.Selector.Client(s.invocation("conv-kill"))
 	defer c.Close()
-	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("kill")}, nil)
+	openPage(t, c, fx.page("kill"))
 	require.Equal(t, browserbackend.KindExtension, c.Kind())
 
 	res := sendAsync(context.Background(), c, "Runtime.evaluate", fx.gatedEval("kill", 1))
@@ -248,10 +262,8 @@ func TestCommandSucceedsAfter40sIdleWithNoDebuggerAttached(t *testing.T) {
 	s.waitExtension(t)
 
 	c := s.rt.Selector.Client(s.invocation("conv-idle"))
-	var created struct{ Tab tab }
-	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("idle")}, &created)
-	send(t, c, "Runtime.evaluate", map[string]any{"expression": "1"}, nil)
-	send(t, c, "Vellum.detach", map[string]any{"tabId": created.Tab.ID}, nil)
+	created := openPage(t, c, fx.page("idle"))
+	send(t, c, "Vellum.detach", map[string]any{"tabId": created.ID}, nil)
 	c.Close()
 
 	// The behaviour under test is the passage of time itself: Chrome kills an
@@ -347,9 +359,7 @@ func TestFlatChildSessionsRunCommandsAndAreInvalidatedWithTheirTab(t *testing.T)
 	// localhost and 127.0.0.1 are different sites, so the frame is an
 	// out-of-process iframe with a target of its own.
 	child := strings.Replace(fx.page("child"), "127.0.0.1", "localhost", 1)
-	var created struct{ Tab tab }
-	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("parent") + "?frame=" + url.QueryEscape(child)}, &created)
-	send(t, c, "Runtime.evaluate", map[string]any{"expression": `new Promise((r) => document.readyState === 'complete' ? r() : addEventListener('load', r))`, "awaitPromise": true}, nil)
+	created := openPage(t, c, fx.page("parent")+"?frame="+url.QueryEscape(child))
 
 	attached, stop := c.Events("Target.attachedToTarget")
 	defer stop()
@@ -385,7 +395,7 @@ func TestFlatChildSessionsRunCommandsAndAreInvalidatedWithTheirTab(t *testing.T)
 
 	invalidated, stopInv := c.Events(browserbackend.MethodTargetDetached)
 	defer stopInv()
-	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.Tab.ID}, nil)
+	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.ID}, nil)
 	for gone := false; !gone; {
 		select {
 		case ev := <-invalidated:

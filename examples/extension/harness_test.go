@@ -610,3 +610,36 @@ func (s *stack) waitGone(t testing.TB, clientID string) {
 	t.Helper()
 	waitClosed(t, s.rt.Hub.Gone(clientID), "the client to disconnect")
 }
+
+// openPage opens a dedicated tab with Vellum.createTab and loads u in it,
+// returning once the main frame has navigated to u and fired its load event
+// (observed through the forwarded CDP events, so no command runs in a
+// document that is about to be replaced).
+func openPage(t testing.TB, c *browserbackend.Client, u string) tab {
+	t.Helper()
+	events, stop := c.Events("")
+	defer stop()
+	var created struct{ Tab tab }
+	send(t, c, "Vellum.createTab", map[string]any{"url": "about:blank"}, &created)
+	send(t, c, "Page.enable", nil, nil)
+	send(t, c, "Page.navigate", map[string]any{"url": u}, nil)
+	for navigated := false; ; {
+		select {
+		case ev := <-events:
+			switch ev.Method {
+			case "Page.frameNavigated":
+				var p struct {
+					Frame struct{ ParentID, URL string }
+				}
+				require.NoError(t, json.Unmarshal(ev.Params, &p))
+				navigated = navigated || (p.Frame.ParentID == "" && p.Frame.URL == u)
+			case "Page.loadEventFired":
+				if navigated {
+					return created.Tab
+				}
+			}
+		case <-timeout():
+			t.Fatalf("%s did not load", u)
+		}
+	}
+}
