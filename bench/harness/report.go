@@ -257,9 +257,10 @@ func (r *Results) Render(out io.Writer) {
 	// 4. cold start.
 	if len(r.Cold) > 0 {
 		p("## 4. Cold start to the first answer\n\n")
-		p("Each row starts from nothing of its own (a new connection, bridge, browser or driver) and ends at the " +
-			"answer to `Runtime.evaluate 1+1`.\n\n")
-		p("| start | n | median | p99 | vs baseline | what it includes |\n|---|---|---|---|---|---|\n")
+		p("Each row starts from nothing of its own (a new connection, bridge, browser or driver; for the warm rows a " +
+			"new invocation) and ends at the answer to `Runtime.evaluate 1+1`; closing what it opened is not timed. " +
+			"Baseline: the raw CDP cold start (dial, attach, evaluate) on the running browser.\n\n")
+		p("| start | n | median | p99 | median vs raw cold start | what it includes |\n|---|---|---|---|---|---|\n")
 		for _, c := range r.Cold {
 			rel := "×1.00 (baseline)"
 			if c.Baseline != "" {
