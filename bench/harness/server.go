@@ -90,7 +90,10 @@ func StartServer() (*Server, error) {
 		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
-	s.srv, err = loopbackServer(s.recordDurations(mux))
+	top := s.recordDurations(mux)
+	mux.Handle("GET "+ProtoResultPath, s.protoResultHandler(top))
+	mux.Handle("GET "+ProtoEventsPath, s.protoEventsHandler(top))
+	s.srv, err = loopbackServer(top)
 	if err != nil {
 		s.Proxy.Close()
 		s.Hub.Close()

@@ -61,6 +61,8 @@ type World struct {
 
 	// pageTarget is the tab the CDP paths share (the one cdp-inspect picked).
 	pageTarget string
+	// protoClosers release the prototype (see StartProto).
+	protoClosers []func()
 
 	closers []func()
 }
@@ -128,6 +130,7 @@ func (w *World) start(ctx context.Context) (err error) {
 
 // Close releases everything NewWorld started, in reverse order.
 func (w *World) Close() {
+	w.CloseProto()
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}
