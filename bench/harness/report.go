@@ -67,23 +67,23 @@ func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecon
 // the 50 % checkpoint to the largest later one, after the replay ring and the
 // stalled subscriber's queue have filled) and that growth as a share of the
 // bytes published in the second half (1.0 would be a hub that keeps
-// everything), plus the plateau: the largest checkpoint over the first.
-func (s HubStall) StallGrowth() (growth, share, plateau float64) {
+// everything), plus the lowest and highest checkpoint of the whole run.
+func (s HubStall) StallGrowth() (growth, share, lo, hi float64) {
 	if len(s.Heap) < 3 {
-		return math.NaN(), math.NaN(), math.NaN()
+		return math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	}
 	mid := len(s.Heap) / 2
 	peak := s.Heap[mid]
 	for _, h := range s.Heap[mid:] {
 		peak = max(peak, h)
 	}
-	top := s.Heap[0]
+	lo, hi = s.Heap[0], s.Heap[0]
 	for _, h := range s.Heap {
-		top = max(top, h)
+		lo, hi = min(lo, h), max(hi, h)
 	}
 	step := float64(max(s.Events/20, 1))
 	published := float64(len(s.Heap)-1-mid) * step * float64(s.PayloadBytes)
-	return peak - s.Heap[mid], (peak - s.Heap[mid]) / published, top - s.Heap[0]
+	return peak - s.Heap[mid], (peak - s.Heap[mid]) / published, lo, hi
 }
 
 // Targets evaluates the goals of issue 7.
@@ -133,10 +133,11 @@ func (r *Results) Targets() []Target {
 		}
 	}
 	if len(r.Stall.Heap) > 2 {
-		g, share, plateau := r.Stall.StallGrowth()
+		g, share, lo, hi := r.Stall.StallGrowth()
 		ts = append(ts, Target{"hub memory flat while a subscriber stalls",
-			fmt.Sprintf("second half of the run: heap %+.1f MiB while %s were published (%.2f %%); bounded plateau +%s over the start; stalled subscriber shed: %v",
-				g/(1<<20), mib(float64(r.Stall.Events/2)*float64(r.Stall.PayloadBytes)), share*100, mib(plateau), r.Stall.Shed != nil),
+			fmt.Sprintf("second half of the run: heap %+.1f MiB while %s were published (%.2f %%); whole run within %s–%s while %s were published; stalled subscriber shed: %v",
+				g/(1<<20), mib(float64(r.Stall.Events/2)*float64(r.Stall.PayloadBytes)), share*100, mib(lo), mib(hi),
+				mib(float64(r.Stall.Events)*float64(r.Stall.PayloadBytes)), r.Stall.Shed != nil),
 			share < 0.02})
 	}
 	if c := r.cold(ColdLocalSame); c != nil {
@@ -305,7 +306,7 @@ func (r *Results) Render(out io.Writer) {
 		}
 		s := r.Stall
 		if len(s.Heap) > 0 {
-			g, share, plateau := s.StallGrowth()
+			g, share, lo, hi := s.StallGrowth()
 			p("\n**One subscriber stalls.** %d events of %s each (%s in all) published to a conversation with one healthy "+
 				"reader and one that stops reading after its first heartbeat (4 KiB socket receive buffer); hub defaults "+
 				"(queue 256 events, write timeout 10 s). Heap objects after a GC at every 5 %% of the run:\n\n",
@@ -322,9 +323,10 @@ func (r *Results) Render(out io.Writer) {
 			for _, h := range s.Heap {
 				p("%s | ", mib(h))
 			}
-			p("\n\nThe heap rises once by %s (the replay ring, bounded at %d events / 8 MiB, and the stalled stream's queue "+
-				"until it is shed) and then stays put: over the second half of the run it changed by %+.2f MiB while %s were "+
-				"published (%.2f %%). ", mib(plateau), 1024, g/(1<<20), mib(float64(s.Events/2)*float64(s.PayloadBytes)), share*100)
+			p("\n\nOver the whole run the heap stayed between %s and %s (what the hub holds is bounded: the replay ring, at "+
+				"most 1024 events / 8 MiB, and the stalled stream's queue of 256 events until it is shed); over the second "+
+				"half it changed by %+.2f MiB while %s were published (%.2f %%). ", mib(lo), mib(hi), g/(1<<20),
+				mib(float64(s.Events/2)*float64(s.PayloadBytes)), share*100)
 			if s.Shed != nil {
 				p("The stalled subscriber was shed (`%s`) after ≈%d events had been published, with %d events delivered "+
 					"to it and %d still queued; the healthy subscriber read %d of %d.\n\n",

@@ -89,10 +89,10 @@ func TestStallGrowthSeesAFlatAndAGrowingHeap(t *testing.T) {
 		flat.Heap = append(flat.Heap, h)
 		growing.Heap = append(growing.Heap, 20*(1<<20)+float64(i*100*8192)) // keeps every event
 	}
-	if _, share, _ := flat.StallGrowth(); share > 0.001 {
+	if _, share, _, _ := flat.StallGrowth(); share > 0.001 {
 		t.Errorf("flat heap: share %.3f, want ≈ 0", share)
 	}
-	if _, share, _ := growing.StallGrowth(); share < 0.99 {
+	if _, share, _, _ := growing.StallGrowth(); share < 0.99 {
 		t.Errorf("growing heap: share %.3f, want ≈ 1", share)
 	}
 }

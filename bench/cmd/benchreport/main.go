@@ -227,6 +227,12 @@ func run() error {
 		return err
 	}
 	err = phase("hub", func() error {
+		// The stall first, while the process holds nothing else.
+		harness.Progress("hub: stalled subscriber")
+		var err error
+		if res.Stall, err = harness.MeasureHubStall(ctx, n.stallEvents, 8192); err != nil {
+			return err
+		}
 		for _, subs := range []int{1, 10, 100} {
 			harness.Progress("hub: %d subscribers", subs)
 			h, err := harness.MeasureHubThroughput(ctx, subs, n.hub[subs])
@@ -235,10 +241,7 @@ func run() error {
 			}
 			res.Hub = append(res.Hub, h)
 		}
-		harness.Progress("hub: stalled subscriber")
-		var err error
-		res.Stall, err = harness.MeasureHubStall(ctx, n.stallEvents, 8192)
-		return err
+		return nil
 	})
 	if err != nil {
 		return err
