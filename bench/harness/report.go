@@ -252,7 +252,8 @@ func (r *Results) Render(out io.Writer) {
 		p("## 3. Failover: time to the first answer\n\n")
 		p("A fresh invocation (new Selector, new Client, macos turn) whose chain is [desktop-auto cdp-inspect at "+
 			"127.0.0.1:<port>, fallback]. The fallback is an already connected cdp-inspect session on the same browser "+
-			"(its Build returns at once), so the figure is the failed candidate's cost plus one round trip. Probe timeout "+
+			"(its Build returns at once; it is registered under the kind `local` so the attempts tell the two candidates "+
+			"apart), so the figure is the failed candidate's cost plus one round trip. Probe timeout "+
 			"%s (SEL-12 default). Baseline: the fallback alone.\n\n", ms(ProbeTimeout))
 		p("| scenario | n | median | p99 | Δ median vs baseline | vs baseline | attempts (last sample) |\n|---|---|---|---|---|---|---|\n")
 		for _, f := range r.Failover {
