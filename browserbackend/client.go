@@ -599,7 +599,7 @@ func (c *Client) Events(method string) (<-chan Event, func()) {
 // Subscribe implements cdp.Session: it returns the params of the events of
 // method as raw JSON. See Events for delivery rules.
 func (c *Client) Subscribe(method string) (<-chan jsonv2.Value, func()) {
-	return rawEvents(c, method, "")
+	return rawEvents(c.Events, method, "")
 }
 
 // Close implements ScopedClient: it closes every backend the invocation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -50,11 +51,43 @@ func (v *SessionView) Call(ctx context.Context, method string, params, result an
 
 // Subscribe implements cdp.Session: events of method on the bound session.
 func (v *SessionView) Subscribe(method string) (<-chan jsonv2.Value, func()) {
-	return rawEvents(v.c, method, v.sessionID)
+	return rawEvents(v.c.Events, method, v.sessionID)
+}
+
+// AsSession adapts any ScopedClient to cdproto's cdp.Session, so typed
+// cdproto commands run on a backend used without a Selector. Commands carry
+// sessionID when it is non-empty. Subscribe delivers events only when sc also
+// implements EventSource (otherwise the channel stays open and empty until
+// cancel), filtered to sessionID when it is non-empty. A *Client and a
+// *SessionView already are cdp.Sessions.
+func AsSession(sc ScopedClient, sessionID string) cdp.Session {
+	s := scopedSession{sc: sc, sessionID: sessionID}
+	if es, ok := sc.(EventSource); ok {
+		s.events = es.Subscribe
+	}
+	return s
+}
+
+type scopedSession struct {
+	sc        ScopedClient
+	sessionID string
+	events    func(method string) (<-chan Event, func())
+}
+
+func (s scopedSession) Call(ctx context.Context, method string, params, result any) error {
+	return call(ctx, s.sc, Command{Method: method, SessionID: s.sessionID}, params, result)
+}
+
+func (s scopedSession) Subscribe(method string) (<-chan jsonv2.Value, func()) {
+	if s.events == nil {
+		out := make(chan jsonv2.Value)
+		return out, sync.OnceFunc(func() { close(out) })
+	}
+	return rawEvents(s.events, method, s.sessionID)
 }
 
 // call marshals params, sends, and unmarshals the result (cdp.Session.Call).
-func call(ctx context.Context, c *Client, cmd Command, params, result any) error {
+func call(ctx context.Context, sc ScopedClient, cmd Command, params, result any) error {
 	if params != nil {
 		if _, empty := params.(cdp.Empty); !empty {
 			raw, err := jsonv2.Marshal(params)
@@ -67,7 +100,7 @@ func call(ctx context.Context, c *Client, cmd Command, params, result any) error
 			}
 		}
 	}
-	res, err := c.Send(ctx, cmd)
+	res, err := sc.Send(ctx, cmd)
 	if err != nil {
 		return err
 	}
@@ -78,17 +111,22 @@ func call(ctx context.Context, c *Client, cmd Command, params, result any) error
 		return nil
 	}
 	if err := jsonv2.Unmarshal(res, result); err != nil {
-		return &Error{Class: ClassProtocol, Code: CodeInvalidResponse, Method: cmd.Method, Backend: c.Kind(),
+		e := &Error{Class: ClassProtocol, Code: CodeInvalidResponse, Method: cmd.Method,
 			Message: fmt.Sprintf("cannot decode result of %s", cmd.Method), Err: err}
+		if c, ok := sc.(interface{ Kind() Kind }); ok {
+			e.Backend = c.Kind()
+		}
+		return e
 	}
 	return nil
 }
 
-// rawEvents adapts Client.Events to cdp.Session's Subscribe: it forwards the
-// params of matching events (optionally only one session's) to a buffered
-// channel, dropping when the reader lags, until cancel or Close.
-func rawEvents(c *Client, method, sessionID string) (<-chan jsonv2.Value, func()) {
-	in, cancel := c.Events(method)
+// rawEvents adapts an event subscription to cdp.Session's Subscribe: it
+// forwards the params of matching events (optionally only one session's) to a
+// buffered channel, dropping when the reader lags, until cancel or the source
+// closes.
+func rawEvents(subscribe func(string) (<-chan Event, func()), method, sessionID string) (<-chan jsonv2.Value, func()) {
+	in, cancel := subscribe(method)
 	out := make(chan jsonv2.Value, DefaultEventBuffer)
 	go func() {
 		defer close(out)
