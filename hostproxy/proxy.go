@@ -385,13 +385,22 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 }
 
 // abandon resolves the pending entry. When the result route got there first
-// (it resolved the entry and is delivering), it waits for that result and
-// returns it with ok true.
+// it returns that result with ok true. deliver resolves and sends under p.mu,
+// so once abandon holds p.mu a delivered result is already in w.ch; an entry
+// resolved by someone else (Tracker.Resolve called by the host app) yields
+// ok false instead of a wait that never ends.
 func (p *Proxy) abandon(id string, w *waiter) (ResultBody, bool) {
 	if _, ok := p.tracker.Resolve(id); ok {
 		return ResultBody{}, false
 	}
-	return <-w.ch, true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case res := <-w.ch:
+		return res, true
+	default:
+		return ResultBody{}, false
+	}
 }
 
 // cancel tells the target client, and only it, to stop working on id.
@@ -407,14 +416,23 @@ func (p *Proxy) cancel(id, clientID, why string) {
 	p.log.Debug("host_browser_cancel sent", "requestId", id, "clientId", clientID, "why", why)
 }
 
-// deliver hands an accepted result to its waiter, if this proxy has one.
-func (p *Proxy) deliver(res ResultBody) {
+// deliver resolves the pending entry and hands res to its waiter, both under
+// p.mu, and reports whether it did. Without a waiter in this Proxy (the entry
+// belongs to another Proxy sharing the Tracker, or its caller has not yet
+// installed the waiter) nothing is resolved: resolving it here would lose
+// the result and leave the real caller blocked in abandon.
+func (p *Proxy) deliver(res ResultBody) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	w := p.waiters[res.RequestID]
-	p.mu.Unlock()
-	if w != nil {
-		w.ch <- res // buffered 1, and the tracker lets only one post through
+	if w == nil {
+		return false
 	}
+	if _, ok := p.tracker.Resolve(res.RequestID); !ok {
+		return false
+	}
+	w.ch <- res // buffered 1, and the tracker lets only one post through
+	return true
 }
 
 // classify turns a client's result into the CDP result or a typed error

@@ -79,7 +79,9 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 //   - 409: the pending interaction is not host_browser;
 //   - 413: body larger than Options.MaxBodyBytes.
 //
-// A rejected post leaves the request pending. An accepted post counts as
+// A rejected post leaves the request pending. A request this Proxy has no
+// caller waiting for (one registered by another Proxy sharing the Tracker)
+// is answered 404 and left pending. An accepted post counts as
 // activity of the client (Hub.Touch, HUB-5).
 func (p *Proxy) ResultHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -126,11 +128,10 @@ func (p *Proxy) ResultHandler() http.Handler {
 				return
 			}
 		}
-		if _, ok := p.tracker.Resolve(body.RequestID); !ok {
+		if !p.deliver(body) {
 			writeError(w, http.StatusNotFound, "unknown_request", "no pending request %q (unknown or already answered)", body.RequestID)
 			return
 		}
-		p.deliver(body)
 		if clientID != "" {
 			p.hub.Touch(clientID)
 		}

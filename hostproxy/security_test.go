@@ -1,0 +1,72 @@
+package hostproxy
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+)
+
+// A result posted to a Proxy that has no caller waiting for that request
+// (here: a second Proxy sharing the Tracker, or a post racing the request's
+// own registration) must be refused and leave the request pending. Before
+// the fix it was answered 200, resolved the shared entry, reached nobody, and
+// the real caller then blocked forever past its deadline.
+func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	tr := &Tracker{}
+	owner := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr})
+	other := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr})
+
+	msg, done := startRequest(t, context.Background(), owner, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
+	id := msg["requestId"].(string)
+	ok := ResultBody{RequestID: id, Content: `{"frameId":"F"}`}
+
+	rec := postResult(other, "ext", "alice", ok)
+	assert.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
+	_, pending := tr.Get(id)
+	require.True(t, pending, "a refused post must not consume the request")
+
+	rec = postResult(owner, "ext", "alice", ok)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	guard := time.NewTimer(20 * time.Second) // only against a hang
+	defer guard.Stop()
+	select {
+	case out := <-done:
+		require.NoError(t, out.err)
+		assert.JSONEq(t, `{"frameId":"F"}`, string(out.res))
+	case <-guard.C:
+		t.Fatal("the request never returned")
+	}
+}
+
+// A pending entry resolved by the host app through the shared Tracker (for
+// example when it drops a conversation) must not make the caller wait
+// forever once its context ends: it gets the aborted error.
+func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	p := newTestProxy(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
+	_, ok := p.Tracker().Resolve(msg["requestId"].(string))
+	require.True(t, ok)
+	cancel()
+	guard := time.NewTimer(20 * time.Second) // only against a hang
+	defer guard.Stop()
+	select {
+	case out := <-done:
+		var e *browserbackend.Error
+		require.ErrorAs(t, out.err, &e)
+		assert.Equal(t, browserbackend.ClassAborted, e.Class)
+	case <-guard.C:
+		t.Fatal("the request never returned after its context ended")
+	}
+}
