@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,6 +198,11 @@ func (rt *Runtime) serveCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommandBody))
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		writeCommand(w, http.StatusRequestEntityTooLarge, CommandResponse{Error: &CommandError{Class: browserbackend.ClassPolicy,
+			Code: "body_too_large", Message: fmt.Sprintf("request body exceeds %d bytes", maxCommandBody)}})
+		return
+	}
 	var req CommandRequest
 	if err == nil {
 		err = json.Unmarshal(body, &req)

@@ -173,3 +173,14 @@ func TestCommandEndpointRefusesWebPagesProxiesAndNonJSON(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, do(t, srv, "POST", runtime.CommandPath,
 		map[string]string{"Content-Type": "application/json"}, `{"browser_mode":"auto"}`).StatusCode)
 }
+
+func TestCommandEndpointAnswersOversizedBodyWith413(t *testing.T) {
+	_, srv := newServer(t, nil)
+	big := `{"method":"Runtime.evaluate","params":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`
+	resp := do(t, srv, "POST", runtime.CommandPath, map[string]string{"Content-Type": "application/json"}, big)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	var out runtime.CommandResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NotNil(t, out.Error)
+	assert.Equal(t, "body_too_large", out.Error.Code)
+}
