@@ -87,7 +87,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: *listen, Handler: rt.Handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := rt.HTTPServer(*listen)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

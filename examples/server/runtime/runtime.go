@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,23 @@ type Config struct {
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
 	NewRequestID func() string
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
+	// the server HTTPServer returns; 0 means DefaultReadHeaderTimeout,
+	// DefaultReadTimeout, DefaultIdleTimeout.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 }
+
+// Defaults of the server HTTPServer returns. They bound a client that sends
+// its request slowly or holds an idle connection (slowloris).
+const (
+	// DefaultReadHeaderTimeout bounds reading the request line and headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included
+	// (bodies are at most 64 MiB, sent over loopback).
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds a keep-alive connection between requests.
+	DefaultIdleTimeout = 2 * time.Minute
+)
 
 // Runtime is a composed reference runtime. Its fields are read-only after
 // New; Handler serves every route.
@@ -63,7 +80,8 @@ type Runtime struct {
 	Selector *browserbackend.Selector
 	Handler  http.Handler
 
-	log *slog.Logger
+	log      *slog.Logger
+	timeouts [3]time.Duration // read header, read, idle
 }
 
 // New composes a Runtime. Close releases it.
@@ -92,6 +110,11 @@ func New(cfg Config) (*Runtime, error) {
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
 		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log}),
 		log:     log,
+		timeouts: [3]time.Duration{
+			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
+			cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		},
 	}
 
 	authed := http.NewServeMux()
@@ -112,6 +135,19 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt.Handler = mux
 	return rt, nil
+}
+
+// HTTPServer returns an http.Server serving rt.Handler on addr with the
+// read-header, read and idle timeouts of Config, so a client that trickles
+// its headers or body, or parks an idle connection, is cut off instead of
+// holding a connection and a goroutine forever. It sets no WriteTimeout:
+// the events stream is long-lived and the hub bounds each of its writes
+// itself (eventhub.WithWriteTimeout). ReadTimeout does not end the events
+// stream either: net/http lifts the read deadline once a request has been
+// read. The caller runs and shuts down the server.
+func (rt *Runtime) HTTPServer(addr string) *http.Server {
+	return &http.Server{Addr: addr, Handler: rt.Handler,
+		ReadHeaderTimeout: rt.timeouts[0], ReadTimeout: rt.timeouts[1], IdleTimeout: rt.timeouts[2]}
 }
 
 // Close cancels in-flight requests and ends every stream. Idempotent.

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +21,9 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
 
@@ -183,4 +189,83 @@ func TestCommandEndpointAnswersOversizedBodyWith413(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	require.NotNil(t, out.Error)
 	assert.Equal(t, "body_too_large", out.Error.Code)
+}
+
+// serveWithTimeouts runs rt.HTTPServer on 127.0.0.1 with short timeouts.
+func serveWithTimeouts(t *testing.T, hubOpts ...eventhub.Option) (*runtime.Runtime, string) {
+	t.Helper()
+	rt, err := runtime.New(runtime.Config{Key: bytes.Repeat([]byte("s"), 32), AllowedOrigins: []string{origin},
+		Logger: slog.New(slog.DiscardHandler), HubOptions: hubOpts,
+		ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, IdleTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	srv := rt.HTTPServer("127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { rt.Close(); _ = srv.Close(); <-served })
+	return rt, ln.Addr().String()
+}
+
+// readUntilServerCloses reads conn until the server closes it; a guard
+// deadline (only against a broken server) turns a hang into a failure.
+func readUntilServerCloses(t *testing.T, conn net.Conn) string {
+	t.Helper()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	b, err := io.ReadAll(conn)
+	require.NoError(t, err, "the server kept the connection open")
+	return string(b)
+}
+
+func TestHTTPServerCutsOffSlowBodiesAndIdleConnections(t *testing.T) {
+	_, addr := serveWithTimeouts(t)
+	for _, path := range []string{"/v1/pair", runtime.CommandPath, hostproxy.PathResult} {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		// Headers promise 100 bytes; one arrives and the rest never do.
+		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Vellum-Interface-Id: macos\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{", path)
+		require.NoError(t, err)
+		readUntilServerCloses(t, conn)
+	}
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/pair HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Vellum-Interface-Id: macos\r\nContent-Length: 2\r\n\r\n{}")
+	require.NoError(t, err)
+	// One complete request, then the connection idles: the server answers
+	// and then closes it.
+	assert.Contains(t, readUntilServerCloses(t, conn), "200 OK")
+}
+
+func TestHTTPServerReadTimeoutLeavesEventsStreamOpen(t *testing.T) {
+	rt, addr := serveWithTimeouts(t, eventhub.WithHeartbeatInterval(300*time.Millisecond))
+	tok, err := rt.Auth.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	req.Header.Set("X-Vellum-Client-Id", "c1")
+	req.Header.Set("X-Vellum-Interface-Id", "chrome-extension")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The heartbeat at once, then three periodic ones: the stream lives on
+	// past several read timeouts.
+	beats := 0
+	for f, err := range eventhub.ReadFrames(resp.Body, 0) {
+		require.NoError(t, err)
+		if _, ok := f.HeartbeatToken(); ok {
+			if beats++; beats == 4 {
+				break
+			}
+		}
+	}
+	assert.Equal(t, 4, beats)
+	_, ok := rt.Hub.Client("c1")
+	assert.True(t, ok)
 }
