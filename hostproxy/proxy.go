@@ -47,6 +47,11 @@ type Options struct {
 	// NewRequestID returns a fresh request id; nil means 16 random bytes in
 	// hex.
 	NewRequestID func() string
+	// OnResult, when set, is called once per accepted result, on the
+	// goroutine of the route or socket that received it, after the result
+	// has reached its caller; it must return quickly. For measurement and
+	// tests (which transport carried a result, the client's own timings).
+	OnResult func(ResultReceipt)
 }
 
 // Route restricts which kind of client a Request may go to, on top of the
@@ -99,6 +104,7 @@ type Proxy struct {
 	timeout  time.Duration
 	maxBody  int64
 	newID    func() string
+	onResult func(ResultReceipt)
 	done     chan struct{}
 	closeOne sync.Once
 
@@ -124,6 +130,7 @@ func New(opts Options) *Proxy {
 		timeout:   opts.DefaultTimeout,
 		maxBody:   opts.MaxBodyBytes,
 		newID:     opts.NewRequestID,
+		onResult:  opts.OnResult,
 		done:      make(chan struct{}),
 		waiters:   make(map[string]*waiter),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),

@@ -54,7 +54,7 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return nil, false
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.maxBody))
+	data, err := readAll(http.MaxBytesReader(w, r.Body, p.maxBody), r.ContentLength, p.maxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -66,6 +66,31 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		return nil, false
 	}
 	return data, true
+}
+
+// readAll reads rd to the end. With a known length (Content-Length, at most
+// limit) it reads into one buffer of that size plus one byte, instead of
+// io.ReadAll's doubling, which allocates about twice the body for a large
+// screenshot; rd still enforces the limit.
+func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
+	if length <= 0 || length > limit {
+		return io.ReadAll(rd)
+	}
+	buf := make([]byte, 0, length+1) // +1: EOF is seen without growing
+	for {
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) { // longer than announced
+			rest, err := io.ReadAll(rd)
+			return append(buf, rest...), err
+		}
+	}
 }
 
 // ResultHandler serves POST /v1/host-browser-result (PXY-4). Body
@@ -82,7 +107,8 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 // A rejected post leaves the request pending. A request this Proxy has no
 // caller waiting for (one registered by another Proxy sharing the Tracker)
 // is answered 404 and left pending. An accepted post counts as
-// activity of the client (Hub.Touch, HUB-5).
+// activity of the client (Hub.Touch, HUB-5). ResultSocketHandler runs the
+// same checks on results sent over a WebSocket.
 func (p *Proxy) ResultHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
@@ -98,42 +124,10 @@ func (p *Proxy) ResultHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, "malformed_body", "%v", err)
 			return
 		}
-		in, ok := p.tracker.Get(body.RequestID)
-		if !ok {
-			writeError(w, http.StatusNotFound, "unknown_request", "no pending request %q (unknown or already answered)", body.RequestID)
+		actor, _ := eventhub.ActorFrom(r.Context())
+		if rej := p.acceptResult(body, r.Header.Get(HeaderClientID), actor, TransportHTTP, data); rej != nil {
+			writeError(w, rej.status, rej.code, "%s", rej.msg)
 			return
-		}
-		if in.Kind != KindHostBrowser {
-			writeError(w, http.StatusConflict, "wrong_kind", "request %q is a %s interaction, not host_browser", body.RequestID, in.Kind)
-			return
-		}
-		clientID := r.Header.Get(HeaderClientID)
-		if in.TargetClientID != "" {
-			if clientID == "" {
-				writeError(w, http.StatusBadRequest, "missing_client_id", "%s header is required for a targeted request", HeaderClientID)
-				return
-			}
-			if clientID != in.TargetClientID {
-				p.log.Warn("host_browser_result from a client that was not the target",
-					"requestId", body.RequestID, "clientId", clientID, "targetClientId", in.TargetClientID)
-				writeError(w, http.StatusForbidden, "wrong_client", "request %q was not sent to this client", body.RequestID)
-				return
-			}
-		}
-		if in.TargetActor != "" {
-			actor, _ := eventhub.ActorFrom(r.Context())
-			if actor != in.TargetActor {
-				p.log.Warn("host_browser_result from another actor", "requestId", body.RequestID, "clientId", clientID)
-				writeError(w, http.StatusForbidden, "wrong_actor", "request %q belongs to another actor", body.RequestID)
-				return
-			}
-		}
-		if !p.deliver(body) {
-			writeError(w, http.StatusNotFound, "unknown_request", "no pending request %q (unknown or already answered)", body.RequestID)
-			return
-		}
-		if clientID != "" {
-			p.hub.Touch(clientID)
 		}
 		writeJSON(w, http.StatusOK, accepted)
 	})

@@ -1,7 +1,6 @@
 package hostproxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,16 +99,12 @@ var transportCodes = map[string]bool{
 // codes of the wire contract.
 func IsTransportCode(code string) bool { return transportCodes[code] }
 
-// decodeStrict decodes exactly one JSON value into v.
+// decodeStrict decodes exactly one JSON value into v; trailing data other
+// than white space is an error. json.Unmarshal parses data in place (a
+// json.Decoder would first copy the whole body into its own buffer, a cost
+// that shows on screenshot-sized results).
 func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after JSON value")
-	}
-	return nil
+	return json.Unmarshal(data, v)
 }
 
 // DecodeResult parses a result body. It requires a JSON object; a missing

@@ -1,0 +1,354 @@
+package hostproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Wire names of the result socket (see doc.go, "Result socket").
+const (
+	// PathResultSocket is the conventional mount point of
+	// ResultSocketHandler: GET, upgraded to a WebSocket.
+	PathResultSocket = "/v1/host-browser-result/ws"
+
+	// SocketAuth, SocketResult, SocketReady, SocketAccepted and SocketError
+	// are the "type" values of result-socket messages.
+	SocketAuth     = "auth"
+	SocketResult   = "result"
+	SocketReady    = "ready"
+	SocketAccepted = "accepted"
+	SocketError    = "error"
+)
+
+// DefaultSocketAuthTimeout is how long ResultSocketHandler waits for the
+// auth message when SocketOptions.AuthTimeout is zero.
+const DefaultSocketAuthTimeout = 5 * time.Second
+
+// socketWriteTimeout bounds each reply written on a result socket; a client
+// that does not read its replies for this long loses the socket.
+const socketWriteTimeout = 10 * time.Second
+
+// VerifyFunc authenticates the auth message of a result socket: token is the
+// client's access token (the one it sends as a bearer token on the HTTP
+// routes) and clientID the client id it claims. It returns the actor the
+// token acts for, or an error (the socket is then closed with policy
+// violation; the error text is sent as the close reason, so it must not
+// contain the token). It must be safe for concurrent use.
+// hostproxy/auth.Authority.VerifyClient is one.
+type VerifyFunc func(ctx context.Context, token, clientID string) (actor string, err error)
+
+// SocketOptions configures ResultSocketHandler.
+type SocketOptions struct {
+	// Verify checks the auth message. Required: ResultSocketHandler panics
+	// without it.
+	Verify VerifyFunc
+	// AllowedOrigins are the exact origins ("chrome-extension://<id>") a
+	// browser's handshake may carry. A handshake without Origin (a
+	// non-browser client) is allowed; one with any other Origin is refused
+	// with 403 before the upgrade. Empty: only Origin-less clients.
+	AllowedOrigins []string
+	// LoopbackOnly refuses (403) a handshake whose TCP peer is not a
+	// loopback address. Set it when the server listens on loopback only.
+	LoopbackOnly bool
+	// AuthTimeout bounds the wait for the auth message; 0 means
+	// DefaultSocketAuthTimeout (5 s).
+	AuthTimeout time.Duration
+}
+
+// Transport names how a result reached the Proxy, in ResultReceipt.
+type Transport string
+
+// The result transports.
+const (
+	TransportHTTP      Transport = "http"
+	TransportWebSocket Transport = "websocket"
+)
+
+// ResultReceipt describes one accepted result, for Options.OnResult.
+type ResultReceipt struct {
+	RequestID string
+	// ClientID is the posting client (the X-Vellum-Client-Id header, or the
+	// client id of the socket's auth message).
+	ClientID  string
+	Transport Transport
+	// Raw is the body or socket message as received. It is only valid
+	// during the call and must not be modified; it may carry fields the
+	// proxy ignores (the reference extension's timings, for example).
+	Raw []byte
+}
+
+// socketMessage is every client → server message of a result socket:
+// {"type":"auth","token","clientId"} first, then
+// {"type":"result","requestId","content","isError"}.
+type socketMessage struct {
+	Type     string `json:"type"`
+	Token    string `json:"token,omitempty"`
+	ClientID string `json:"clientId,omitempty"`
+	ResultBody
+}
+
+// socketReply is every server → client message after the auth message.
+type socketReply struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+	ClientID  string `json:"clientId,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// ResultSocketHandler serves GET /v1/host-browser-result/ws: a WebSocket on
+// which a client sends its results instead of one POST
+// /v1/host-browser-result each (a browser WebSocket message costs a fraction
+// of a fetch from an MV3 service worker). The handshake is refused with 403
+// when its Origin is not in opts.AllowedOrigins or, with opts.LoopbackOnly,
+// its peer is not loopback. Browsers cannot set headers on a WebSocket, so
+// the route takes no bearer header: mount it outside the auth middleware.
+//
+// The first message must be {"type":"auth","token","clientId"} within
+// opts.AuthTimeout; opts.Verify checks it. Anything else — a timeout,
+// malformed JSON, another type, a refused token — closes the socket with
+// status 1008 (policy violation). On success the server answers
+// {"type":"ready","clientId"}; the client id and the actor are then fixed
+// for the socket's life.
+//
+// Each later message {"type":"result","requestId","content","isError"} goes
+// through the same checks as POST /v1/host-browser-result (PXY-4), with the
+// socket's client id and actor in place of the header and the request's
+// actor, and is answered {"type":"accepted","requestId"} or
+// {"type":"error","requestId","status","code","error"} with the status and
+// code the HTTP route would have answered (400, 403, 404, 409). A refused
+// message leaves the request pending and the socket open. Every message
+// counts as activity of the client (Hub.Touch, HUB-5). A message larger than
+// Options.MaxBodyBytes closes the socket with status 1009 (message too big).
+// Closing the socket affects no pending request; Close on the Proxy closes
+// every socket (status 1001).
+func (p *Proxy) ResultSocketHandler(opts SocketOptions) http.Handler {
+	if opts.Verify == nil {
+		panic("hostproxy: ResultSocketHandler: SocketOptions.Verify is nil")
+	}
+	if opts.AuthTimeout <= 0 {
+		opts.AuthTimeout = DefaultSocketAuthTimeout
+	}
+	origins := make(map[string]bool, len(opts.AllowedOrigins))
+	var hosts []string
+	for _, o := range opts.AllowedOrigins {
+		o = strings.TrimRight(strings.TrimSpace(o), "/")
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			origins[o] = true
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if opts.LoopbackOnly && !loopbackPeer(r.RemoteAddr) {
+			p.log.Warn("result socket refused: non-loopback peer", "peer", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, "local_only", "endpoint is local-only")
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !origins[strings.TrimRight(o, "/")] {
+			p.log.Warn("result socket refused: origin not allowed", "origin", o, "peer", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, "origin_not_allowed", "origin is not allowed")
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: hosts})
+		if err != nil {
+			return // Accept has answered
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(p.maxBody)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-p.done:
+				c.Close(websocket.StatusGoingAway, "proxy closed")
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		p.serveSocket(ctx, c, opts)
+	})
+}
+
+// serveSocket runs one authenticated result socket until it ends.
+func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketOptions) {
+	clientID, actor, err := p.socketAuth(ctx, c, opts)
+	if err != nil {
+		p.log.Warn("result socket refused", "reason", err.Error())
+		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
+		return
+	}
+	if !p.reply(ctx, c, socketReply{Type: SocketReady, ClientID: clientID}) {
+		return
+	}
+	p.hub.Touch(clientID)
+	var buf bytes.Buffer
+	for {
+		data, err := readMessage(ctx, c, &buf)
+		if err != nil {
+			return // closed by the client, too big (1009 sent), or ctx done
+		}
+		p.hub.Touch(clientID)
+		var m socketMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			if !p.reply(ctx, c, socketReply{Type: SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
+				Error: fmt.Sprintf("hostproxy: malformed result message: %v", err)}) {
+				return
+			}
+			continue
+		}
+		var rej *resultReject
+		switch {
+		case m.Type != SocketResult:
+			rej = &resultReject{http.StatusBadRequest, "bad_type", fmt.Sprintf("message type %q is not %q", m.Type, SocketResult)}
+		case m.RequestID == "":
+			rej = &resultReject{http.StatusBadRequest, "missing_request_id", "requestId is required"}
+		default:
+			rej = p.acceptResult(m.ResultBody, clientID, actor, TransportWebSocket, data)
+		}
+		out := socketReply{Type: SocketAccepted, RequestID: m.RequestID}
+		if rej != nil {
+			out = socketReply{Type: SocketError, RequestID: m.RequestID, Status: rej.status, Code: rej.code, Error: rej.msg}
+		}
+		if buf.Cap() > 1<<20 {
+			buf = bytes.Buffer{} // do not keep a screenshot-sized buffer per idle socket
+		}
+		if !p.reply(ctx, c, out) {
+			return
+		}
+	}
+}
+
+// socketAuth reads and verifies the auth message.
+func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOptions) (clientID, actor string, err error) {
+	// A context deadline would drop the connection without a close frame;
+	// the timer closes it with policy violation instead.
+	late := time.AfterFunc(opts.AuthTimeout, func() {
+		c.Close(websocket.StatusPolicyViolation, "hostproxy: no auth message in time")
+	})
+	// The auth message is small; a larger first message is refused here
+	// rather than read whole.
+	c.SetReadLimit(64 << 10)
+	_, data, err := c.Read(ctx)
+	if !late.Stop() {
+		return "", "", errors.New("hostproxy: no auth message in time")
+	}
+	c.SetReadLimit(p.maxBody)
+	if err != nil {
+		return "", "", fmt.Errorf("hostproxy: reading the auth message: %w", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, opts.AuthTimeout)
+	defer cancel()
+	var m socketMessage
+	if err := json.Unmarshal(data, &m); err != nil || m.Type != SocketAuth {
+		return "", "", errors.New("hostproxy: the first message must be {\"type\":\"auth\",\"token\",\"clientId\"}")
+	}
+	if m.Token == "" || m.ClientID == "" {
+		return "", "", errors.New("hostproxy: auth message needs token and clientId")
+	}
+	actor, err = opts.Verify(actx, m.Token, m.ClientID)
+	if err != nil {
+		return "", "", err
+	}
+	return m.ClientID, actor, nil
+}
+
+// readMessage reads one message into buf (reset first) and returns its
+// bytes, which stay valid until the next call.
+func readMessage(ctx context.Context, c *websocket.Conn, buf *bytes.Buffer) ([]byte, error) {
+	_, rd, err := c.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(rd); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// reply writes one JSON message; false when the socket is done.
+func (p *Proxy) reply(ctx context.Context, c *websocket.Conn, v socketReply) bool {
+	data, _ := json.Marshal(v)
+	wctx, cancel := context.WithTimeout(ctx, socketWriteTimeout)
+	defer cancel()
+	return c.Write(wctx, websocket.MessageText, data) == nil
+}
+
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// resultReject is why a result was refused: the HTTP status, the route's
+// error code and a message.
+type resultReject struct {
+	status int
+	code   string
+	msg    string
+}
+
+// acceptResult runs the PXY-4 checks on a decoded result sent by clientID
+// (empty when the post named none) acting for actor, and delivers it. It is
+// the one code path of POST /v1/host-browser-result and the result socket;
+// nil means accepted. A refused result leaves the request pending.
+func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
+	in, ok := p.tracker.Get(body.RequestID)
+	if !ok {
+		return &resultReject{http.StatusNotFound, "unknown_request",
+			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}
+	}
+	if in.Kind != KindHostBrowser {
+		return &resultReject{http.StatusConflict, "wrong_kind",
+			fmt.Sprintf("request %q is a %s interaction, not host_browser", body.RequestID, in.Kind)}
+	}
+	if in.TargetClientID != "" {
+		if clientID == "" {
+			return &resultReject{http.StatusBadRequest, "missing_client_id",
+				fmt.Sprintf("%s header is required for a targeted request", HeaderClientID)}
+		}
+		if clientID != in.TargetClientID {
+			p.log.Warn("host_browser_result from a client that was not the target",
+				"requestId", body.RequestID, "clientId", clientID, "targetClientId", in.TargetClientID, "transport", tr)
+			return &resultReject{http.StatusForbidden, "wrong_client",
+				fmt.Sprintf("request %q was not sent to this client", body.RequestID)}
+		}
+	}
+	if in.TargetActor != "" && actor != in.TargetActor {
+		p.log.Warn("host_browser_result from another actor", "requestId", body.RequestID, "clientId", clientID, "transport", tr)
+		return &resultReject{http.StatusForbidden, "wrong_actor",
+			fmt.Sprintf("request %q belongs to another actor", body.RequestID)}
+	}
+	if !p.deliver(body) {
+		return &resultReject{http.StatusNotFound, "unknown_request",
+			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}
+	}
+	if clientID != "" {
+		p.hub.Touch(clientID)
+	}
+	if p.onResult != nil {
+		p.onResult(ResultReceipt{RequestID: body.RequestID, ClientID: clientID, Transport: tr, Raw: raw})
+	}
+	return nil
+}
