@@ -1,0 +1,39 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// ErrClientMismatch is returned by VerifyClient when the token is bound to
+// another client id.
+var ErrClientMismatch = errors.New("auth: token is bound to another client")
+
+// VerifyClient authenticates a client that cannot send an Authorization
+// header — the first message of hostproxy's result socket — with the same
+// rules as Middleware: token must be a valid access token (ScopeActorClient;
+// errors match ErrTokenExpired, ErrTokenWrongKind or ErrTokenInvalid), and
+// when it is bound to a client id, clientID must be that id
+// (ErrClientMismatch). It returns the actor (the token's subject). Every
+// denial is logged as an audit line, without the token. Its signature is
+// hostproxy.VerifyFunc's; safe for concurrent use.
+func (a *Authority) VerifyClient(ctx context.Context, token, clientID string) (string, error) {
+	deny := func(code string, err error) (string, error) {
+		a.log.LogAttrs(ctx, slog.LevelWarn, "auth: request denied",
+			slog.String("module", "auth"), slog.String("route", "result-socket"),
+			slog.String("code", code), slog.String("clientId", clientID), slog.String("reason", reasonOf(err)))
+		return "", err
+	}
+	if !validClientID(clientID) || clientID == "" {
+		return deny("bad_client_id", errors.New("auth: client id must be 1–256 printable characters"))
+	}
+	c, err := a.Verify(token, ScopeActorClient)
+	if err != nil {
+		return deny(tokenCode(err), err)
+	}
+	if c.ClientID != "" && c.ClientID != clientID {
+		return deny("client_mismatch", ErrClientMismatch)
+	}
+	return c.Subject, nil
+}

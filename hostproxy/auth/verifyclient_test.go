@@ -1,0 +1,50 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/hostproxy/auth"
+)
+
+func TestVerifyClient_AcceptsTheBoundClientAndRefusesEverythingElse(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	a, err := auth.New(auth.Config{Key: bytes.Repeat([]byte("k"), 32), Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	ctx := context.Background()
+	bound, err := a.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1", DeviceID: "d1"})
+	require.NoError(t, err)
+	unbound, err := a.Mint(auth.Grant{InterfaceID: "macos"})
+	require.NoError(t, err)
+
+	actor, err := a.VerifyClient(ctx, bound.Token, "c1")
+	require.NoError(t, err)
+	assert.Equal(t, auth.DefaultActor, actor)
+	_, err = a.VerifyClient(ctx, bound.Token, "c2")
+	assert.ErrorIs(t, err, auth.ErrClientMismatch)
+	actor, err = a.VerifyClient(ctx, unbound.Token, "any")
+	require.NoError(t, err, "a token bound to no client may name its client id, as on the HTTP routes")
+	assert.Equal(t, auth.DefaultActor, actor)
+	_, err = a.VerifyClient(ctx, bound.RefreshToken, "c1")
+	assert.ErrorIs(t, err, auth.ErrTokenWrongKind)
+	_, err = a.VerifyClient(ctx, "garbage", "c1")
+	assert.ErrorIs(t, err, auth.ErrTokenInvalid)
+	_, err = a.VerifyClient(ctx, bound.Token, "")
+	assert.Error(t, err)
+
+	other, err := auth.New(auth.Config{Key: bytes.Repeat([]byte("o"), 32), Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	forged, err := other.Mint(auth.Grant{ClientID: "c1"})
+	require.NoError(t, err)
+	_, err = a.VerifyClient(ctx, forged.Token, "c1")
+	assert.ErrorIs(t, err, auth.ErrTokenInvalid)
+
+	now = now.Add(25 * time.Hour)
+	_, err = a.VerifyClient(ctx, bound.Token, "c1")
+	assert.ErrorIs(t, err, auth.ErrTokenExpired)
+}
