@@ -101,7 +101,9 @@ type Options struct {
 	// MaxFrameSize bounds one SSE line or event (bytes).
 	MaxFrameSize int
 	// MaxInFlight bounds concurrently executing requests; more are answered
-	// at once with a transport_error.
+	// at once with a transport_error, at most MaxInFlight such answers being
+	// posted at a time; beyond that a request is dropped unanswered
+	// (OutcomeDropped) and the server's timeout ends it. Default 512.
 	MaxInFlight int
 	// Hooks, optional, observe the bridge.
 	Hooks Hooks
@@ -115,6 +117,10 @@ const (
 	OutcomeCancelled = "cancelled"
 	// OutcomeShutdown: Run ended first; nothing was posted.
 	OutcomeShutdown = "shutdown"
+	// OutcomeDropped: the request was not executed because MaxInFlight
+	// requests were running and MaxInFlight refusals were still being
+	// posted; nothing was posted (the server's timeout ends the request).
+	OutcomeDropped = "dropped"
 )
 
 // Hooks are optional callbacks for metrics and tests. They run on the
@@ -124,7 +130,8 @@ type Hooks struct {
 	Connected func()
 	// RequestDone is called once per executed request with its outcome
 	// (OutcomePosted, OutcomeCancelled, OutcomeShutdown) and, for posted
-	// ones, whether the content was an error.
+	// ones, whether the content was an error; and once per dropped request
+	// (OutcomeDropped, see MaxInFlight).
 	RequestDone func(requestID, method, outcome string, isError bool)
 }
 
@@ -143,6 +150,7 @@ type Bridge struct {
 
 	mu       sync.Mutex
 	inflight map[string]*inflight
+	refusing chan struct{} // one token per refusal being posted (MaxInFlight)
 	seen     map[string]struct{}
 	seenRing []string
 	seenNext int
@@ -203,7 +211,7 @@ func New(opts Options) (*Bridge, error) {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
 	b := &Bridge{o: opts, base: base, inflight: map[string]*inflight{}, seen: map[string]struct{}{},
-		seenRing: make([]string, seenRequests)}
+		seenRing: make([]string, seenRequests), refusing: make(chan struct{}, opts.MaxInFlight)}
 	b.log = opts.Logger
 	if b.log == nil {
 		b.log = slog.Default()
@@ -440,9 +448,21 @@ func (b *Bridge) start(runCtx context.Context, m Message) {
 	}
 	if len(b.inflight) >= b.o.MaxInFlight {
 		b.mu.Unlock()
+		// Refusals are bounded too: a flood must not cost one goroutine
+		// and one connection per request.
+		select {
+		case b.refusing <- struct{}{}:
+		default:
+			b.log.Warn("too many requests in flight; dropping a request unanswered", "requestId", r.RequestID, "method", r.CDPMethod)
+			if b.o.Hooks.RequestDone != nil {
+				b.o.Hooks.RequestDone(r.RequestID, r.CDPMethod, OutcomeDropped, false)
+			}
+			return
+		}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
+			defer func() { <-b.refusing }()
 			b.postResult(runCtx, r.RequestID, errorContent(browserbackend.CodeTransportError, "bridge: too many requests in flight"), true)
 		}()
 		return
