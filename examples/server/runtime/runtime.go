@@ -52,6 +52,10 @@ type Config struct {
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
 	NewRequestID func() string
+	// OnResult, when set, sees every accepted result
+	// (hostproxy.Options.OnResult): tests and measurements count results by
+	// transport with it.
+	OnResult func(hostproxy.ResultReceipt)
 	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
 	// the server HTTPServer returns; 0 means DefaultReadHeaderTimeout,
 	// DefaultReadTimeout, DefaultIdleTimeout.
@@ -99,7 +103,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
-		NewRequestID: cfg.NewRequestID})
+		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
 	so := cfg.SelectorOptions
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
@@ -133,6 +137,12 @@ func New(cfg Config) (*Runtime, error) {
 		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
+	// The result socket authenticates with its first message (a browser
+	// cannot set headers on a WebSocket), so it sits outside Middleware;
+	// like pairing it is local-only, and its handshake is rate-limited
+	// like any unauthenticated request.
+	mux.Handle("GET "+hostproxy.PathResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
+		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true}))))
 	rt.Handler = mux
 	return rt, nil
 }
