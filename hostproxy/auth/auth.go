@@ -71,7 +71,9 @@ type Config struct {
 	// RefreshTTL is the refresh-token lifetime; default 30 days.
 	RefreshTTL time.Duration
 	// PairLimit requests per PairWindow per peer address are allowed on the
-	// pairing routes; defaults 10 per 60 s. Beyond it: 429 with Retry-After and
+	// pairing routes; defaults 10 per 60 s. Every loopback address is one
+	// peer (this machine), so the pairing routes, which are local-only,
+	// share one budget. Beyond it: 429 with Retry-After and
 	// X-RateLimit-* headers.
 	PairLimit  int
 	PairWindow time.Duration
@@ -184,7 +186,7 @@ func New(cfg Config) (*Authority, error) {
 		window = DefaultPairWindow
 	}
 	a.limiter = httprate.NewRateLimiter(limit, window,
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return "pair:" + peerIP(r), nil }),
+		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return "pair:" + peerKey(r), nil }),
 		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 			a.deny(w, r, http.StatusTooManyRequests, "rate_limited", "too many pairing requests; retry later")
 		}),

@@ -82,6 +82,17 @@ func peerIP(r *http.Request) string {
 	return host
 }
 
+// peerKey is the rate-limit key of r's peer: its IP, except that every
+// loopback address (127.0.0.0/8, ::1) is the same machine and so the same
+// key; otherwise a local process would get a fresh budget per source
+// address.
+func peerKey(r *http.Request) string {
+	if ip := net.ParseIP(peerIP(r)); ip != nil && ip.IsLoopback() {
+		return "loopback"
+	}
+	return peerIP(r)
+}
+
 // isLoopbackHost reports whether a Host header value (host[:port]) names
 // this machine's loopback interface.
 func isLoopbackHost(hostport string) bool {
