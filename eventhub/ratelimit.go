@@ -75,7 +75,8 @@ func DefaultRateLimitExempt(r *http.Request) bool {
 // counter (github.com/go-chi/httprate) with three budgets. The key is the
 // budget class plus the peer IP from r.RemoteAddr — forwarding headers are
 // never trusted (a host app behind a trusted proxy rewrites RemoteAddr
-// itself before this middleware). IPv6 peers share a budget per /64.
+// itself before this middleware). IPv6 peers share a budget per /64, and
+// all loopback peers (127.0.0.0/8, ::1) share one.
 //
 // Order: mount it AFTER the auth middleware (it reads ActorFrom to pick the
 // budget) and before the routes:
@@ -193,6 +194,11 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 		}
 		class, limit := l.Classify(r)
 		ip := httprate.CanonicalizeIP(peerIP(r.RemoteAddr))
+		if peerIsLoopback(r.RemoteAddr) {
+			// Every loopback address is this machine: one budget, or a
+			// local process gets a fresh one per source address.
+			ip = "loopback"
+		}
 		key := string(class) + "|" + ip
 		r2 := r.WithContext(httprate.WithRequestLimit(r.Context(), limit))
 		if l.limiter.OnLimit(w, r2, key) {
@@ -200,7 +206,7 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 				"module", "rate-limiter",
 				"endpoint", r.Method+" "+r.URL.Path,
 				"class", string(class),
-				"clientIp", ip,
+				"clientIp", peerIP(r.RemoteAddr),
 				"limit", limit,
 				"window", l.window,
 				slog.Any("consumedBy", l.breakdown(key)))

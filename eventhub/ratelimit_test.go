@@ -51,7 +51,7 @@ func TestRateLimitBudgetsLoopbackRemoteUnauthenticated(t *testing.T) {
 			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor, hdr...) }
 		}
 		assert.Equal(t, 1200, admitted(get("127.0.0.1:40000", "alice"), 2000), "authenticated loopback")
-		assert.Equal(t, 1200, admitted(get("[::1]:40000", "alice"), 2000), "IPv6 loopback")
+		assert.Equal(t, 0, admitted(get("[::1]:40000", "alice"), 2000), "IPv6 loopback is the same machine")
 		assert.Equal(t, 300, admitted(get("203.0.113.7:1234", "alice"), 2000), "authenticated remote")
 		assert.Equal(t, 20, admitted(get("203.0.113.8:1234", ""), 2000), "unauthenticated")
 		assert.Equal(t, 20, admitted(get("127.0.0.2:9", ""), 2000), "unauthenticated loopback gets the unauthenticated budget")
@@ -146,5 +146,22 @@ func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
 		}, 1000))
 		assert.Equal(t, 20, admitted(func() int { return do(http.MethodGet, "/v1/x", "203.0.113.7:1", "alice") }, 1000),
 			"the hook, not the context actor, decides")
+	})
+}
+
+// Every loopback address is this machine: a local process must not get a
+// fresh budget per source address (127.0.0.2, 127.1.2.3, ::1, …).
+func TestRateLimitLoopbackAddressesShareOneBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		do := limited(eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: slog.New(&logSink{})}))
+		get := func(remote, actor string) func() int {
+			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor) }
+		}
+		assert.Equal(t, 1200, admitted(get("127.0.0.1:40000", "alice"), 2000))
+		for _, remote := range []string{"127.0.0.2:1", "127.1.2.3:1", "[::1]:1", "[::ffff:127.0.0.9]:1"} {
+			assert.Equal(t, 0, admitted(get(remote, "alice"), 10), remote)
+		}
+		assert.Equal(t, 20, admitted(get("127.0.0.5:1", ""), 100), "unauthenticated")
+		assert.Equal(t, 0, admitted(get("127.0.0.6:1", ""), 10), "unauthenticated, another loopback address")
 	})
 }
