@@ -3,7 +3,9 @@
 // Lifecycle: an MV3 worker with no debugger attached is killed after 30 s
 // without extension-API calls and does not restart on its own (SPEC §1). So:
 //   - while the relay runs, a timer makes a cheap extension API call every
-//     KEEPALIVE_MS (≤ 20 s), which keeps the worker and its SSE stream alive;
+//     KEEPALIVE_MS (≤ 20 s), which keeps the worker and its SSE stream alive
+//     (traffic on the result WebSocket also counts as activity since Chrome
+//     116, but an idle socket does not, so the timer stays);
 //   - an alarm (vellum-relay-keepalive, every 30 s, the minimum) is the
 //     safety net: it wakes a worker that was killed anyway and restarts the
 //     relay, which resumes the stream with Last-Event-ID.
@@ -67,6 +69,7 @@ globalThis.vellum = {
   stats: relay.stats,
   whenSuppressed: relay.whenSuppressed,
   whenConnected: relay.whenConnected,
+  whenResultSocket: relay.whenResultSocket,
   health: getHealth,
   isConnected: relay.isConnected,
 };

@@ -89,7 +89,8 @@ func (w *withAttrs) WithAttrs(as []slog.Attr) slog.Handler {
 }
 func (w *withAttrs) WithGroup(string) slog.Handler { return w }
 
-// resultPost is one POST /v1/host-browser-result as the server received it.
+// resultPost is one result as the server received it: every POST
+// /v1/host-browser-result, and every result accepted on the result socket.
 type resultPost struct {
 	RequestID  string   `json:"requestId"`
 	IsError    bool     `json:"isError"`
@@ -98,7 +99,10 @@ type resultPost struct {
 	ReceivedAt float64  `json:"receivedAt"` // ms since the Unix epoch (extension clock)
 	PostedAt   float64  `json:"postedAt"`
 	Status     int      `json:"-"`
-	// Arrived is when the post reached the server (before the route ran).
+	// Transport is how it came: hostproxy.TransportHTTP or TransportWebSocket.
+	Transport hostproxy.Transport `json:"-"`
+	// Arrived is when the post reached the server (before the route ran);
+	// for a socket result, when the socket accepted it.
 	Arrived time.Time `json:"-"`
 }
 
@@ -125,6 +129,12 @@ type stackOptions struct {
 	fallbacks []browserbackend.Provider
 	timeout   time.Duration
 	tokenTTL  time.Duration
+	// noSocket serves the runtime without its result socket route (404), as
+	// a server from before it would.
+	noSocket bool
+	// socketTried, when set, is closed at the first handshake on the
+	// result socket route.
+	socketTried chan struct{}
 }
 
 func startStack(t testing.TB, o stackOptions) *stack {
@@ -143,6 +153,11 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		Fallbacks:      o.fallbacks,
 		RequestTimeout: o.timeout,
 		TokenTTL:       o.tokenTTL,
+		OnResult: func(r hostproxy.ResultReceipt) {
+			if r.Transport == hostproxy.TransportWebSocket { // record() sees the posts
+				s.add(r.Raw, http.StatusOK, hostproxy.TransportWebSocket, time.Now())
+			}
+		},
 		NewRequestID: func() string {
 			id := fmt.Sprintf("req-%d", n.Add(1))
 			s.created.Store(id, time.Now())
@@ -162,7 +177,23 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	})
 	require.NoError(t, err)
 	s.rt = rt
-	s.srv = chromiumtest.LoopbackServer(t, s.record(rt.Handler))
+	h := s.record(rt.Handler)
+	if o.noSocket || o.socketTried != nil {
+		next, once := h, sync.Once{}
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == hostproxy.PathResultSocket {
+				if o.socketTried != nil {
+					once.Do(func() { close(o.socketTried) })
+				}
+				if o.noSocket {
+					http.NotFound(w, r)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s.srv = chromiumtest.LoopbackServer(t, h)
 	t.Cleanup(func() {
 		rt.Close()
 		if t.Failed() {
@@ -187,15 +218,20 @@ func (s *stack) record(h http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)
-		var p resultPost
-		_ = json.Unmarshal(body, &p)
-		p.Status, p.Arrived = sw.status, arrived
-		s.mu.Lock()
-		s.results = append(s.results, p)
-		close(s.posted)
-		s.posted = make(chan struct{})
-		s.mu.Unlock()
+		s.add(body, sw.status, hostproxy.TransportHTTP, arrived)
 	})
+}
+
+// add records one result.
+func (s *stack) add(raw []byte, status int, tr hostproxy.Transport, arrived time.Time) {
+	var p resultPost
+	_ = json.Unmarshal(raw, &p)
+	p.Status, p.Transport, p.Arrived = status, tr, arrived
+	s.mu.Lock()
+	s.results = append(s.results, p)
+	close(s.posted)
+	s.posted = make(chan struct{})
+	s.mu.Unlock()
 }
 
 type statusWriter struct {

@@ -1,7 +1,7 @@
 // The relay: pairs with the assistant runtime, keeps one SSE subscription
 // to GET /v1/events, runs the host_browser_request commands it receives and
-// posts their results, and forwards CDP events and tab invalidations
-// (PXY-8, PXY-9).
+// sends their results back — over the result WebSocket when it is open, else
+// with a POST — and forwards CDP events and tab invalidations (PXY-8, PXY-9).
 
 import { SSEParser } from './sse.js';
 import { CommandError, execute, setSink } from './executor.js';
@@ -19,6 +19,10 @@ const STALL_MS = 30 * 1000;
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_CAP_MS = 30 * 1000;
 const FAILURES_BEFORE_ERROR = 8;
+/** The result socket: path, and the delay before another attempt after a failed one. */
+const RESULT_SOCKET_PATH = '/v1/host-browser-result/ws';
+const SOCKET_RETRY_BASE_MS = 1000;
+const SOCKET_RETRY_CAP_MS = 30 * 1000;
 /** Bounds of the bookkeeping sets. */
 const MAX_REMEMBERED = 1000;
 const MAX_EVENT_QUEUE = 2000;
@@ -35,6 +39,8 @@ export const stats = {
   requests: 0, results: 0, resultFailures: 0, suppressed: 0, expired: 0, duplicates: 0,
   events: 0, eventsDropped: 0, invalidations: 0, pings: 0, connects: 0, pairings: 0, refreshes: 0,
   subscribes: 0,
+  // Results by transport, and the result socket's openings and failures.
+  resultsOverSocket: 0, resultsOverFetch: 0, socketReady: 0, socketFailures: 0, socketFallbacks: 0,
 };
 const connectWaiters = []; // [n, resolve]
 const suppressWaiters = new Map(); // requestId → resolve
@@ -53,6 +59,13 @@ function connected() {
     if (stats.connects >= n) { connectWaiters.splice(i, 1); resolve(stats.connects); }
   }
 }
+
+/** Resolves once the result socket has become ready n times in this worker. */
+export function whenResultSocket(n) {
+  if (stats.socketReady >= n) return Promise.resolve(stats.socketReady);
+  return new Promise((resolve) => socketWaiters.push([n, resolve]));
+}
+const socketWaiters = []; // [n, resolve]
 
 /** Resolves when the relay has dropped the result of requestId after a cancel. */
 export function whenSuppressed(requestId) {
@@ -106,6 +119,7 @@ export function stop() {
   conn = null;
   abortStream?.();
   wake?.();
+  closeResultSocket();
 }
 
 /** Cuts a reconnect backoff short (the alarm uses it). */
@@ -248,6 +262,7 @@ async function subscribe(my, settings, creds, onOpen) {
   const mine = { serverUrl: settings.serverUrl, token: creds.token, clientId };
   conn = mine;
   onOpen();
+  openResultSocket(mine);
   let stall;
   const arm = () => { clearTimeout(stall); stall = setTimeout(() => ctrl.abort(), STALL_MS); };
   arm();
@@ -326,8 +341,8 @@ async function handleRequest(msg, env) {
   // the frame's arrival to this post. Both are informative only.
   const handledMs = round(performance.now() - received);
   const wall = (t) => round(performance.timeOrigin + t);
-  await post('/v1/host-browser-result', { requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
-    receivedAt: wall(received), postedAt: wall(performance.now()) }, 3)
+  await sendResult({ requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
+    receivedAt: wall(received), postedAt: wall(performance.now()) })
     .then(() => { stats.results++; }, () => { stats.resultFailures++; });
 }
 
@@ -338,6 +353,108 @@ function suppress(id) {
   remember(suppressedIds, id);
   const w = suppressWaiters.get(id);
   if (w) { suppressWaiters.delete(id); w(true); }
+}
+
+// ---- the result socket ----
+//
+// One WebSocket per connection carries the results: a message on an open
+// socket costs the worker a fraction of a fetch. It authenticates with its
+// first message (a WebSocket cannot carry an Authorization header) and
+// answers every result with {"type":"accepted"} or {"type":"error",status}.
+// It is opened after the event stream and, after a failure, again at a later
+// result (never sooner than the retry delay); until it is ready, and for any
+// result the socket could not deliver, the result is POSTed as before. Its
+// traffic counts as extension activity for the worker's lifetime (Chrome
+// 116+), like the keepalive's API calls.
+
+let sock = null;        // {ws, conn, ready, unacked: Map(requestId → {body, resolve, reject})}
+let sockFailures = 0;   // failed attempts in a row (no ready)
+let sockRetryAt = 0;    // performance.now() before which no new attempt is made
+
+function sameConn(a, b) {
+  return a && b && a.serverUrl === b.serverUrl && a.token === b.token && a.clientId === b.clientId;
+}
+
+/** Opens the result socket for c unless one is open or opening for it. */
+function openResultSocket(c) {
+  if (sock && sameConn(sock.conn, c)) return;
+  closeResultSocket();
+  if (performance.now() < sockRetryAt) return;
+  let ws;
+  try {
+    ws = new WebSocket(c.serverUrl.replace(/^http/, 'ws') + RESULT_SOCKET_PATH);
+  } catch {
+    socketFailed();
+    return;
+  }
+  const me = { ws, conn: c, ready: false, unacked: new Map() };
+  sock = me;
+  ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', token: c.token, clientId: c.clientId }));
+  ws.onmessage = (e) => {
+    let m;
+    try { m = JSON.parse(e.data); } catch { return; }
+    if (m.type === 'ready') {
+      me.ready = true;
+      sockFailures = 0;
+      stats.socketReady++;
+      for (let i = socketWaiters.length - 1; i >= 0; i--) {
+        const [n, resolve] = socketWaiters[i];
+        if (stats.socketReady >= n) { socketWaiters.splice(i, 1); resolve(stats.socketReady); }
+      }
+      return;
+    }
+    const u = me.unacked.get(m.requestId);
+    if (!u) return;
+    me.unacked.delete(m.requestId);
+    if (m.type === 'accepted') { stats.resultsOverSocket++; u.resolve(); }
+    else u.reject(new Error(`result refused (${m.status}): ${m.error}`)); // a POST would be refused alike
+  };
+  ws.onclose = () => {
+    if (sock === me) sock = null;
+    if (!me.ready) socketFailed();
+    // Results the server did not acknowledge go by POST (a duplicate is
+    // answered 404 and changes nothing).
+    for (const u of me.unacked.values()) {
+      stats.socketFallbacks++;
+      postResult(u.body).then(u.resolve, u.reject);
+    }
+    me.unacked.clear();
+  };
+}
+
+function socketFailed() {
+  sockFailures++;
+  stats.socketFailures++;
+  sockRetryAt = performance.now()
+    + Math.min(SOCKET_RETRY_CAP_MS, SOCKET_RETRY_BASE_MS * 2 ** Math.max(0, sockFailures - 1));
+}
+
+function closeResultSocket() {
+  const s = sock;
+  sock = null;
+  if (s) s.ws.close(1000, 'relay stopped'); // onclose posts what is unacknowledged
+}
+
+/** Sends a result over the socket when it is ready, else POSTs it. */
+function sendResult(body) {
+  const s = sock;
+  if (s && s.ready && s.ws.readyState === WebSocket.OPEN) {
+    return new Promise((resolve, reject) => {
+      s.unacked.set(body.requestId, { body, resolve, reject });
+      try {
+        s.ws.send(JSON.stringify({ type: 'result', ...body }));
+      } catch {
+        s.unacked.delete(body.requestId);
+        postResult(body).then(resolve, reject);
+      }
+    });
+  }
+  if (conn && !s) openResultSocket(conn); // lazily, for the next result
+  return postResult(body);
+}
+
+function postResult(body) {
+  return post('/v1/host-browser-result', body, 3).then(() => { stats.resultsOverFetch++; });
 }
 
 // ---- posting back ----

@@ -1,0 +1,74 @@
+package extension_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+type relayStats struct {
+	Results           int `json:"results"`
+	ResultsOverSocket int `json:"resultsOverSocket"`
+	ResultsOverFetch  int `json:"resultsOverFetch"`
+	SocketReady       int `json:"socketReady"`
+	SocketFailures    int `json:"socketFailures"`
+}
+
+func (s *stack) relayStats(t *testing.T) relayStats {
+	t.Helper()
+	var st relayStats
+	require.NoError(t, json.Unmarshal(s.workerEval(t, "vellum.stats"), &st))
+	return st
+}
+
+func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	s.waitExtension(t)
+	s.workerEval(t, "vellum.whenResultSocket(1)")
+	c := s.rt.Selector.Client(s.invocation("conv-socket"))
+	defer c.Close()
+
+	s.drainIDs()
+	var tabs struct{ Tabs []tab }
+	send(t, c, "Vellum.listTabs", nil, &tabs)
+	id := s.nextID(t)
+	posts := s.waitPosts(t, id, 1)
+	require.Len(t, posts, 1)
+	assert.Equal(t, hostproxy.TransportWebSocket, posts[0].Transport, "the result came over the socket")
+	assert.Equal(t, http.StatusOK, posts[0].Status)
+	require.NotNil(t, posts[0].DurationMs, "the timings travel with a socket result too")
+
+	st := s.relayStats(t)
+	assert.Equal(t, 1, st.SocketReady)
+	assert.GreaterOrEqual(t, st.ResultsOverSocket, 1)
+	assert.Zero(t, st.ResultsOverFetch, "no result needed a POST")
+}
+
+func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {
+	tried := make(chan struct{})
+	s := startStack(t, stackOptions{noSocket: true, socketTried: tried})
+	s.waitExtension(t)
+	waitClosed(t, tried, "the extension to try the result socket")
+	c := s.rt.Selector.Client(s.invocation("conv-nosocket"))
+	defer c.Close()
+
+	s.drainIDs()
+	var tabs struct{ Tabs []tab }
+	send(t, c, "Vellum.listTabs", nil, &tabs)
+	id := s.nextID(t)
+	posts := s.waitPosts(t, id, 1)
+	require.Len(t, posts, 1)
+	assert.Equal(t, hostproxy.TransportHTTP, posts[0].Transport, "the result was POSTed")
+	assert.Equal(t, http.StatusOK, posts[0].Status)
+
+	send(t, c, "Vellum.listTabs", nil, &tabs) // and the next one too
+	st := s.relayStats(t)
+	assert.Zero(t, st.SocketReady)
+	assert.Zero(t, st.ResultsOverSocket)
+	assert.Equal(t, 2, st.ResultsOverFetch)
+}
