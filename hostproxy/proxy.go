@@ -47,10 +47,12 @@ type Options struct {
 	// NewRequestID returns a fresh request id; nil means 16 random bytes in
 	// hex.
 	NewRequestID func() string
-	// OnResult, when set, is called once per accepted result, on the
-	// goroutine of the route or socket that received it, after the result
-	// has reached its caller; it must return quickly. For measurement and
-	// tests (which transport carried a result, the client's own timings).
+	// OnResult, when set, is called for each result that passed the PXY-4
+	// checks, on the goroutine of the route or socket that received it,
+	// just before the result is handed to its caller (so the caller returns
+	// after it; in the rare race with the request's own end the result is
+	// then refused 404 after all). It must return quickly. For measurement
+	// and tests: which transport carried a result, the client's timings.
 	OnResult func(ResultReceipt)
 }
 

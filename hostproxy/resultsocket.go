@@ -74,7 +74,8 @@ const (
 	TransportWebSocket Transport = "websocket"
 )
 
-// ResultReceipt describes one accepted result, for Options.OnResult.
+// ResultReceipt describes one result that passed the checks, for
+// Options.OnResult.
 type ResultReceipt struct {
 	RequestID string
 	// ClientID is the posting client (the X-Vellum-Client-Id header, or the
@@ -340,15 +341,15 @@ func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transpo
 		return &resultReject{http.StatusForbidden, "wrong_actor",
 			fmt.Sprintf("request %q belongs to another actor", body.RequestID)}
 	}
+	if p.onResult != nil {
+		p.onResult(ResultReceipt{RequestID: body.RequestID, ClientID: clientID, Transport: tr, Raw: raw})
+	}
 	if !p.deliver(body) {
 		return &resultReject{http.StatusNotFound, "unknown_request",
 			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}
 	}
 	if clientID != "" {
 		p.hub.Touch(clientID)
-	}
-	if p.onResult != nil {
-		p.onResult(ResultReceipt{RequestID: body.RequestID, ClientID: clientID, Transport: tr, Raw: raw})
 	}
 	return nil
 }
