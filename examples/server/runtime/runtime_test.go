@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -22,6 +24,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/eventhubtest"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
@@ -268,4 +271,41 @@ func TestHTTPServerReadTimeoutLeavesEventsStreamOpen(t *testing.T) {
 	assert.Equal(t, 4, beats)
 	_, ok := rt.Hub.Client("c1")
 	assert.True(t, ok)
+}
+
+func TestHTTPServerReadTimeoutLeavesResultSocketOpen(t *testing.T) {
+	rt, addr := serveWithTimeouts(t, eventhub.WithHeartbeatInterval(300*time.Millisecond))
+	tok, err := rt.Auth.Mint(auth.Grant{InterfaceID: "chrome-extension", ClientID: "c1"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // against a hang only
+	defer cancel()
+	stream, err := eventhubtest.Dial(ctx, "http://"+addr+eventhub.EventsPath, eventhubtest.DialOptions{ClientID: "c1",
+		InterfaceID: "chrome-extension", Header: http.Header{"Authorization": {"Bearer " + tok.Token}}})
+	require.NoError(t, err)
+	defer stream.Close()
+	sock, _, err := websocket.Dial(ctx, "ws://"+addr+hostproxy.PathResultSocket, nil)
+	require.NoError(t, err)
+	defer sock.CloseNow()
+	require.NoError(t, wsjson.Write(ctx, sock, map[string]string{"type": "auth", "token": tok.Token, "clientId": "c1"}))
+	var reply map[string]any
+	require.NoError(t, wsjson.Read(ctx, sock, &reply))
+	require.Equal(t, "ready", reply["type"])
+	// Several read timeouts pass while the socket is idle.
+	for range 4 {
+		_, _, err := stream.NextHeartbeat(ctx)
+		require.NoError(t, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Proxy.Request(ctx, hostproxy.Req{Method: "Runtime.evaluate", TargetClientID: "c1"})
+		done <- err
+	}()
+	env, err := stream.NextEvent(ctx)
+	require.NoError(t, err)
+	var msg hostproxy.RequestMessage
+	require.NoError(t, json.Unmarshal(env.Message, &msg))
+	require.NoError(t, wsjson.Write(ctx, sock, map[string]any{"type": "result", "requestId": msg.RequestID, "content": "{}"}))
+	require.NoError(t, wsjson.Read(ctx, sock, &reply))
+	assert.Equal(t, "accepted", reply["type"])
+	assert.NoError(t, <-done)
 }
