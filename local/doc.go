@@ -18,7 +18,7 @@
 //
 // The first command that needs a page starts the Playwright driver (Node.js)
 // and a persistent context in a profile directory (a temporary one by
-// default, removed on Close) — on this machine ≈ 1.2 s when idle. Concurrent
+// default, removed on Close) — about 1.2 s on an idle 2-core machine. Concurrent
 // first uses share that single launch and each honours its own context while
 // waiting. Later invocations reuse the running browser, so their first
 // command costs a CDP round trip (a few ms). Each conversation id gets its
@@ -76,8 +76,8 @@
 //
 // # Why github.com/mxschmitt/playwright-go
 //
-// The user named github.com/playwright-community/playwright-go, but that
-// module path stopped at v0.5200.1 (Playwright 1.52, built for Chromium 136).
+// The project's original module path, github.com/playwright-community/playwright-go,
+// stopped at v0.5200.1 (Playwright 1.52, built for Chromium 136).
 // The project's releases continue under github.com/mxschmitt/playwright-go;
 // v0.6401.0 drives Playwright 1.64.1, which is built for Chromium 156 — the
 // version Debian 12 ships — so the driver and the system browser speak the

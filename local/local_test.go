@@ -40,6 +40,10 @@ func TestNothingLaunchedBeforeFirstSend(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindLocal, cand.Kind)
 	assert.Equal(t, ReasonAlwaysLast, cand.Reason)
+	pinned, err := prov.Propose(browserbackend.Invocation{ConversationID: "c1", Mode: browserbackend.ModeLocal},
+		browserbackend.Env{Pinned: true, Cooldowns: &browserbackend.Cooldowns{}})
+	require.NoError(t, err)
+	assert.Equal(t, ReasonPinned, pinned.Reason)
 	require.NoError(t, cand.Probe(ctx), "preflight must pass on a set-up machine")
 	c := b.Client("c1")
 	_, cancel := c.Subscribe("")

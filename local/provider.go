@@ -14,6 +14,9 @@ import (
 // (SEL-3: local is always the last resort).
 const ReasonAlwaysLast = "local: always last"
 
+// ReasonPinned is the reason when the invocation pins browser_mode local.
+const ReasonPinned = "pinned: local requested"
+
 // NewProvider returns the browserbackend.Provider of kind local (SEL-3). It
 // always proposes, without blocking and without launching anything; the
 // candidate's Build returns the invocation's Client attached to its
@@ -32,10 +35,14 @@ type provider struct{ b *Browser }
 
 func (provider) Kind() browserbackend.Kind { return browserbackend.KindLocal }
 
-func (p provider) Propose(inv browserbackend.Invocation, _ browserbackend.Env) (browserbackend.Candidate, error) {
+func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
+	reason := ReasonAlwaysLast
+	if env.Pinned {
+		reason = ReasonPinned
+	}
 	return browserbackend.Candidate{
 		Kind:   browserbackend.KindLocal,
-		Reason: ReasonAlwaysLast,
+		Reason: reason,
 		Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
 			c := p.b.Client(inv.ConversationID)
 			if err := c.Open(ctx); err != nil {

@@ -19,7 +19,7 @@
 //	-cdp-inspect      add cdp-inspect to every auto invocation (default false)
 //	-cdp-port         DevTools port cdp-inspect probes (default 9222)
 //	-local            add the local Playwright backend as the last resort (default true)
-//	-chromium         browser executable for the local backend (default: Playwright's choice)
+//	-chromium         browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)
 //	-v                debug logging (every selection record)
 //
 // Selection logs carry module=cdp-factory: grep them to see which backend

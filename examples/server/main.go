@@ -46,7 +46,7 @@ func run() error {
 	inspect := flag.Bool("cdp-inspect", false, "add cdp-inspect to every auto invocation")
 	cdpPort := flag.Int("cdp-port", 9222, "DevTools port for cdp-inspect")
 	useLocal := flag.Bool("local", true, "add the local Playwright backend as last resort")
-	chromium := flag.String("chromium", "", "browser executable for the local backend")
+	chromium := flag.String("chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
 
