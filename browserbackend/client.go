@@ -39,6 +39,8 @@ type Client struct {
 	// stickyCand is the candidate the sticky backend was built from; its
 	// cooldown key applies to failures after the walk too (SEL-6).
 	stickyCand Candidate
+	// inMemo is set while the walk tries the remembered kind.
+	inMemo bool
 	kind       Kind
 	built      []ScopedClient
 	attempts   []Attempt
@@ -214,12 +216,14 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	// candidate failed, so there is no fallback to report.
 	if !pinned && inv.ConversationID != "" {
 		if k, ok := s.memo.Get(inv.ConversationID); ok {
+			c.setMemoPhase(true)
 			cands, skipped, perr := s.propose(inv, k, true)
 			c.addSkipped(skipped)
 			if perr == nil && len(cands) > 0 {
 				s.log.Info("trying the conversation's remembered backend", "candidateKind", k,
 					"conversationId", inv.ConversationID)
 				res, done, err := c.tryCandidate(ctx, cands[0], cmd, false, true)
+				c.setMemoPhase(false)
 				if done {
 					if errors.Is(err, ErrTransport) {
 						s.memo.Forget(inv.ConversationID)
@@ -230,6 +234,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 				s.log.Warn("auto-mode fallback triggered", "from", k, "conversationId", inv.ConversationID,
 					"attempts", AttemptSummary(c.walkAttempts()))
 			}
+			c.setMemoPhase(false)
 			s.memo.Forget(inv.ConversationID)
 			s.log.Info("forgot the conversation's remembered backend", "candidateKind", k,
 				"conversationId", inv.ConversationID)
@@ -433,7 +438,18 @@ func (c *Client) addAttempts(as ...Attempt) {
 		return
 	}
 	c.mu.Lock()
-	c.attempts = append(c.attempts, as...)
+	for _, a := range as {
+		a.Remembered = c.inMemo
+		c.attempts = append(c.attempts, a)
+	}
+	c.mu.Unlock()
+}
+
+// setMemoPhase marks the attempts added from now on as tries of the
+// conversation's remembered kind (SEL-9), or stops marking them.
+func (c *Client) setMemoPhase(on bool) {
+	c.mu.Lock()
+	c.inMemo = on
 	c.mu.Unlock()
 }
 
@@ -643,6 +659,9 @@ func AttemptSummary(as []Attempt) []string {
 		out[i] = string(a.Kind) + "@" + string(a.Stage)
 		if a.Code != "" {
 			out[i] += "[" + a.Code + "]"
+		}
+		if a.Remembered {
+			out[i] += "(remembered)"
 		}
 	}
 	return out

@@ -222,6 +222,9 @@ type Attempt struct {
 	Code          string `json:"code,omitempty"`
 	Message       string `json:"message,omitempty"`
 	DiscoveryCode string `json:"discoveryCode,omitempty"`
+	// Remembered marks a try of the conversation's remembered kind (SEL-9),
+	// made before the auto list; the same kind may appear again later.
+	Remembered bool `json:"remembered,omitempty"`
 	// Err is the failure, nil for a success.
 	Err error `json:"-"`
 }

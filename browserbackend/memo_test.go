@@ -25,7 +25,7 @@ func TestMemoAutoInvocationReusesRememberedKind(t *testing.T) {
 	c, err := r.send(t, bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice})
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())
-	assert.Equal(t, []string{"local@success"}, summary(c.Attempts()))
+	assert.Equal(t, []string{"local@success(remembered)"}, summary(c.Attempts()))
 	assert.Equal(t, kinds(bb.KindLocal, bb.KindLocal), r.farm.BuiltKinds(), "the extension is not built")
 	assert.Equal(t, 1, countMsg(r.logs, "trying the conversation's remembered backend"))
 
@@ -57,7 +57,7 @@ func TestMemoRememberedKindFailingAtBuildIsForgottenAndPlainAutoServes(t *testin
 	c, err := r.send(t, conv)
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindExtension, c.Kind(), "plain auto served the call")
-	assert.Equal(t, []string{"cdp-inspect@construction[unreachable]", "extension@success"}, tried(c.Attempts()))
+	assert.Equal(t, []string{"cdp-inspect@construction[unreachable](remembered)", "extension@success"}, tried(c.Attempts()))
 	k, _ := r.sel.Memo().Get("conv-1")
 	assert.Equal(t, bb.KindExtension, k, "the failed kind is forgotten and the new success remembered")
 	assert.Equal(t, 1, countMsg(r.logs, "forgot the conversation's remembered backend"))
@@ -76,7 +76,7 @@ func TestMemoRememberedKindFailingAtSendIsForgottenAndPlainAutoServes(t *testing
 	c, err := r.send(t, conv)
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())
-	assert.Equal(t, []string{"extension@send[unreachable]", "local@success"}, tried(c.Attempts()),
+	assert.Equal(t, []string{"extension@send[unreachable](remembered)", "local@success"}, tried(c.Attempts()),
 		"the remembered kind that just failed is not tried a second time")
 	k, _ = r.sel.Memo().Get("conv-1")
 	assert.Equal(t, bb.KindLocal, k)
