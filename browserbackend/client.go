@@ -40,15 +40,15 @@ type Client struct {
 	// cooldown key applies to failures after the walk too (SEL-6).
 	stickyCand Candidate
 	// inMemo is set while the walk tries the remembered kind.
-	inMemo bool
-	kind       Kind
-	built      []ScopedClient
-	attempts   []Attempt
-	walkFrom   int             // index in attempts where the current walk began
-	invalid    map[string]bool // flat sessions reported gone (SEL-14)
-	wanted     map[string]bool // event methods subscribed through the client
-	stops      []func()        // backend subscriptions to cancel on Close
-	fwd        sync.WaitGroup  // event forwarders
+	inMemo   bool
+	kind     Kind
+	built    []ScopedClient
+	attempts []Attempt
+	walkFrom int             // index in attempts where the current walk began
+	invalid  map[string]bool // flat sessions reported gone (SEL-14)
+	wanted   map[string]bool // event methods subscribed through the client
+	stops    []func()        // backend subscriptions to cancel on Close
+	fwd      sync.WaitGroup  // event forwarders
 
 	bus EventBus
 }
