@@ -15,6 +15,7 @@ demo: setup
 	$(GO) run ./examples/quickstart
 
 test: setup
+	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
 
 # bench: the benchmark harness lives in its own module (bench/, so the peer
