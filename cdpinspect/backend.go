@@ -268,8 +268,7 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 	sid := cmd.SessionID
 	if sid == "" {
 		if b.detached.Load() {
-			return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeSessionNotFound, Method: cmd.Method,
-				Backend: bb.KindCDPInspect, Message: "the attached page went away (tab closed or target detached)"}
+			return nil, sessionGoneErr(cmd.Method)
 		}
 		sid = b.SessionID()
 	}
@@ -282,6 +281,12 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 		}
 	}
 	return res, err
+}
+
+// sessionGoneErr is the error of a command whose page session went away.
+func sessionGoneErr(method string) *bb.Error {
+	return &bb.Error{Class: bb.ClassTransport, Code: bb.CodeSessionNotFound, Method: method,
+		Backend: bb.KindCDPInspect, Message: "the page session went away (tab closed or target detached)"}
 }
 
 func (b *Backend) closedErr(method string) *bb.Error {

@@ -34,10 +34,18 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-// reply is what the reader hands to a waiting call.
+// reply is what the reader hands to a waiting call: the CDP reply, or fail
+// when the call's session went away before a reply came.
 type reply struct {
 	result json.RawMessage
 	err    *rpcError
+	fail   *bb.Error
+}
+
+// pendingCall is one command waiting for its reply.
+type pendingCall struct {
+	ch        chan reply // buffered (1); one value or a close
+	sessionID string
 }
 
 // conn multiplexes CDP commands over one browser-level WebSocket: a single
@@ -52,7 +60,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	nextID  int64
-	pending map[int64]chan reply
+	pending map[int64]pendingCall
 	err     *bb.Error // set once the connection is finished; fails all calls
 
 	done chan struct{} // closed when the reader has exited
@@ -91,7 +99,7 @@ func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame)
 		log:     s.logger,
 		onEvent: onEvent,
 		onEnd:   onEnd,
-		pending: make(map[int64]chan reply),
+		pending: make(map[int64]pendingCall),
 		done:    make(chan struct{}),
 	}
 	go c.readLoop()
@@ -124,20 +132,30 @@ func (c *conn) readLoop() {
 			continue
 		}
 		if f.ID == 0 {
+			if f.Method == bb.MethodTargetDetached {
+				// Chrome never answers the commands still waiting on a
+				// detached session: fail them now, not at their deadline.
+				var p struct {
+					SessionID string `json:"sessionId"`
+				}
+				if json.Unmarshal(f.Params, &p) == nil {
+					c.failSession(p.SessionID, sessionGoneErr(""))
+				}
+			}
 			if f.Method != "" && c.onEvent != nil {
 				c.onEvent(f)
 			}
 			continue
 		}
 		c.mu.Lock()
-		ch, ok := c.pending[f.ID]
+		pc, ok := c.pending[f.ID]
 		delete(c.pending, f.ID)
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("cdpinspect: reply for unknown id dropped", "id", f.ID)
 			continue
 		}
-		ch <- reply{result: f.Result, err: f.Error} // buffered (1): never blocks
+		pc.ch <- reply{result: f.Result, err: f.Error} // buffered (1): never blocks
 	}
 }
 
@@ -149,9 +167,28 @@ func (c *conn) finish(e *bb.Error) {
 	if c.err == nil {
 		c.err = e
 	}
-	for id, ch := range c.pending {
+	for id, pc := range c.pending {
 		delete(c.pending, id)
-		close(ch)
+		close(pc.ch)
+	}
+}
+
+// failSession fails every waiting call on sessionID with e (Method set per
+// call): Chrome sends no reply for commands of a session that detached
+// (tab closed, target crashed), so without this they would wait for their
+// deadline (SEL-14). It runs on the reader goroutine and never blocks.
+func (c *conn) failSession(sessionID string, e *bb.Error) {
+	if sessionID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, pc := range c.pending {
+		if pc.sessionID != sessionID {
+			continue
+		}
+		delete(c.pending, id)
+		pc.ch <- reply{fail: e} // buffered (1), and removed from the map: never blocks
 	}
 }
 
@@ -188,7 +225,7 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	c.nextID++
 	id := c.nextID
-	c.pending[id] = ch
+	c.pending[id] = pendingCall{ch: ch, sessionID: sessionID}
 	c.mu.Unlock()
 
 	data, err := json.Marshal(frame{ID: id, Method: method, Params: params, SessionID: sessionID})
@@ -222,6 +259,11 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 			e := c.failure(method)
 			e.Dispatched = true
 			return nil, e
+		}
+		if r.fail != nil {
+			e := *r.fail
+			e.Method, e.Dispatched = method, true
+			return nil, &e
 		}
 		if r.err != nil {
 			e := bb.ProtocolError(r.err.Code, r.err.Message)
