@@ -16,6 +16,9 @@ type EvalResult struct {
 	// minus chrome.debugger) and Wire the rest (round trip minus arrival →
 	// post: server, hub, SSE delivery into the worker, the result POST).
 	Inside, Overhead, Worker, Wire Floats
+	// Via counts the recorded results of a path whose client reports
+	// timings by transport ("websocket", "http").
+	Via map[string]int `json:",omitempty"`
 }
 
 // MeasureEvaluate runs rounds of Runtime.evaluate("1+1") on every path of w,
@@ -46,6 +49,10 @@ func MeasureEvaluate(ctx context.Context, w *World, rounds, warmup int) ([]EvalR
 			}
 			res[i].D = append(res[i].D, d)
 			if p.Inside != nil {
+				if res[i].Via == nil {
+					res[i].Via = map[string]int{}
+				}
+				res[i].Via[string(w.Server.Via(w.Server.LastRequestID()))]++
 				if in, handled, ok := p.Inside(); ok {
 					rt := float64(d) / float64(time.Millisecond)
 					res[i].Inside = append(res[i].Inside, in)

@@ -1,12 +1,10 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -46,17 +44,23 @@ type Server struct {
 	Proxy *hostproxy.Proxy
 	Auth  *auth.Authority
 	URL   string
+	// FetchOnlyURL serves the same runtime without the result socket route
+	// (404), like a server from before it: an extension paired there POSTs
+	// every result.
+	FetchOnlyURL string
 
-	srv *httptest.Server
+	srv, fetchOnly *httptest.Server
 
-	// record turns on reading durationMs from result posts (the extension's
-	// time inside chrome.debugger.sendCommand). Off for screenshots, where
-	// buffering the body would distort time and memory.
-	record    atomic.Bool
-	lastID    atomic.Value // string: the latest request id the proxy made
-	mu        sync.Mutex
-	durations map[string][2]float64
-	n         atomic.Int64
+	// record turns on reading durationMs from results (the extension's
+	// time inside chrome.debugger.sendCommand) and counting them by
+	// transport. Off for screenshots, where parsing the body would distort
+	// time and memory.
+	record     atomic.Bool
+	lastID     atomic.Value // string: the latest request id the proxy made
+	mu         sync.Mutex
+	durations  map[string][2]float64
+	via        map[string]hostproxy.Transport // request id → how its result came
+	n          atomic.Int64
 }
 
 // StartServer composes and serves the runtime side.
@@ -68,13 +72,13 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Auth: a, durations: map[string][2]float64{}}
+	s := &Server{Auth: a, durations: map[string][2]float64{}, via: map[string]hostproxy.Transport{}}
 	s.Hub = eventhub.New(eventhub.WithLogger(discard))
 	s.Proxy = hostproxy.New(hostproxy.Options{Hub: s.Hub, Logger: discard, NewRequestID: func() string {
 		id := fmt.Sprintf("bench-%d", s.n.Add(1))
 		s.lastID.Store(id)
 		return id
-	}})
+	}, OnResult: s.onResult})
 	authed := http.NewServeMux()
 	authed.Handle("GET "+eventhub.EventsPath, s.Hub.EventsHandler())
 	authed.Handle("POST "+eventhub.PingPath, s.Hub.PingHandler())
@@ -90,16 +94,27 @@ func StartServer() (*Server, error) {
 		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
-	top := s.recordDurations(mux)
-	mux.Handle("GET "+ProtoResultPath, s.protoResultHandler(top))
-	mux.Handle("GET "+ProtoEventsPath, s.protoEventsHandler(top))
-	s.srv, err = loopbackServer(top)
+	mux.Handle("GET "+hostproxy.PathResultSocket, a.LocalOnly(s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
+		Verify: a.VerifyClient, AllowedOrigins: []string{"chrome-extension://" + ExtensionID}, LoopbackOnly: true})))
+	s.srv, err = loopbackServer(mux)
+	if err == nil {
+		s.fetchOnly, err = loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == hostproxy.PathResultSocket {
+				http.NotFound(w, r)
+				return
+			}
+			mux.ServeHTTP(w, r)
+		}))
+		if err != nil {
+			s.srv.Close()
+		}
+	}
 	if err != nil {
 		s.Proxy.Close()
 		s.Hub.Close()
 		return nil, err
 	}
-	s.URL = s.srv.URL
+	s.URL, s.FetchOnlyURL = s.srv.URL, s.fetchOnly.URL
 	return s, nil
 }
 
@@ -107,33 +122,37 @@ func StartServer() (*Server, error) {
 func (s *Server) Close() {
 	s.Proxy.Close()
 	s.Hub.Close()
-	s.srv.CloseClientConnections()
-	s.srv.Close()
+	for _, srv := range []*httptest.Server{s.srv, s.fetchOnly} {
+		srv.CloseClientConnections()
+		srv.Close()
+	}
 }
 
-func (s *Server) recordDurations(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Only the extension reports timings; the bridges' posts (client ids
-		// "bench-…") pass untouched.
-		if r.URL.Path != hostproxy.PathResult || !s.record.Load() ||
-			strings.HasPrefix(r.Header.Get(hostproxy.HeaderClientID), "bench-") {
-			h.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var p struct {
-			RequestID  string   `json:"requestId"`
-			DurationMs *float64 `json:"durationMs"`
-			HandledMs  *float64 `json:"handledMs"`
-		}
-		if json.Unmarshal(body, &p) == nil && p.DurationMs != nil && p.HandledMs != nil {
-			s.mu.Lock()
-			s.durations[p.RequestID] = [2]float64{*p.DurationMs, *p.HandledMs}
-			s.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	})
+// onResult is the proxy's OnResult hook: while recording, it keeps the
+// timings the extension sends with each result and counts results by
+// transport. The bridges' results (client ids "bench-…") carry no timings.
+func (s *Server) onResult(r hostproxy.ResultReceipt) {
+	if !s.record.Load() || strings.HasPrefix(r.ClientID, "bench-") {
+		return
+	}
+	var p struct {
+		DurationMs *float64 `json:"durationMs"`
+		HandledMs  *float64 `json:"handledMs"`
+	}
+	ok := json.Unmarshal(r.Raw, &p) == nil && p.DurationMs != nil && p.HandledMs != nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		s.durations[r.RequestID] = [2]float64{*p.DurationMs, *p.HandledMs}
+	}
+	s.via[r.RequestID] = r.Transport
+}
+
+// Via returns how the result of requestID came (while recording), or "".
+func (s *Server) Via(requestID string) hostproxy.Transport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.via[requestID]
 }
 
 // LastRequestID returns the id of the latest request the proxy published.

@@ -61,8 +61,8 @@ type World struct {
 
 	// pageTarget is the tab the CDP paths share (the one cdp-inspect picked).
 	pageTarget string
-	// protoClosers release the prototype (see StartProto).
-	protoClosers []func()
+	// fetchClosers release the fetch-only extension (see StartFetchOnly).
+	fetchClosers []func()
 
 	closers []func()
 }
@@ -130,7 +130,7 @@ func (w *World) start(ctx context.Context) (err error) {
 
 // Close releases everything NewWorld started, in reverse order.
 func (w *World) Close() {
-	w.CloseProto()
+	w.CloseFetchOnly()
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}
@@ -247,7 +247,7 @@ func (w *World) extensionPath(ctx context.Context) (*Path, error) {
 		return nil, err
 	}
 	s := w.Server
-	return &Path{Name: PathExtension, Note: "proxy → hub → SSE → MV3 worker → chrome.debugger → POST result",
+	return &Path{Name: PathExtension, Note: "proxy → hub → SSE → MV3 worker → chrome.debugger → result socket",
 		Send: func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 			return be.Send(ctx, bb.Command{Method: m, Params: p})
 		},

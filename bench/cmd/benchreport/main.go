@@ -185,15 +185,14 @@ func run() error {
 	res.Machine.LoadStart = loadStart
 
 	err = phase("evaluate", func() (err error) {
-		// The prototype of the proposed extension fix joins this phase only.
-		for _, both := range []bool{false, true} {
-			if p, perr := w.StartProto(ctx, both); perr != nil {
-				harness.Progress("prototype skipped: %v", perr)
-			} else {
-				w.Paths = append(w.Paths, p)
-			}
+		// The extension without the result socket (the "before" of the
+		// transport fix) joins this phase only.
+		if p, perr := w.StartFetchOnly(ctx); perr != nil {
+			harness.Progress("fetch-only extension skipped: %v", perr)
+		} else {
+			w.Paths = append(w.Paths, p)
 		}
-		defer w.CloseProto()
+		defer w.CloseFetchOnly()
 		res.Eval, err = harness.MeasureEvaluate(ctx, w, n.rounds, n.warmup)
 		return err
 	})
