@@ -48,12 +48,16 @@ import (
 
 // Result is what the quickstart reports (also its --json shape).
 type Result struct {
-	Backend    browserbackend.Kind      `json:"backend"`
+	Backend    browserbackend.Kind      `json:"backend,omitempty"`
 	Attempts   []browserbackend.Attempt `json:"attempts"`
 	URL        string                   `json:"url"`
-	Title      string                   `json:"title"`
-	Screenshot Screenshot               `json:"screenshot"`
+	Title      string                   `json:"title,omitempty"`
+	Screenshot *Screenshot              `json:"screenshot,omitempty"`
 	ElapsedMs  int64                    `json:"elapsedMs"`
+	// Error and Report are set when the run failed (Report: the pinned-mode
+	// failure report of SEL-7, when selection failed).
+	Error  string `json:"error,omitempty"`
+	Report string `json:"report,omitempty"`
 }
 
 // Screenshot describes the written PNG.
@@ -65,45 +69,62 @@ type Screenshot struct {
 	Height int64  `json:"height"`
 }
 
-func main() {
+func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// cli runs the quickstart with args and returns the exit code: 0 on success,
+// 1 when the run failed, 2 for bad flags.
+func cli(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var (
-		url      = flag.String("url", "", "page to open (default: a fixture page served on 127.0.0.1)")
-		mode     = flag.String("mode", "auto", "browser_mode: auto, extension, cdp-inspect (cdp-debugger), local (playwright)")
-		asJSON   = flag.Bool("json", false, "print the result as one JSON object")
-		out      = flag.String("out", filepath.Join(os.TempDir(), "browserchain-quickstart.png"), "screenshot file")
-		iface    = flag.String("interface", eventhub.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
-		verbose  = flag.Bool("v", false, "log every selection record (default: warnings only)")
-		deadline = flag.Duration("timeout", 2*time.Minute, "overall deadline")
+		url      = fs.String("url", "", "page to open (default: a fixture page served on 127.0.0.1)")
+		mode     = fs.String("mode", "auto", "browser_mode: auto, extension, cdp-inspect (cdp-debugger), local (playwright)")
+		asJSON   = fs.Bool("json", false, "print the result as one JSON object")
+		out      = fs.String("out", filepath.Join(os.TempDir(), "browserchain-quickstart.png"), "screenshot file")
+		iface    = fs.String("interface", eventhub.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
+		verbose  = fs.Bool("v", false, "log every selection record (default: warnings only)")
+		deadline = fs.Duration("timeout", 2*time.Minute, "overall deadline")
 	)
-	flag.Parse()
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
 
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	ctx, cancel := context.WithTimeout(context.Background(), *deadline)
 	defer cancel()
 	res, err := run(ctx, logger, *url, *mode, *iface, *out)
 	if err != nil {
+		if res == nil {
+			res = &Result{}
+		}
+		res.Error = err.Error()
 		var se *browserbackend.SelectionError
 		if errors.As(err, &se) {
-			fmt.Fprint(os.Stderr, se.Report())
+			res.Report = se.Report()
+			fmt.Fprint(stderr, res.Report)
 		}
-		fmt.Fprintln(os.Stderr, "quickstart:", err)
-		if *asJSON && res != nil {
-			_ = json.NewEncoder(os.Stdout).Encode(res)
+		fmt.Fprintln(stderr, "quickstart:", err)
+		if *asJSON {
+			_ = json.NewEncoder(stdout).Encode(res)
 		}
-		os.Exit(1)
+		if errors.Is(err, browserbackend.ErrPolicy) {
+			return 2 // an invalid --mode is a usage error
+		}
+		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
-		return
+		return 0
 	}
-	printText(os.Stdout, res)
+	printText(stdout, res)
+	return 0
 }
 
 func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string) (*Result, error) {
@@ -180,10 +201,11 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 	if title.Result != nil {
 		_ = json.Unmarshal(title.Result.Value, &res.Title)
 	}
+	var ss Screenshot
 	metrics, err := cdp.Call(ctx, client, page.GetLayoutMetrics, cdp.Empty{})
 	if err == nil && metrics.CSSVisualViewport != nil {
-		res.Screenshot.Width = int64(metrics.CSSVisualViewport.ClientWidth)
-		res.Screenshot.Height = int64(metrics.CSSVisualViewport.ClientHeight)
+		ss.Width = int64(metrics.CSSVisualViewport.ClientWidth)
+		ss.Height = int64(metrics.CSSVisualViewport.ClientHeight)
 	}
 	shot, err := cdp.Call(ctx, client, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
 	if err != nil {
@@ -194,7 +216,8 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 	}
 	sum := sha256.Sum256(shot.Data)
 	abs, _ := filepath.Abs(out)
-	res.Screenshot.Path, res.Screenshot.SHA256, res.Screenshot.Bytes = abs, hex.EncodeToString(sum[:]), len(shot.Data)
+	ss.Path, ss.SHA256, ss.Bytes = abs, hex.EncodeToString(sum[:]), len(shot.Data)
+	res.Screenshot = &ss
 	return res, nil
 }
 

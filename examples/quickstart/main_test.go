@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"image/png"
 	"io"
 	"log/slog"
@@ -56,4 +57,26 @@ func TestQuickstartFallsThroughToLocal(t *testing.T) {
 func TestQuickstartRejectsInvalidMode(t *testing.T) {
 	_, err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "", "host-bridge", "cli", filepath.Join(t.TempDir(), "x.png"))
 	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
+}
+
+// A failed run with --json still prints one JSON object, carrying the error
+// and the pinned-mode report instead of an empty screenshot.
+func TestQuickstartJSONFailureCarriesErrorAndReport(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := cli([]string{"--json", "--mode", "extension", "--timeout", "1m", "--out", filepath.Join(t.TempDir(), "x.png")}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	var res Result
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
+	assert.Empty(t, res.Backend)
+	assert.Nil(t, res.Screenshot)
+	assert.Contains(t, res.Error, `browser_mode "extension" is unavailable`)
+	assert.Contains(t, res.Report, "extension")
+	require.NotEmpty(t, res.Attempts)
+	assert.Equal(t, browserbackend.KindExtension, res.Attempts[0].Kind)
+}
+
+func TestQuickstartInvalidModeIsAUsageError(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, cli([]string{"--mode", "bogus"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "invalid browser_mode")
 }
