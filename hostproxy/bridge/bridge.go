@@ -623,8 +623,10 @@ func (b *Bridge) postQuiet(ctx context.Context, path string, body []byte) {
 }
 
 func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool) {
-	body, _ := json.Marshal(hostproxy.ResultBody{RequestID: id, Content: content, IsError: isErr})
-	status, err := b.post(ctx, hostproxy.PathResult, body)
+	// Streamed: a screenshot's content is escaped into the connection, not
+	// into a second full-size buffer first.
+	status, err := b.postReader(ctx, hostproxy.PathResult, func() io.Reader { return newResultBody(id, content, isErr) },
+		newResultBody(id, content, isErr).Len())
 	switch {
 	case err != nil:
 		b.log.Warn("posting result failed", "requestId", id, "error", err)
@@ -637,12 +639,21 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 
 // post sends one JSON body and returns the status code.
 func (b *Bridge) post(ctx context.Context, path string, body []byte) (int, error) {
+	return b.postReader(ctx, path, func() io.Reader { return bytes.NewReader(body) }, int64(len(body)))
+}
+
+// postReader sends a JSON body of length n, read from a reader body makes
+// (again when the transport retries a request it could not send), and
+// returns the status code.
+func (b *Bridge) postReader(ctx context.Context, path string, body func() io.Reader, n int64) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
-	req, err := b.newRequest(ctx, http.MethodPost, path, body)
+	req, err := b.newRequest(ctx, http.MethodPost, path, []byte{})
 	if err != nil {
 		return 0, err
 	}
+	req.Body, req.ContentLength = io.NopCloser(body()), n
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return 0, err
