@@ -1,16 +1,19 @@
 package hostproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
@@ -277,6 +280,8 @@ func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatc
 // Request sends one command to the client chosen by Choose and waits for its
 // result (PXY-1). It returns the CDP result object, or an
 // *browserbackend.Error:
+//   - ClassPolicy, code invalid_params, when req.Params is neither empty,
+//     null nor one JSON object (nothing was sent);
 //   - the Choose errors (nothing was sent);
 //   - ClassTransport when publishing fails (logged), when the target client
 //     disconnects or is shed while the request is in flight (HUB-5, at once),
@@ -296,11 +301,28 @@ func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
 		e.Method, e.Backend = req.Method, req.Backend
 		return nil, e
 	}
+	if err := checkParams(req.Params); err != nil {
+		return nil, p.errorf(req, browserbackend.ClassPolicy, "invalid_params", false, "%v", err)
+	}
 	client, err := p.Choose(req)
 	if err != nil {
 		return nil, err
 	}
 	return p.send(ctx, req, client)
+}
+
+// checkParams accepts what goes on the wire as cdpParams (PXY-1): nothing,
+// null, or one JSON object. Clients drop a request whose params are anything
+// else, which would leave the caller waiting for its timeout.
+func checkParams(params json.RawMessage) error {
+	t := bytes.TrimSpace(params)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil
+	}
+	if t[0] != '{' || !json.Valid(t) {
+		return errors.New("params must be one JSON object")
+	}
+	return nil
 }
 
 func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (json.RawMessage, error) {
@@ -447,6 +469,16 @@ func (p *Proxy) deliver(res ResultBody) bool {
 // classify turns a client's result into the CDP result or a typed error
 // (PXY-6).
 func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
+	if !res.IsError && len(res.Content) > 0 {
+		// res.Content was decoded from this client's body for this request
+		// and nothing else refers to it, so the result can share its bytes
+		// instead of copying them (a screenshot is tens of MB). Same outcome
+		// as ClassifyResult; anything it would refuse goes there.
+		view := unsafe.Slice(unsafe.StringData(res.Content), len(res.Content))
+		if json.Valid(view) {
+			return json.RawMessage(view), nil
+		}
+	}
 	return ClassifyResult(req.Method, req.Backend, res.Content, res.IsError)
 }
 

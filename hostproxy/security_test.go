@@ -2,6 +2,7 @@ package hostproxy
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -68,5 +69,33 @@ func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *te
 		assert.Equal(t, browserbackend.ClassAborted, e.Class)
 	case <-guard.C:
 		t.Fatal("the request never returned after its context ended")
+	}
+}
+
+// cdpParams is a JSON object on the wire (PXY-1); the desktop bridge drops a
+// frame whose params are anything else, so such a request would sit unanswered
+// until its timeout. It is refused before anything is sent, as a policy error
+// (a caller bug: no failover).
+func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	p := newTestProxy(h)
+	for _, params := range []string{`[1,2]`, `"x"`, `7`, `true`, `{"a":`, `{"a":1} {}`} {
+		_, err := p.Request(context.Background(), Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),
+			TargetClientID: "ext", Timeout: time.Minute})
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e, params)
+		assert.Equal(t, browserbackend.ClassPolicy, e.Class, params)
+		assert.Equal(t, "invalid_params", e.Code, params)
+		assert.False(t, e.Dispatched, params)
+	}
+	ext.empty(t)
+	assert.Equal(t, 0, p.Tracker().Len())
+	for _, params := range []string{``, `null`, ` {} `, `{"expression":"1"}`} {
+		msg, done := startRequest(t, context.Background(), p, Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),
+			TargetClientID: "ext"}, ext)
+		rec := postResult(p, "ext", "alice", ResultBody{RequestID: msg["requestId"].(string), Content: "{}"})
+		require.Equal(t, http.StatusOK, rec.Code, params)
+		require.NoError(t, (<-done).err, params)
 	}
 }
