@@ -513,7 +513,7 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, msg)
 	}
 	var s string
-	if json.Unmarshal(ec.Code, &s) == nil {
+	if json.Unmarshal(ec.Code, &s) == nil && s != "" { // null and "" are no code
 		if IsTransportCode(s) {
 			return nil, mk(browserbackend.ClassTransport, s, ec.Message)
 		}

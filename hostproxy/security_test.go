@@ -99,3 +99,16 @@ func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T
 		require.NoError(t, (<-done).err, params)
 	}
 }
+
+// An error whose code is null or an empty string carries no structured code:
+// it is a malformed answer (transport, invalid_response, failover-eligible),
+// not a protocol error with an empty code that stops failover.
+func TestClassifyResult_NullOrEmptyCodeIsInvalidResponse(t *testing.T) {
+	for _, content := range []string{`{"code":null,"message":"m"}`, `{"code":"","message":"m"}`, `{"message":"m"}`} {
+		_, err := ClassifyResult("Page.navigate", browserbackend.KindExtension, content, true)
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e, content)
+		assert.Equal(t, browserbackend.ClassTransport, e.Class, content)
+		assert.Equal(t, browserbackend.CodeInvalidResponse, e.Code, content)
+	}
+}
