@@ -123,7 +123,8 @@ type state struct {
 	profileDir    string
 	removeProfile bool
 	driverPID     int
-	dead          chan struct{} // closed when the context closes
+	driverWatch   chan struct{} // closed when the driver-exit watcher ended; nil without one
+	dead          chan struct{} // closed when the context closes or the driver exits
 	deadOnce      sync.Once
 	spare         *spareTab     // a ready blank page for the next new conversation
 	refilling     bool          // a spare is being prepared
@@ -302,6 +303,13 @@ func (b *Browser) doLaunch() (*state, error) {
 		return fail("cannot start the Playwright driver", err)
 	}
 	st.pw, st.driverPID = pw, pw.Pid()
+	// A driver that dies (killed, crashed) closes no BrowserContext in
+	// playwright-go: only its exit tells that this state is dead, so that the
+	// next use relaunches instead of failing on the lost connection forever.
+	st.driverWatch = make(chan struct{})
+	if !watchExit(st.driverPID, st.markDead, st.driverWatch) {
+		st.driverWatch = nil
+	}
 
 	args := make([]string, 0, len(quietArgs)+len(b.opts.Args)+1)
 	if os.Geteuid() == 0 {
@@ -349,6 +357,20 @@ func (b *Browser) teardown(st *state) error {
 		// kills any browser it still owns on exit.
 		if err := st.pw.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("local: stop playwright driver: %w", err))
+		}
+		if st.driverWatch != nil {
+			// Stop normally waits for the driver's exit; if it could not,
+			// kill the driver so that the watcher (and Close) end.
+			timer := time.NewTimer(closeTimeout)
+			select {
+			case <-st.driverWatch:
+			case <-timer.C:
+				if p, err := os.FindProcess(st.driverPID); err == nil {
+					_ = p.Kill()
+				}
+				<-st.driverWatch
+			}
+			timer.Stop()
 		}
 	}
 	if killed := reapProfileProcesses(st.profileDir); killed > 0 {

@@ -181,5 +181,31 @@ func waitPidfds(fds []int, deadline time.Time) []int {
 	return pending
 }
 
+// watchExit runs onExit on a new goroutine once process pid has exited
+// (a zombie counts: the Playwright driver is reaped only by its Stop), and
+// closes done after onExit returned. It returns false, and starts nothing,
+// when the process cannot be watched (already gone, or no pidfd support).
+func watchExit(pid int, onExit func(), done chan<- struct{}) bool {
+	if pid <= 0 {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false
+	}
+	go func() {
+		defer close(done)
+		defer unix.Close(fd)
+		for {
+			_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		onExit()
+	}()
+	return true
+}
+
 // processGone reports whether no process pid exists.
 func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }

@@ -22,3 +22,5 @@ func killProfileProcesses(string) int { return 0 }
 
 // processGone is never sure outside Linux, so lock-holding profiles are kept.
 func processGone(int) bool { return false }
+
+func watchExit(int, func(), chan<- struct{}) bool { return false }

@@ -1,0 +1,86 @@
+//go:build linux
+
+package local
+
+import (
+	"encoding/json"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// The Playwright driver (node) killed while a command waits: the command
+// fails with a transport error at once, no Chromium of the profile remains,
+// and the next invocation relaunches.
+func TestKilledDriverFailsInFlightCommandAndNextInvocationRelaunches(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	c := b.Client("d")
+	defer c.Close()
+	evalValue(t, ctx, c, "1")
+	b.mu.Lock()
+	st := b.st
+	b.mu.Unlock()
+
+	result := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		_, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate",
+			Params: json.RawMessage(`{"expression":"new Promise(() => {})","awaitPromise":true}`)})
+		result <- err
+	}()
+	<-started
+	require.NoError(t, syscall.Kill(st.driverPID, syscall.SIGKILL))
+	err := <-result
+	require.Error(t, err)
+	assert.ErrorIs(t, err, browserbackend.ErrTransport)
+	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
+
+	select {
+	case <-st.dead:
+	case <-ctx.Done():
+		t.Fatal("the driver's death was not noticed")
+	}
+	again := b.Client("d")
+	defer again.Close()
+	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
+	require.NoError(t, b.Close())
+	assert.Empty(t, profileProcesses(profile), "Chromium processes outlived Close")
+	assert.False(t, alive(st.driverPID))
+}
+
+// Close while the first launch is still running returns, and leaves no
+// process behind; the waiting Send fails with closed.
+func TestCloseDuringLaunchLeavesNoProcess(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	c := b.Client("l")
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+		result <- err
+	}()
+	// wait until the launch has begun
+	for {
+		b.mu.Lock()
+		l := b.launch
+		b.mu.Unlock()
+		if l != nil {
+			break
+		}
+		runtimeGosched()
+	}
+	require.NoError(t, b.Close())
+	err := <-result
+	assert.ErrorIs(t, err, browserbackend.ErrClosed)
+	assert.Empty(t, profileProcesses(profile), "Chromium processes outlived Close")
+	assert.Empty(t, driverChildren(), "a driver outlived Close")
+}
+
+func runtimeGosched() { runtime.Gosched() }
