@@ -75,7 +75,9 @@ type Options struct {
 	// else ~/.cache/ms-playwright-go/<version> as scripts/setup.sh lays it out.
 	DriverDirectory string
 	// MaxPages bounds the open conversation pages; opening one more closes
-	// the least recently used page no client is attached to. 0 means
+	// the least recently used page no client is attached to, and a client
+	// closing while more pages are open (a burst of busy conversations)
+	// closes idle ones down to the bound. 0 means
 	// DefaultMaxPages; negative means no bound.
 	MaxPages int
 	// LaunchTimeout bounds one launch; 0 means DefaultLaunchTimeout.
@@ -556,6 +558,12 @@ func (b *Browser) evictLocked() *pageEntry {
 	if b.opts.MaxPages <= 0 || len(b.pages) < b.opts.MaxPages {
 		return nil
 	}
+	return b.takeIdleLocked()
+}
+
+// takeIdleLocked removes from the map and returns the least recently used
+// page that no client is attached to, or nil. b.mu must be held.
+func (b *Browser) takeIdleLocked() *pageEntry {
 	var victim *pageEntry
 	for _, p := range b.pages {
 		if !isDone(p.ready) || p.attached() > 0 {
@@ -570,6 +578,34 @@ func (b *Browser) evictLocked() *pageEntry {
 		b.log.Info("local: closing least recently used page", "conversationId", victim.conv, "maxPages", b.opts.MaxPages)
 	}
 	return victim
+}
+
+// trimPages closes least recently used idle pages while more than MaxPages
+// are open. A burst of concurrent conversations can exceed the bound (busy
+// pages are never evicted); clients call this as they detach so the excess
+// does not stay open until some later conversation opens a page.
+func (b *Browser) trimPages() {
+	b.mu.Lock()
+	if b.closed || b.opts.MaxPages <= 0 {
+		b.mu.Unlock()
+		return
+	}
+	var victims []*pageEntry
+	for len(b.pages) > b.opts.MaxPages {
+		v := b.takeIdleLocked()
+		if v == nil {
+			break
+		}
+		victims = append(victims, v)
+	}
+	b.wg.Add(len(victims))
+	b.mu.Unlock()
+	for _, v := range victims {
+		go func() {
+			defer b.wg.Done()
+			_ = v.close()
+		}()
+	}
 }
 
 // forget drops p from the page map if it is still the conversation's page.

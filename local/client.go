@@ -349,6 +349,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	if p != nil {
 		p.detach(c)
+		c.b.trimPages()
 		c.b.maybeRefill()
 	}
 	c.bus.Close()
