@@ -167,3 +167,63 @@ func TestBackendEventFloodWithStalledSubscriberDoesNotBlockCommands(t *testing.T
 	res := send(t, be, "Runtime.evaluate", map[string]any{"expression": "2+2", "returnByValue": true})
 	assert.Contains(t, string(res), "4")
 }
+
+// Sends racing Close from many goroutines: every call returns a result or a
+// typed error, and nothing leaks (goleak in TestMain).
+func TestBackendConcurrentSendsAndCloseAllReturnTyped(t *testing.T) {
+	b := chromiumtest.Start(t)
+	be := dialBrowser(t, b)
+	const n = 100
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			if i == n/2 {
+				errs <- be.Close()
+				return
+			}
+			_, err := trySend(be, "Runtime.evaluate", map[string]any{"expression": "1+1"})
+			errs <- err
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			var e *bb.Error
+			require.True(t, errors.As(err, &e), "untyped error %v", err)
+			assert.Contains(t, []bb.Class{bb.ClassClosed, bb.ClassTransport}, e.Class, "%v", err)
+		}
+	}
+	_, err := trySend(be, "Runtime.evaluate", map[string]any{"expression": "1"})
+	assert.True(t, errors.Is(err, bb.ErrClosed), "%v", err)
+}
+
+// A browser that dies during Dial's attach: Dial fails at once with a
+// transport error (failover material) and leaves nothing open.
+func TestDialBrowserGoneDuringAttachIsTransportError(t *testing.T) {
+	srv := chromiumtest.LoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		_, data, err := ws.Read(r.Context())
+		if err != nil {
+			return
+		}
+		var f struct {
+			ID int64 `json:"id"`
+		}
+		_ = json.Unmarshal(data, &f)
+		_ = ws.Write(r.Context(), websocket.MessageText,
+			[]byte(`{"id":`+itoa(f.ID)+`,"result":{"targetInfos":[{"targetId":"T1","type":"page","url":"about:blank"}]}}`))
+		_, _, _ = ws.Read(r.Context()) // Target.attachToTarget: the browser "dies" instead of answering
+	}))
+	wsURL := "ws://" + strings.TrimPrefix(srv.URL, "http://") + "/devtools/browser/fake"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	_, err := cdpinspect.Dial(ctx, cfgFor(closedPort(t)), cdpinspect.WithWebSocketURL(wsURL))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, bb.ErrTransport), "%v", err)
+}
