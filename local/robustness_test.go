@@ -84,3 +84,32 @@ func TestCloseDuringLaunchLeavesNoProcess(t *testing.T) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// The driver killed while it launches the browser: the waiting Send fails
+// with a transport error, nothing of that launch remains, and the next use
+// launches again.
+func TestDriverKilledDuringLaunchFailsAndNextUseRelaunches(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	result := make(chan error, 1)
+	go func() {
+		_, err := b.Client("kl").Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+		result <- err
+	}()
+	var drivers []procInfo
+	for len(drivers) == 0 {
+		drivers = driverChildren()
+		runtime.Gosched()
+	}
+	require.NoError(t, syscall.Kill(drivers[0].pid, syscall.SIGKILL))
+	err := <-result
+	if err != nil { // the launch may have finished just before the kill
+		assert.ErrorIs(t, err, browserbackend.ErrTransport)
+	}
+	c := b.Client("kl2")
+	defer c.Close()
+	assert.Equal(t, "2", evalValue(t, ctx, c, "1+1"))
+	require.NoError(t, b.Close())
+	assert.Empty(t, profileProcesses(profile))
+	assert.Empty(t, driverChildren())
+}
