@@ -55,12 +55,12 @@ type Server struct {
 	// time inside chrome.debugger.sendCommand) and counting them by
 	// transport. Off for screenshots, where parsing the body would distort
 	// time and memory.
-	record     atomic.Bool
-	lastID     atomic.Value // string: the latest request id the proxy made
-	mu         sync.Mutex
-	durations  map[string][2]float64
-	via        map[string]hostproxy.Transport // request id → how its result came
-	n          atomic.Int64
+	record    atomic.Bool
+	lastID    atomic.Value // string: the latest request id the proxy made
+	mu        sync.Mutex
+	durations map[string][2]float64
+	via       map[string]hostproxy.Transport // request id → how its result came
+	n         atomic.Int64
 }
 
 // StartServer composes and serves the runtime side.

@@ -255,11 +255,7 @@ func run() error {
 	}
 	harness.Progress("wrote %s in %s (raw results: %s)", *out, res.Took.Round(time.Second), filepath.Join(*profiles, "results.json"))
 	for _, t := range res.Targets() {
-		mark := "MISSED"
-		if t.Met {
-			mark = "met"
-		}
-		fmt.Fprintf(os.Stderr, "  [%s] %s: %s\n", mark, t.Goal, t.Measured)
+		fmt.Fprintf(os.Stderr, "  [%s] %s: %s\n", strings.Trim(t.Verdict(), "*"), t.Goal, t.Measured)
 	}
 	return nil
 }
