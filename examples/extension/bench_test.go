@@ -12,7 +12,8 @@ import (
 
 // BenchmarkExtensionEvaluateRoundTrip measures Runtime.evaluate("1+1")
 // through the whole extension path (selector → proxy → hub → SSE →
-// service worker → chrome.debugger → POST result) and, for each command, the
+// service worker → chrome.debugger → result socket, or a POST before it is
+// open) and, for each command, the
 // time the extension itself spent inside chrome.debugger.sendCommand (its
 // durationMs) and from the frame's arrival to its result post (handledMs).
 // RTT minus durationMs is the relay's overhead. It also measures the
@@ -66,8 +67,10 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
 	b.ReportMetric(median(inside), "debugger-p50-ms")
 	b.ReportMetric(median(handled), "in-extension-p50-ms")
-	// request created → its result post arriving: the hub, SSE, the
-	// extension and the POST, without the selector and proxy around them.
+	// request created → its result arriving: the hub, SSE, the extension
+	// and the result message, without the selector and proxy around them.
+	// (A socket result is stamped when the socket accepts it, a POST when
+	// it arrives.)
 	b.ReportMetric(median(serverSeen), "publish-to-post-p50-ms")
 	// The same machine's wall clock on both sides (the extension's is
 	// coarsened to 0.1 ms): request created → frame handled in the worker,
