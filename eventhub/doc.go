@@ -61,6 +61,12 @@
 // instance replays nothing. A reconnect while the old stream is still open
 // replaces it: the old Gone closes after the new registration is in place.
 //
+// A replayed event can be stale: a request whose caller already failed on
+// the disconnect must not run on the client after all. A ReplayFilter
+// (WithReplayFilter, SetReplayFilter) is asked about each replay candidate
+// once the new registration is visible, and drops the ones it rejects;
+// hostproxy.Proxy.ReplayFilter keeps a request only while its caller waits.
+//
 // # Liveness (HUB-5)
 //
 // LastActive moves on what the client does: registering, a result post

@@ -40,6 +40,9 @@ type InProcess struct {
 	clients    map[string]*stream
 	changed    chan struct{}
 	ring       ring
+
+	// replayFilter is consulted for each event of a reconnect's replay.
+	replayFilter atomic.Pointer[ReplayFilter]
 }
 
 var _ Hub = (*InProcess)(nil)
@@ -72,6 +75,7 @@ func New(opts ...Option) *InProcess {
 		ring:    ring{limits: cfg.replay},
 	}
 	h.hooks = newSerializer(cfg.hookBacklog, logger)
+	h.SetReplayFilter(cfg.replayFilter)
 	return h
 }
 
@@ -127,7 +131,52 @@ type SubscribeRequest struct {
 }
 
 // subscribe opens a stream. Errors: ErrClosed, ErrCapacity, ErrActorMismatch.
+//
+// The replay filter (WithReplayFilter, SetReplayFilter) runs after h.mu is
+// released, so the new registration is already visible to Client, Gone and
+// Publish when the filter decides, and the filter may call back into the hub.
+// The stream's replay is read only by the goroutine that called subscribe,
+// after it returns, so pruning it here needs no lock.
 func (h *InProcess) subscribe(req SubscribeRequest) (*stream, error) {
+	s, err := h.register(req)
+	if err != nil || len(s.replay) == 0 {
+		return s, err
+	}
+	if f := h.replayFilter.Load(); f != nil {
+		s.replay = h.filterReplay(*f, req.ClientID, s.replay)
+	}
+	return s, nil
+}
+
+// filterReplay keeps the frames keep accepts, in order. A frame that does not
+// parse as an envelope (never the case for frames this hub rendered) is kept.
+func (h *InProcess) filterReplay(keep ReplayFilter, clientID string, frames []*frame) []*frame {
+	out := frames[:0:0]
+	for _, f := range frames {
+		env, err := f.envelope()
+		if err != nil || keep(clientID, env) {
+			out = append(out, f)
+			continue
+		}
+		h.logger.Debug("eventhub: replay filter dropped an event", "clientId", clientID, "eventId", f.id)
+	}
+	return out
+}
+
+// envelope decodes the frame's envelope.
+func (f *frame) envelope() (Envelope, error) {
+	for fr, err := range ReadFrames(bytes.NewReader(f.data), len(f.data)+1) {
+		if err != nil {
+			return Envelope{}, err
+		}
+		return fr.Envelope()
+	}
+	return Envelope{}, fmt.Errorf("eventhub: empty frame %s", f.id)
+}
+
+// register does the locked part of subscribe: replacement, shedding,
+// registration, and the unfiltered replay.
+func (h *InProcess) register(req SubscribeRequest) (*stream, error) {
 	now := h.cfg.clock.Now()
 	lastEpoch, lastSeq, idErr := "", uint64(0), error(nil)
 	if req.LastEventID != "" {
@@ -502,6 +551,19 @@ func (h *InProcess) Gone(clientID string) <-chan struct{} {
 		return s.done
 	}
 	return closedChan
+}
+
+// SetReplayFilter installs keep as the replay filter (see ReplayFilter and
+// WithReplayFilter), replacing any earlier one; nil removes it. It is for a
+// filter whose owner is created after the hub (the host proxy needs the
+// hub first). Safe for concurrent use; a reconnect whose replay is being
+// built while the filter changes uses either the old or the new one.
+func (h *InProcess) SetReplayFilter(keep ReplayFilter) {
+	if keep == nil {
+		h.replayFilter.Store(nil)
+		return
+	}
+	h.replayFilter.Store(&keep)
 }
 
 // Unregister ends the client's registration and closes its stream (HUB-1).

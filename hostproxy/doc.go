@@ -83,6 +83,20 @@
 // the posting client; a session invalidation is delivered as a
 // Target.detachedFromTarget event carrying that sessionId.
 //
+// # Disconnects and replay
+//
+// When the target client's stream ends while a request waits, the request
+// fails at once with a transport error (HUB-5), so the selector can fail
+// over, unless the same client id (same actor) has already reconnected: then
+// it keeps waiting, because the hub replays the request to the reconnect
+// (HUB-3). Install Proxy.ReplayFilter in the hub
+// ((*eventhub.InProcess).SetReplayFilter) so the replay brings only requests
+// whose caller still waits: a request failed on the disconnect is dropped
+// from every later replay, and the client never runs a command that another
+// browser may already have run. The two decisions share one lock, so no
+// interleaving of disconnect, reconnect and proxy both fails the caller and
+// replays its request.
+//
 // # Tab operations
 //
 // The extension implements these pseudo-methods (never sent to a desktop

@@ -285,7 +285,14 @@ func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatc
 //   - the Choose errors (nothing was sent);
 //   - ClassTransport when publishing fails (logged), when the target client
 //     disconnects or is shed while the request is in flight (HUB-5, at once),
-//     or when the client reports a transport-class code or a non-JSON result;
+//     or when the client reports a transport-class code or a non-JSON result.
+//     A target that has already reconnected under the same client id and
+//     actor when the proxy sees the disconnect is not a failure: the request
+//     keeps waiting on the new registration, which the hub's replay brings
+//     it to (a reconnect without Last-Event-ID, or past the ring's bounds,
+//     does not replay it: the request then ends at its timeout). Install
+//     ReplayFilter in the hub so that a request failed on a disconnect is
+//     never replayed to a later reconnect;
 //   - ClassProtocol for a CDP error the client reports (numeric code) or
 //     another string code;
 //   - ClassTimeout when the timeout (req.Timeout, else the proxy default)
@@ -380,38 +387,116 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	for {
+		select {
+		case res := <-w.ch:
+			return p.classify(req, res)
+		case <-gone:
+			next, res, ok := p.onGone(id, client, w)
+			if next != nil {
+				// The client reconnected: the request is replayed to the new
+				// registration (or the client read it before it went away), so
+				// keep waiting, now on the new registration's end.
+				p.log.Debug("host_browser_request target client reconnected; still waiting",
+					"requestId", id, "clientId", client.ClientID)
+				gone = next
+				continue
+			}
+			if ok {
+				return p.classify(req, res)
+			}
+			p.log.Warn("host_browser_request target client went away",
+				"requestId", id, "clientId", client.ClientID, "method", req.Method)
+			return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, true,
+				"client %q disconnected while the request was in flight", client.ClientID)
+		case <-timer.C:
+			if res, ok := p.abandon(id, w); ok {
+				return p.classify(req, res)
+			}
+			p.cancel(id, client.ClientID, "timeout")
+			return nil, p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
+				"no result from client %q within %s", client.ClientID, timeout)
+		case <-ctx.Done():
+			if res, ok := p.abandon(id, w); ok {
+				return p.classify(req, res)
+			}
+			p.cancel(id, client.ClientID, "caller")
+			e := browserbackend.Classify(ctx.Err(), true)
+			e.Method, e.Backend = req.Method, req.Backend
+			return nil, e
+		case <-p.done:
+			if res, ok := p.abandon(id, w); ok {
+				return p.classify(req, res)
+			}
+			p.cancel(id, client.ClientID, "proxy closed")
+			return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
+		}
+	}
+}
+
+// onGone decides, when the target's registration has ended, whether the
+// request fails or keeps waiting. Under p.mu, the lock ReplayFilter takes:
+//   - the same client id is connected again for the same actor (a reconnect
+//     already registered) and the request is still pending: it returns that
+//     registration's Gone channel. The reconnect's replay is filtered after
+//     its registration became visible, so the filter sees the request
+//     pending and replays it (or the client had read it: its Last-Event-ID
+//     is past it);
+//   - otherwise the request is resolved here (the caller fails, transport),
+//     so any later reconnect's filter drops it: it is never replayed.
+//
+// Both decisions and the filter's look-up are serialised by p.mu, and a
+// reconnect is visible before its filter runs, so no interleaving both
+// fails the caller and replays the request. When a result was delivered
+// first it is returned with ok true, as abandon does.
+func (p *Proxy) onGone(id string, client eventhub.ClientInfo, w *waiter) (next <-chan struct{}, res ResultBody, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, pending := p.tracker.Get(id); pending {
+		if c, connected := p.hub.Client(client.ClientID); connected && c.ActorPrincipalID == client.ActorPrincipalID {
+			// If this registration has ended meanwhile, Gone is already
+			// closed (or a newer one's) and the next round decides again.
+			return p.hub.Gone(client.ClientID), ResultBody{}, false
+		}
+		p.tracker.Resolve(id)
+		return nil, ResultBody{}, false
+	}
 	select {
-	case res := <-w.ch:
-		return p.classify(req, res)
-	case <-gone:
-		if res, ok := p.abandon(id, w); ok {
-			return p.classify(req, res)
+	case res := <-w.ch: // deliver resolves and sends under p.mu
+		return nil, res, true
+	default:
+		return nil, ResultBody{}, false
+	}
+}
+
+// ReplayFilter returns the filter to install in the hub the proxy publishes
+// to (eventhub.WithReplayFilter or (*eventhub.InProcess).SetReplayFilter) so
+// that a reconnect replays a host_browser_request only while its caller is
+// still waiting (HUB-3 replay, HUB-5 fail fast). It keeps every other event,
+// and a request only while its request id is pending in the proxy's Tracker
+// as a host_browser interaction for that client. A request whose caller
+// failed on the disconnect, timed out, was cancelled or already got its
+// result is dropped, so the client never runs a command whose caller may
+// have run it on another browser.
+//
+// The filter takes the lock under which the proxy decides, when a target's
+// registration ends, between failing the request and waiting for the
+// reconnected client (see Request). Install it on one hub, for one Proxy:
+// with several proxies on one hub, each would drop the others' requests.
+// Safe for concurrent use.
+func (p *Proxy) ReplayFilter() eventhub.ReplayFilter {
+	return func(clientID string, env eventhub.Envelope) bool {
+		var m struct {
+			Type      string `json:"type"`
+			RequestID string `json:"requestId"`
 		}
-		p.log.Warn("host_browser_request target client went away",
-			"requestId", id, "clientId", client.ClientID, "method", req.Method)
-		return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, true,
-			"client %q disconnected while the request was in flight", client.ClientID)
-	case <-timer.C:
-		if res, ok := p.abandon(id, w); ok {
-			return p.classify(req, res)
+		if json.Unmarshal(env.Message, &m) != nil || m.Type != TypeRequest {
+			return true
 		}
-		p.cancel(id, client.ClientID, "timeout")
-		return nil, p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
-			"no result from client %q within %s", client.ClientID, timeout)
-	case <-ctx.Done():
-		if res, ok := p.abandon(id, w); ok {
-			return p.classify(req, res)
-		}
-		p.cancel(id, client.ClientID, "caller")
-		e := browserbackend.Classify(ctx.Err(), true)
-		e.Method, e.Backend = req.Method, req.Backend
-		return nil, e
-	case <-p.done:
-		if res, ok := p.abandon(id, w); ok {
-			return p.classify(req, res)
-		}
-		p.cancel(id, client.ClientID, "proxy closed")
-		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		in, ok := p.tracker.Get(m.RequestID)
+		return ok && in.Kind == KindHostBrowser && in.TargetClientID == clientID
 	}
 }
 

@@ -309,3 +309,42 @@ func TestHTTPServerReadTimeoutLeavesResultSocketOpen(t *testing.T) {
 	assert.Equal(t, "accepted", reply["type"])
 	assert.NoError(t, <-done)
 }
+
+// The runtime installs the proxy's replay filter in its hub: a request whose
+// caller failed on the client's disconnect is not replayed when the client
+// reconnects with its Last-Event-ID (HUB-3, HUB-5), so the client never runs
+// a command its caller may already have run on another browser.
+func TestRuntime_ReconnectDoesNotReplayARequestWhoseCallerFailedOnTheDisconnect(t *testing.T) {
+	rt, _ := newServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a broken test only
+	defer cancel()
+	req := eventhub.SubscribeRequest{ClientID: "ext-1", InterfaceID: eventhub.InterfaceChromeExtension,
+		Actor: rt.Auth.ActorPrincipalID()}
+	sub1, err := rt.Hub.Subscribe(req)
+	require.NoError(t, err)
+	_, err = rt.Hub.Publish(ctx, eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	marker, err := sub1.Next(ctx)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rt.Proxy.Request(ctx, hostproxy.Req{Method: "Input.dispatchMouseEvent", TargetClientID: "ext-1",
+			Timeout: time.Hour})
+		errc <- err
+	}()
+	env, err := sub1.Next(ctx) // reaches the stream, never processed
+	require.NoError(t, err)
+	require.Contains(t, string(env.Message), hostproxy.TypeRequest)
+	sub1.Close()
+	require.ErrorIs(t, <-errc, browserbackend.ErrTransport)
+
+	req.LastEventID = marker.ID
+	sub2, err := rt.Hub.Subscribe(req)
+	require.NoError(t, err)
+	defer sub2.Close()
+	_, err = rt.Hub.Publish(ctx, eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "after"})
+	require.NoError(t, err)
+	env, err = sub2.Next(ctx)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"after"}`, string(env.Message), "the failed request is not replayed")
+}

@@ -1,0 +1,207 @@
+package hostproxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+)
+
+// These tests run the proxy on the real in-process hub, with the proxy's
+// replay filter installed as the runtime does, and in-process subscriptions
+// standing in for one extension client ("ext-1" of actor alice) that drops
+// its stream and reconnects with Last-Event-ID (HUB-3, HUB-5).
+
+type replayWorld struct {
+	hub *eventhub.InProcess
+	p   *Proxy
+}
+
+func newReplayWorld(t testing.TB) *replayWorld {
+	hub := eventhub.New(eventhub.WithLogger(quietLogger()))
+	p := New(Options{Hub: hub, Logger: quietLogger()})
+	hub.SetReplayFilter(p.ReplayFilter())
+	t.Cleanup(func() { _ = p.Close(); _ = hub.Close() })
+	return &replayWorld{hub: hub, p: p}
+}
+
+// connect opens the client's stream, resuming after lastEventID if set.
+func (w *replayWorld) connect(t testing.TB, lastEventID string) *eventhub.Subscription {
+	t.Helper()
+	sub, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
+		InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: lastEventID})
+	require.NoError(t, err)
+	t.Cleanup(sub.Close)
+	return sub
+}
+
+// mark publishes a marker event to the client.
+func (w *replayWorld) mark(t testing.TB, name string) {
+	t.Helper()
+	_, err := w.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": name})
+	require.NoError(t, err)
+}
+
+// next returns the next event on sub with its decoded message.
+func next(t testing.TB, sub *eventhub.Subscription) (eventhub.Envelope, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // bounds a broken test only
+	defer cancel()
+	env, err := sub.Next(ctx)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(env.Message, &m))
+	return env, m
+}
+
+// start connects the client, lets it read a marker (its Last-Event-ID from
+// then on), and starts a click aimed at it; it returns the marker id, the
+// published request as the client saw it, and the caller's outcome.
+func (w *replayWorld) start(t testing.TB) (*eventhub.Subscription, string, map[string]any, <-chan outcome) {
+	t.Helper()
+	sub := w.connect(t, "")
+	w.mark(t, "marker")
+	env, m := next(t, sub)
+	require.Equal(t, "marker", m["type"])
+	done := make(chan outcome, 1)
+	go func() {
+		// The guard deadline only keeps a broken proxy from hanging the test.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := w.p.Request(ctx, Req{Method: "Input.dispatchMouseEvent", TargetClientID: "ext-1",
+			SourceActor: "alice", Timeout: time.Hour})
+		done <- outcome{res, err}
+	}()
+	// The request reaches the stream, but the client does not process it:
+	// its Last-Event-ID stays at the marker.
+	_, req := next(t, sub)
+	require.Equal(t, TypeRequest, req["type"])
+	return sub, env.ID, req, done
+}
+
+func TestReplay_RequestFailedOnDisconnectIsNotReplayedToTheReconnect(t *testing.T) {
+	w := newReplayWorld(t)
+	sub1, markerID, _, done := w.start(t)
+
+	sub1.Close() // the connection dies; nobody has reconnected
+	out := <-done
+	require.ErrorIs(t, out.err, browserbackend.ErrTransport, "fails at once on the disconnect (HUB-5)")
+	assert.Equal(t, 0, w.p.Tracker().Len())
+
+	sub2 := w.connect(t, markerID)
+	w.mark(t, "after")
+	_, m := next(t, sub2)
+	assert.Equal(t, "after", m["type"], "the failed request must not be replayed")
+
+	// Control: the request is still in the ring, so without the filter the
+	// same reconnect would have replayed it.
+	w.hub.SetReplayFilter(nil)
+	sub3 := w.connect(t, markerID)
+	_, m = next(t, sub3)
+	assert.Equal(t, TypeRequest, m["type"])
+}
+
+func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompletesTheOriginalCaller(t *testing.T) {
+	w := newReplayWorld(t)
+	_, markerID, req, done := w.start(t)
+
+	// A reconnect with the same client id replaces the old stream: the new
+	// registration is in place before the old one's Gone closes, so the
+	// proxy sees the client connected again whenever it looks.
+	sub2 := w.connect(t, markerID)
+	_, m := next(t, sub2)
+	require.Equal(t, TypeRequest, m["type"], "replayed to the reconnect")
+	require.Equal(t, req["requestId"], m["requestId"])
+
+	rec := postResult(w.p, "ext-1", "alice", ResultBody{RequestID: m["requestId"].(string), Content: `{"clicked":true}`})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	out := <-done
+	require.NoError(t, out.err)
+	assert.JSONEq(t, `{"clicked":true}`, string(out.res))
+	assert.Equal(t, 0, w.p.Tracker().Len())
+}
+
+func TestReplay_RequestsThatAreNoLongerPendingAreDroppedAndOtherEventsKept(t *testing.T) {
+	w := newReplayWorld(t)
+	keep := w.p.ReplayFilter()
+	env := func(v any) eventhub.Envelope {
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		return eventhub.Envelope{Message: raw}
+	}
+	require.NoError(t, w.p.Tracker().Register(Interaction{RequestID: "r1", Kind: KindHostBrowser, TargetClientID: "ext-1"}))
+	require.NoError(t, w.p.Tracker().Register(Interaction{RequestID: "b1", Kind: KindHostBash, TargetClientID: "ext-1"}))
+	assert.True(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "r1"})), "pending")
+	assert.False(t, keep("ext-2", env(RequestMessage{Type: TypeRequest, RequestID: "r1"})), "pending for another client")
+	assert.False(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "gone"})), "not pending")
+	assert.False(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "b1"})), "pending, but not a host_browser interaction")
+	assert.True(t, keep("ext-1", env(CancelMessage{Type: TypeCancel, RequestID: "gone"})))
+	assert.True(t, keep("ext-1", env(map[string]string{"type": "other"})))
+	assert.True(t, keep("ext-1", eventhub.Envelope{Message: json.RawMessage(`[1]`)}))
+}
+
+// Many interleavings of a disconnect racing a reconnect: every run ends
+// with exactly one of "the caller failed" and "the request was replayed and
+// its result reached the caller", never both and never neither.
+func TestReplay_RacingDisconnectAndReconnectNeverBothFailsTheCallerAndReplaysTheRequest(t *testing.T) {
+	const runs = 500
+	var failed, replayed int
+	for i := range runs {
+		w := newReplayWorld(t)
+		sub1, markerID, req, done := w.start(t)
+
+		var sub2 *eventhub.Subscription
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		wg.Add(2)
+		go func() { defer wg.Done(); <-gate; sub1.Close() }()
+		go func() {
+			defer wg.Done()
+			<-gate
+			s, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
+				InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: markerID})
+			if assert.NoError(t, err) {
+				sub2 = s
+			}
+		}()
+		close(gate)
+		wg.Wait()
+		require.NotNil(t, sub2)
+
+		// Everything the reconnect gets before this marker is its replay.
+		w.mark(t, "after")
+		gotRequest := false
+		for {
+			_, m := next(t, sub2)
+			if m["type"] == "after" {
+				break
+			}
+			if m["type"] == TypeRequest && m["requestId"] == req["requestId"] {
+				gotRequest = true
+			}
+		}
+		if gotRequest {
+			replayed++
+			rec := postResult(w.p, "ext-1", "alice", ResultBody{RequestID: req["requestId"].(string), Content: `{}`})
+			out := <-done
+			require.NoErrorf(t, out.err, "run %d: the request was replayed but its caller failed", i)
+			require.Equalf(t, http.StatusOK, rec.Code, "run %d", i)
+		} else {
+			failed++
+			out := <-done
+			require.ErrorIsf(t, out.err, browserbackend.ErrTransport, "run %d: not replayed, so the caller must fail at once", i)
+		}
+		sub2.Close()
+		_ = w.p.Close()
+		_ = w.hub.Close()
+	}
+	t.Logf("%d runs: %d callers failed (request not replayed), %d requests replayed and completed", runs, failed, replayed)
+}
