@@ -89,8 +89,8 @@
 // fails at once with a transport error (HUB-5), so the selector can fail
 // over, unless the same client id (same actor) has already reconnected: then
 // it keeps waiting, because the hub replays the request to the reconnect
-// (HUB-3). Install Proxy.ReplayFilter in the hub
-// ((*eventhub.InProcess).SetReplayFilter) so the replay brings only requests
+// (HUB-3). New installs Proxy.ReplayFilter in a hub that accepts one
+// ((*eventhub.InProcess).SetReplayFilter), so the replay brings only requests
 // whose caller still waits: a request failed on the disconnect is dropped
 // from every later replay, and the client never runs a command that another
 // browser may already have run. The two decisions share one lock, so no

@@ -156,7 +156,17 @@ func New(opts Options) *Proxy {
 	if p.newID == nil {
 		p.newID = randomID
 	}
+	// A hub that can filter its replay gets this proxy's filter at once, so
+	// no composition can forget it (see ReplayFilter).
+	if h, ok := p.hub.(replayFilterSetter); ok {
+		h.SetReplayFilter(p.ReplayFilter())
+	}
 	return p
+}
+
+// replayFilterSetter is implemented by *eventhub.InProcess.
+type replayFilterSetter interface {
+	SetReplayFilter(eventhub.ReplayFilter)
 }
 
 func randomID() string {
@@ -481,8 +491,10 @@ func (p *Proxy) onGone(id string, client eventhub.ClientInfo, w *waiter) (next <
 //
 // The filter takes the lock under which the proxy decides, when a target's
 // registration ends, between failing the request and waiting for the
-// reconnected client (see Request). Install it on one hub, for one Proxy:
-// with several proxies on one hub, each would drop the others' requests.
+// reconnected client (see Request). New installs it by itself in a hub that
+// has SetReplayFilter (the in-process hub); install it by hand in another hub
+// implementation. One hub serves one Proxy: with several proxies on one hub,
+// each would drop the others' requests.
 // Safe for concurrent use.
 func (p *Proxy) ReplayFilter() eventhub.ReplayFilter {
 	return func(clientID string, env eventhub.Envelope) bool {

@@ -27,8 +27,7 @@ type replayWorld struct {
 
 func newReplayWorld(t testing.TB) *replayWorld {
 	hub := eventhub.New(eventhub.WithLogger(quietLogger()))
-	p := New(Options{Hub: hub, Logger: quietLogger()})
-	hub.SetReplayFilter(p.ReplayFilter())
+	p := New(Options{Hub: hub, Logger: quietLogger()}) // installs its replay filter in hub
 	t.Cleanup(func() { _ = p.Close(); _ = hub.Close() })
 	return &replayWorld{hub: hub, p: p}
 }

@@ -49,7 +49,6 @@ func NewServer(tb testing.TB, o ServerOptions) *Server {
 	}
 	s := &Server{Hub: eventhub.New(eventhub.WithLogger(log))}
 	s.Proxy = hostproxy.New(hostproxy.Options{Hub: s.Hub, Logger: log})
-	s.Hub.SetReplayFilter(s.Proxy.ReplayFilter())
 	mux := http.NewServeMux()
 	mux.Handle(eventhub.EventsPath, s.Hub.EventsHandler())
 	mux.Handle(eventhub.PingPath, s.Hub.PingHandler())

@@ -104,11 +104,10 @@ func New(cfg Config) (*Runtime, error) {
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
 		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
-	// The proxy needs the hub, so its replay filter is installed after both
-	// exist and before any route is served: a reconnect then replays a
-	// host_browser_request only while its caller still waits, never one
-	// whose caller already failed on the disconnect (HUB-3, HUB-5).
-	hub.SetReplayFilter(proxy.ReplayFilter())
+	// hostproxy.New has installed the proxy's replay filter in the hub: a
+	// reconnect replays a host_browser_request only while its caller still
+	// waits, never one whose caller already failed on the disconnect (HUB-3,
+	// HUB-5).
 	so := cfg.SelectorOptions
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
