@@ -1,14 +1,19 @@
 package tools_test
 
 import (
+	"context"
+	"encoding/json"
+	"github.com/coder/websocket"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -45,7 +50,6 @@ func TestNavigateEdgeResponsesEndWithoutWaitingForTheDeadline(t *testing.T) {
 			if err != nil {
 				assert.NotErrorIs(t, err, tools.ErrTimeout, "%v", err)
 			}
-			t.Logf("%s: err=%v", tc.name, err)
 		})
 	}
 	t.Run("chrome:// is refused before any CDP call", func(t *testing.T) {
@@ -60,4 +64,67 @@ func TestNavigateEdgeResponsesEndWithoutWaitingForTheDeadline(t *testing.T) {
 		_, err := tl.Links(stepCtx(t), inv, tools.LinksInput{Limit: 0})
 		assert.NoError(t, err)
 	})
+}
+
+// The tab closed by the user while wait_for waits for a navigation: the
+// call ends with the backend's session error, not at its deadline.
+func TestWaitForNavigationEndsWhenTheTabIsClosed(t *testing.T) {
+	b := chromiumtest.Start(t)
+	cfg := browserbackend.DefaultConfig()
+	cfg.CDPInspect.Enabled, cfg.CDPInspect.Host, cfg.CDPInspect.Port = true, "127.0.0.1", b.Port
+	cfg.CDPInspect.ProbeTimeoutMs = 5000
+	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL))
+	stuck := make(chan struct{}, 1)
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger(),
+		Hooks: browserbackend.Hooks{Stick: func(browserbackend.Invocation, browserbackend.Kind) { stuck <- struct{}{} }}})
+	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+	inv := browserbackend.Invocation{ConversationID: "conv-closed-tab", InterfaceID: "cli"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := tl.WaitFor(ctx, inv, tools.WaitForInput{URLContains: "never-visited", TimeoutMs: int(tools.MaxTimeout / time.Millisecond)})
+		got <- err
+	}()
+	<-stuck // the call's first command (Page.enable) has run on the tab
+	closeAllPages(t, b)
+	err := <-got
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, tools.ErrTimeout, "%v", err)
+	assert.ErrorIs(t, err, browserbackend.ErrSessionNotFound, "%v", err)
+}
+
+// closeAllPages closes every page target of browser with
+// Target.closeTarget on a connection of its own.
+func closeAllPages(t *testing.T, b *chromiumtest.Browser) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, b.BrowserWSURL, nil)
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 24)
+	call := func(id int, method string, params any) json.RawMessage {
+		raw, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+		require.NoError(t, ws.Write(ctx, websocket.MessageText, raw))
+		for {
+			_, data, err := ws.Read(ctx)
+			require.NoError(t, err)
+			var f struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal(data, &f) == nil && f.ID == id {
+				return f.Result
+			}
+		}
+	}
+	var list struct {
+		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
+	}
+	require.NoError(t, json.Unmarshal(call(1, "Target.getTargets", map[string]any{}), &list))
+	for i, tg := range list.TargetInfos {
+		if tg.Type == "page" {
+			call(2+i, "Target.closeTarget", map[string]any{"targetId": tg.TargetID})
+		}
+	}
 }

@@ -135,6 +135,8 @@ func (p *Page) waitNavigation(ctx context.Context, op, urlContains string) (Wait
 	defer stopNavs()
 	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
 	defer stopLoads()
+	detaches, stopDetaches := p.s.Subscribe(browserbackend.MethodTargetDetached)
+	defer stopDetaches()
 	if urlContains != "" {
 		var st struct{ URL, State string }
 		if err := p.evaluate(ctx, op, `({URL: location.href, State: document.readyState})`, false, &st); err != nil {
@@ -172,6 +174,14 @@ func (p *Page) waitNavigation(ctx context.Context, op, urlContains string) (Wait
 					return WaitForResult{Matched: "navigation", URL: url}, nil
 				}
 			}
+		case _, ok := <-detaches:
+			if !ok {
+				detaches = nil
+				continue
+			}
+			if err := p.sessionGone(ctx, op); err != nil {
+				return WaitForResult{}, err
+			}
 		case _, ok := <-loads:
 			if !ok {
 				return WaitForResult{}, closedWhileWaiting(op)
@@ -181,4 +191,15 @@ func (p *Page) waitNavigation(ctx context.Context, op, urlContains string) (Wait
 			}
 		}
 	}
+}
+
+// sessionGone runs after a Target.detachedFromTarget event while an
+// operation waits for page events (SEL-14): the event may be about the
+// page's own session (its tab was closed), whose events then never come, or
+// about another one. One cheap command tells which: it returns that
+// command's error (the backend's session error) or nil when the page still
+// answers.
+func (p *Page) sessionGone(ctx context.Context, op string) error {
+	var v int
+	return p.evaluate(ctx, op, `1`, false, &v)
 }
