@@ -73,3 +73,38 @@ func TestManyConversationsStayWithinThePageCap(t *testing.T) {
 	require.NoError(t, b.Close())
 	assert.Empty(t, profileProcesses(profile))
 }
+
+// Sends of many conversations racing Close: every call returns a result or
+// a typed error, and no process remains.
+func TestConcurrentSendsRacingCloseAllReturnTyped(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{MaxPages: 4})
+	ctx := testCtx(t)
+	evalValue(t, ctx, b.Client("warm"), "1")
+	const n = 40
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			if i == n/2 {
+				errs <- b.Close()
+				return
+			}
+			c := b.Client(fmt.Sprintf("c%d", i%8))
+			defer c.Close()
+			_, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+			errs <- err
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			var e *browserbackend.Error
+			require.ErrorAs(t, err, &e, "untyped error %v", err)
+			assert.Contains(t, []browserbackend.Class{browserbackend.ClassClosed, browserbackend.ClassTransport}, e.Class, "%v", err)
+		}
+	}
+	require.NoError(t, b.Close())
+	assert.Empty(t, profileProcesses(profile))
+	assert.Empty(t, driverChildren())
+}
