@@ -108,3 +108,24 @@ func TestConcurrentSendsRacingCloseAllReturnTyped(t *testing.T) {
 	assert.Empty(t, profileProcesses(profile))
 	assert.Empty(t, driverChildren())
 }
+
+// Chromium and the driver killed while Close runs: Close returns and no
+// process remains.
+func TestKillsDuringCloseLeaveNoProcess(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	evalValue(t, ctx, b.Client("kc"), "1")
+	b.mu.Lock()
+	driverPID := b.st.driverPID
+	b.mu.Unlock()
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		killProfileProcesses(profile)
+		_ = syscall.Kill(driverPID, syscall.SIGKILL)
+	}()
+	_ = b.Close() // may report the interrupted close
+	<-killed
+	assert.Empty(t, profileProcesses(profile))
+	assert.Empty(t, driverChildren())
+}
