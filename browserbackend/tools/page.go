@@ -60,13 +60,20 @@ func (p *Page) evaluate(ctx context.Context, op, expr string, await bool, out an
 	if err != nil {
 		return wrap(op, err)
 	}
-	if res.ExceptionDetails != nil {
-		return &Error{Op: op, Code: CodePageError, Message: exceptionText(res.ExceptionDetails)}
+	return pageValue(op, res.Result, res.ExceptionDetails, out)
+}
+
+// pageValue turns the answer of Runtime.evaluate or Runtime.callFunctionOn
+// into out: a thrown exception is CodePageError, a value that does not decode
+// into out too.
+func pageValue(op string, obj *runtime.RemoteObject, exc *runtime.ExceptionDetails, out any) error {
+	if exc != nil {
+		return &Error{Op: op, Code: CodePageError, Message: exceptionText(exc)}
 	}
-	if res.Result == nil {
+	if obj == nil {
 		return decodeValue(nil, out)
 	}
-	if err := decodeValue(res.Result.Value, out); err != nil {
+	if err := decodeValue(obj.Value, out); err != nil {
 		return &Error{Op: op, Code: CodePageError, Message: "unexpected value from the page", Err: err}
 	}
 	return nil
@@ -109,16 +116,7 @@ func (p *Page) callOn(ctx context.Context, op string, node cdp.BackendNodeID, fn
 	if err != nil {
 		return wrap(op, err)
 	}
-	if res.ExceptionDetails != nil {
-		return &Error{Op: op, Code: CodePageError, Message: exceptionText(res.ExceptionDetails)}
-	}
-	if res.Result == nil {
-		return decodeValue(nil, out)
-	}
-	if err := decodeValue(res.Result.Value, out); err != nil {
-		return &Error{Op: op, Code: CodePageError, Message: "unexpected value from the page", Err: err}
-	}
-	return nil
+	return pageValue(op, res.Result, res.ExceptionDetails, out)
 }
 
 // release frees a remote object in the page; best effort, skipped when ctx is
