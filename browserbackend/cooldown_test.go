@@ -104,6 +104,23 @@ func TestDesktopAutoCooldownRecordedAfterStickyTransportFailure(t *testing.T) {
 	})
 }
 
+func TestDesktopAutoCooldownNotRecordedWhenOnlyASessionWentAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig()
+		r.farm.OnBuild(bb.KindCDPInspect, func(string) (*bbt.Backend, error) {
+			return bbt.NewBackend(bb.KindCDPInspect, nil).FailOn(2, bbt.TransportErr(bb.CodeSessionNotFound)), nil
+		})
+		r.build(bb.Options{})
+
+		c, err := r.send(t, macTurn)
+		require.NoError(t, err)
+		_, err = c.Send(context.Background(), evalCommand)
+		require.ErrorIs(t, err, bb.ErrSessionNotFound)
+		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto), "the tab closed, the browser is alive")
+		assert.Empty(t, r.logs.Find("cooldown recorded after transport failure"))
+	})
+}
+
 func TestDesktopAutoCooldownNotRecordedForProtocolError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig()

@@ -291,7 +291,10 @@ func anyClosed(chans []<-chan struct{}) (<-chan struct{}, func()) {
 }
 
 func (s *Selector) recordCooldown(c Candidate, inv Invocation, e *Error) {
-	if c.CooldownKey == "" || c.CooldownFor <= 0 || e.Class != ClassTransport {
+	// A session that went away (its tab was closed) is a transport error of
+	// the command, not of the backend: the browser still answers, so the next
+	// invocation should try it again.
+	if c.CooldownKey == "" || c.CooldownFor <= 0 || e.Class != ClassTransport || e.Code == CodeSessionNotFound {
 		return
 	}
 	s.cooldowns.Record(c.CooldownKey, c.CooldownFor)
