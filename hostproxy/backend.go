@@ -48,12 +48,6 @@ type Backend struct {
 	closeStop context.CancelFunc
 	bus       browserbackend.EventBus
 
-	// cooldown, set by HostBridgeProvider, is recorded when a Send fails
-	// because the bridge is gone or cannot reach its browser (SEL-6b).
-	cooldowns   *browserbackend.Cooldowns
-	cooldownKey string
-	cooldownFor time.Duration
-
 	mu       sync.Mutex
 	clientID string
 	unlisten func()
@@ -155,29 +149,7 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 	if err != nil && b.closeCtx.Err() != nil {
 		return nil, b.closedErr(cmd.Method)
 	}
-	if err != nil {
-		b.maybeCoolDown(err)
-	}
 	return res, err
-}
-
-// maybeCoolDown records the host-bridge cooldown after a transport failure
-// that says the bridge path is broken — the client went away, is not
-// connected, or reported that it cannot reach Chrome — on every Send, also
-// after the backend became sticky (SEL-6: every transport-failure path). A
-// session that went away (cdp_session_not_found) is about one tab and does
-// not cool the bridge down.
-func (b *Backend) maybeCoolDown(err error) {
-	if b.cooldowns == nil || b.cooldownKey == "" || b.cooldownFor <= 0 {
-		return
-	}
-	e := browserbackend.Classify(err, true)
-	if e.Class != browserbackend.ClassTransport || e.Code == browserbackend.CodeSessionNotFound {
-		return
-	}
-	b.cooldowns.Record(b.cooldownKey, b.cooldownFor)
-	b.p.log.Info("host-bridge cooldown recorded after transport failure", "cooldownKey", b.cooldownKey,
-		"cooldown", b.cooldownFor, "code", e.Code, "method", e.Method, "conversationId", b.inv.ConversationID)
 }
 
 func (b *Backend) notSupported(method string) error {

@@ -284,32 +284,41 @@ func TestProviders_ChangedFollowsRoster(t *testing.T) {
 	<-ch // closed by the registration
 }
 
-func TestHostBridgeBackend_RecordsCooldownWhenTheBridgeGoesAway(t *testing.T) {
+func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *testing.T) {
 	h := newFakeHub()
 	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	cool := &browserbackend.Cooldowns{}
-	c, err := p.HostBridgeProvider(ProviderOptions{}).Propose(browserbackend.Invocation{ActorPrincipalID: "alice"},
-		browserbackend.Env{Cooldowns: cool})
-	require.NoError(t, err)
-	sc, err := c.Build(context.Background())
-	require.NoError(t, err)
-	defer sc.Close()
-	b := sc.(*Backend)
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{p.HostBridgeProvider(ProviderOptions{})},
+		Cooldowns: cool, Logger: quietLogger(),
+	})
+	client := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: eventhub.InterfaceMacOS})
+	defer client.Close()
+	send := func(cmd browserbackend.Command) <-chan outcome {
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := client.Send(context.Background(), cmd)
+			done <- outcome{res, err}
+		}()
+		return done
+	}
 	key := browserbackend.HostBridgeCooldownKey("alice")
 
-	done := sendAsync(b, browserbackend.Command{Method: "Page.enable"})
+	done := send(browserbackend.Command{Method: "Page.enable"})
 	answer(t, p, mac, `{}`, false)
 	require.NoError(t, (<-done).err)
+	require.Equal(t, browserbackend.KindHostBridge, client.Kind())
 
 	// A tab that went away is not the bridge's fault.
-	done = sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate", SessionID: "S1"})
+	done = send(browserbackend.Command{Method: "Runtime.evaluate", SessionID: "S1"})
 	answer(t, p, mac, `{"code":"cdp_session_not_found","message":"gone"}`, true)
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrSessionNotFound)
 	assert.False(t, cool.Active(key))
 
-	// The bridge disappears mid-command on the sticky backend.
-	done = sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate"})
+	// The bridge disappears mid-command on the sticky backend: the selector
+	// records the actor's cooldown, and only that actor's.
+	done = send(browserbackend.Command{Method: "Runtime.evaluate"})
 	mac.next(t)
 	h.remove("mac")
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrTransport)

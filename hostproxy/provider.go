@@ -133,11 +133,9 @@ func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 // cooldown), or when no desktop host_browser client of the actor is connected
 // (code no_client). Its candidate carries that cooldown key and
 // ProviderOptions.HostBridgeCooldown, so the selector records the cooldown
-// after a transport failure while it walks the candidates (SEL-6b); the
-// backend it builds also records it in env.Cooldowns when a later command of
-// a sticky invocation fails because the bridge went away or cannot reach
-// Chrome (not for cdp_session_not_found), so the actor's next invocation
-// skips host-bridge.
+// after every transport failure of the candidate, during the walk and after
+// it became sticky, except cdp_session_not_found (one tab went away), and the
+// actor's next invocation skips host-bridge (SEL-6b).
 func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 	cool := opts.HostBridgeCooldown
 	switch {
@@ -173,10 +171,10 @@ func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 			Kind: browserbackend.KindHostBridge,
 			Reason: fmt.Sprintf("desktop client %s (%s) connected, no chrome-extension client",
 				bridges[0].ClientID, bridges[0].InterfaceID),
+			// The selector records the actor's cooldown (CooldownKey) on
+			// every transport failure, also after the backend became sticky.
 			Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
-				b := p.NewHostBridgeBackend(inv, h.opts.Backend)
-				b.cooldowns, b.cooldownKey, b.cooldownFor = env.Cooldowns, key, cool
-				return b, nil
+				return p.NewHostBridgeBackend(inv, h.opts.Backend), nil
 			},
 			Probe: func(ctx context.Context) error {
 				_, err := p.Choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
