@@ -228,7 +228,9 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 	key := keyOf(inv)
 	unlock, err := t.pins.lock(ctx, key)
 	if err != nil {
-		return 0, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while another call selected this conversation's tab", Err: err}
+		// The caller's ctx ended while another call held the tab: a passed
+		// deadline is a timeout, a cancellation stays an aborted backend error.
+		return 0, wrap(op, browserbackend.Classify(err, false))
 	}
 	defer unlock()
 	if pin, ok := t.pins.get(key); ok && !req.newTab && !req.useActive {

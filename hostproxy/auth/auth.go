@@ -291,7 +291,8 @@ func (a *Authority) Verify(token, scope string) (*Claims, error) {
 	return &c, nil
 }
 
-// spend marks a refresh token id as used; false when it already was.
+// spend marks a refresh token id as used; false when it already was, or when
+// the record of spent ids is full of unexpired ones (maxSpent).
 func (a *Authority) spend(id string, exp time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -307,15 +308,9 @@ func (a *Authority) spend(id string, exp time.Time) bool {
 		}
 	}
 	if len(a.spent) >= maxSpent {
-		// Still full of live entries: forget the one expiring first.
-		var oldest string
-		var oe time.Time
-		for k, e := range a.spent {
-			if oldest == "" || e.Before(oe) {
-				oldest, oe = k, e
-			}
-		}
-		delete(a.spent, oldest)
+		// Still full of live entries. Forgetting one would let that refresh
+		// token be used again, so refuse: the client pairs anew.
+		return false
 	}
 	a.spent[id] = exp
 	return true
