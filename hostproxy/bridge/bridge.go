@@ -170,6 +170,10 @@ type liveBrowser struct {
 	b    Browser
 	dead atomic.Bool
 	stop func()
+	// endPosts cancels the context the event forwarder posts with, so a
+	// release (drop or shutdown) never waits on a server that stopped
+	// answering.
+	endPosts context.CancelFunc
 }
 
 // New validates opts and returns a Bridge.
@@ -550,12 +554,13 @@ func (b *Bridge) connect(ctx context.Context) (*liveBrowser, error) {
 		b.log.Warn("local browser unavailable", "error", err)
 		return nil, err
 	}
-	lb := &liveBrowser{b: br}
+	postCtx, endPosts := context.WithCancel(context.Background())
+	lb := &liveBrowser{b: br, endPosts: endPosts}
 	events, stop := br.Subscribe("")
 	lb.stop = stop
 	b.browser = lb
 	b.wg.Add(1)
-	go b.forward(lb, events)
+	go b.forward(postCtx, lb, events)
 	b.log.Info("local browser attached")
 	return lb, nil
 }
@@ -574,6 +579,7 @@ func (b *Bridge) drop(lb *liveBrowser) {
 // subscription's cancel are).
 func (lb *liveBrowser) release() {
 	lb.dead.Store(true)
+	lb.endPosts()
 	lb.stop()
 	_ = lb.b.Close()
 }
@@ -584,15 +590,18 @@ func (lb *liveBrowser) release() {
 type pageSession interface{ SessionID() string }
 
 // forward posts the browser's CDP events in order until the subscription
-// closes (the browser connection ended or was dropped).
-func (b *Bridge) forward(lb *liveBrowser, events <-chan browserbackend.Event) {
+// closes (the browser connection ended or was dropped). Posts use ctx, which
+// release cancels: the events still buffered then are dropped at once.
+func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan browserbackend.Event) {
 	defer b.wg.Done()
 	page := ""
 	if ps, ok := lb.b.(pageSession); ok {
 		page = ps.SessionID()
 	}
-	ctx := context.Background()
 	for ev := range events {
+		if ctx.Err() != nil {
+			continue // released: drain without posting
+		}
 		if ev.Method == browserbackend.MethodTargetDetached {
 			if ev.SessionID == page || ev.SessionID == "" {
 				lb.dead.Store(true) // the attached page is gone: re-dial on the next request

@@ -367,3 +367,54 @@ func TestBridge_SilentStreamIsReopened(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
 }
+
+// A server that stops answering event posts must not hold the bridge's
+// shutdown: releasing the browser ends the forwarder's posts at once, and
+// the events still buffered are dropped.
+func TestBridge_ShutdownDoesNotWaitForEventPostsToAStalledServer(t *testing.T) {
+	stalled := make(chan struct{})   // closed when the test is done
+	firstPost := make(chan struct{}) // closed when the first event post arrived
+	var once sync.Once
+	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == hostproxy.PathEvent {
+				once.Do(func() { close(firstPost) })
+				select {
+				case <-stalled:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	defer close(stalled)
+
+	br := newFakeBrowser()
+	b, err := New(Options{ServerURL: srv.URL, Dial: dialer(br), Logger: quiet(), MinBackoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	waitClient(t, srv.Hub, b.ClientID(), true)
+
+	// One command makes the bridge dial the browser and start forwarding.
+	be := srv.Proxy.NewHostBridgeBackend(browserbackend.Invocation{}, hostproxy.BackendOptions{})
+	defer be.Close()
+	_, err = be.Send(context.Background(), browserbackend.Command{Method: "Echo.echo"})
+	require.NoError(t, err)
+	for range 5 {
+		br.bus.Publish(browserbackend.Event{Method: "Runtime.consoleAPICalled", Params: json.RawMessage(`{}`)})
+	}
+	<-firstPost // the forwarder is now stuck in a post the server never answers
+
+	cancel()
+	hang := time.NewTimer(20 * time.Second) // a hang guard, not a speed check
+	defer hang.Stop()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-hang.C:
+		t.Fatal("Run did not return while an event post was stalled")
+	}
+}
