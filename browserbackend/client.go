@@ -487,8 +487,6 @@ func (c *Client) discard(b ScopedClient) {
 }
 
 // stick makes b the invocation's backend and starts forwarding the events the
-// client's subscribers asked for.
-// stick makes b the invocation's backend and starts forwarding the events the
 // client's subscribers asked for: subs, taken before the first command, and a
 // fresh subscription for any method asked for since.
 func (c *Client) stick(b ScopedClient, cand Candidate, subs []eventSub) {

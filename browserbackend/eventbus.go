@@ -63,27 +63,22 @@ func (b *EventBus) Subscribe(method string) (<-chan Event, func()) {
 // Publish delivers ev to every matching subscriber that has room, and drops
 // it for the others. It never blocks.
 func (b *EventBus) Publish(ev Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		if s.method != "" && s.method != ev.Method {
-			continue
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			b.dropped.Add(1)
-		}
-	}
+	b.deliver(ev, func(filter string) bool { return filter == "" || filter == ev.Method })
 }
 
 // publishExact delivers ev to the subscribers whose method filter is exactly
 // filter; it never blocks.
 func (b *EventBus) publishExact(filter string, ev Event) {
+	b.deliver(ev, func(f string) bool { return f == filter })
+}
+
+// deliver sends ev, without blocking, to every subscriber whose method
+// filter matches; a full subscriber loses it and the drop is counted.
+func (b *EventBus) deliver(ev Event, matches func(filter string) bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
-		if s.method != filter {
+		if !matches(s.method) {
 			continue
 		}
 		select {

@@ -392,7 +392,6 @@ func (h *InProcess) Publish(ctx context.Context, target Target, conversationID s
 		candidates = []*stream{s}
 	}
 	entry := &ringEntry{target: target, clientActor: clientActor, at: now}
-	n := 0
 	if candidates == nil {
 		for s := range h.streams {
 			if entry.matches(s) {
@@ -412,7 +411,6 @@ func (h *InProcess) Publish(ctx context.Context, target Target, conversationID s
 	for _, s := range candidates {
 		select {
 		case s.queue <- f:
-			n++
 		default:
 			h.endLocked(s, EndReason(ShedQueueFull), ShedQueueFull)
 		}

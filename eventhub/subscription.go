@@ -1,7 +1,6 @@
 package eventhub
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 )
@@ -60,13 +59,7 @@ func (sub *Subscription) Next(ctx context.Context) (Envelope, error) {
 		}
 	}
 	sub.s.delivered.Add(1)
-	for fr, err := range ReadFrames(bytes.NewReader(f.data), len(f.data)+1) {
-		if err != nil {
-			return Envelope{}, err
-		}
-		return fr.Envelope()
-	}
-	return Envelope{}, fmt.Errorf("eventhub: empty frame %s", f.id)
+	return f.envelope()
 }
 
 func (sub *Subscription) reason() EndReason {
