@@ -103,6 +103,9 @@ func (c *Client) Attempts() []Attempt {
 // gone fails with ErrSessionNotFound without being sent (SEL-14). When ctx has
 // no deadline, the selector's CommandTimeout applies.
 func (c *Client) Send(ctx context.Context, cmd Command) (json.RawMessage, error) {
+	if err := CheckParams(cmd.Method, cmd.Params); err != nil {
+		return nil, err // nothing is selected or sent for a malformed command
+	}
 	ctx, cancel := c.sel.withTimeout(ctx)
 	defer cancel()
 	if b, err := c.ready(cmd); b != nil || err != nil {

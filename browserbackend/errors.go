@@ -54,6 +54,7 @@ const (
 	CodeNotConfigured     = "not_configured"
 	CodeNotSupported      = "not_supported"
 	CodeInvalidMode       = "invalid_mode"
+	CodeInvalidParams     = "invalid_params"
 	CodeNoCandidates      = "no_candidates"
 )
 

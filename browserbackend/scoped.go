@@ -1,6 +1,7 @@
 package browserbackend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -14,6 +15,23 @@ type Command struct {
 	Method    string          `json:"method"`
 	Params    json.RawMessage `json:"params,omitempty"`
 	SessionID string          `json:"sessionId,omitempty"`
+}
+
+// CheckParams checks a command's params before anything is sent: they must be
+// absent, null, or one JSON object (CDP's params member). Anything else is a
+// ClassPolicy *Error with code CodeInvalidParams; a browser or a client would
+// otherwise drop or refuse the command. The Client checks every command; a
+// backend used without a Client can call it too.
+func CheckParams(method string, params json.RawMessage) *Error {
+	t := bytes.TrimSpace(params)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil
+	}
+	if t[0] != '{' || !json.Valid(t) {
+		return &Error{Class: ClassPolicy, Code: CodeInvalidParams, Method: method,
+			Message: "params must be one JSON object"}
+	}
+	return nil
 }
 
 // LogValue implements slog.LogValuer: params are never logged, only their

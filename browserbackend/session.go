@@ -92,7 +92,7 @@ func call(ctx context.Context, sc ScopedClient, cmd Command, params, result any)
 		if _, empty := params.(cdp.Empty); !empty {
 			raw, err := jsonv2.Marshal(params)
 			if err != nil {
-				return &Error{Class: ClassPolicy, Code: CodeInvalidResponse, Method: cmd.Method,
+				return &Error{Class: ClassPolicy, Code: CodeInvalidParams, Method: cmd.Method,
 					Message: "cannot encode params", Err: err}
 			}
 			if string(raw) != "{}" && string(raw) != "null" {

@@ -498,3 +498,17 @@ func TestDeadlineDuringConstructionIsTimeoutNotDispatched(t *testing.T) {
 		assert.Zero(t, local.Builds(), "the caller's deadline is gone: no failover")
 	})
 }
+
+func TestMalformedParamsAreRefusedBeforeAnythingIsSelected(t *testing.T) {
+	ps := fakes(bb.KindExtension, bb.KindLocal)
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	for _, params := range []string{`[1,2]`, `"x"`, `7`, `{"a":`} {
+		_, err := c.Send(context.Background(), bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(params)})
+		require.ErrorIs(t, err, bb.ErrPolicy, params)
+		assert.ErrorIs(t, err, &bb.Error{Code: bb.CodeInvalidParams}, params)
+	}
+	assert.Zero(t, ps[0].Proposed()+ps[1].Proposed(), "no candidate list was built")
+	_, err := c.Send(context.Background(), bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(` null `)})
+	require.NoError(t, err, "null params are no params")
+}

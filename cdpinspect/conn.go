@@ -231,7 +231,7 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	data, err := json.Marshal(frame{ID: id, Method: method, Params: params, SessionID: sessionID})
 	if err != nil {
 		c.forget(id)
-		return nil, &bb.Error{Class: bb.ClassPolicy, Code: "invalid_params", Method: method, Backend: bb.KindCDPInspect,
+		return nil, &bb.Error{Class: bb.ClassPolicy, Code: bb.CodeInvalidParams, Method: method, Backend: bb.KindCDPInspect,
 			Message: "params are not valid JSON", Err: err}
 	}
 	// A cancelled context makes coder/websocket close the whole socket, so

@@ -1,12 +1,10 @@
 package hostproxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -318,28 +316,14 @@ func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
 		e.Method, e.Backend = req.Method, req.Backend
 		return nil, e
 	}
-	if err := checkParams(req.Params); err != nil {
-		return nil, p.errorf(req, browserbackend.ClassPolicy, "invalid_params", false, "%v", err)
+	if err := browserbackend.CheckParams(req.Method, req.Params); err != nil {
+		return nil, p.errorf(req, browserbackend.ClassPolicy, browserbackend.CodeInvalidParams, false, "%s", err.Message)
 	}
 	client, err := p.Choose(req)
 	if err != nil {
 		return nil, err
 	}
 	return p.send(ctx, req, client)
-}
-
-// checkParams accepts what goes on the wire as cdpParams (PXY-1): nothing,
-// null, or one JSON object. Clients drop a request whose params are anything
-// else, which would leave the caller waiting for its timeout.
-func checkParams(params json.RawMessage) error {
-	t := bytes.TrimSpace(params)
-	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return nil
-	}
-	if t[0] != '{' || !json.Valid(t) {
-		return errors.New("params must be one JSON object")
-	}
-	return nil
 }
 
 func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (json.RawMessage, error) {

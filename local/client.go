@@ -274,8 +274,12 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		dec := json.NewDecoder(bytes.NewReader(cmd.Params))
 		dec.UseNumber() // keep integers exact on the way out
 		if err := dec.Decode(&params); err != nil {
-			e := browserbackend.ProtocolError(-32602, "local: params must be a JSON object: "+err.Error())
-			e.Method, e.Backend = cmd.Method, browserbackend.KindLocal
+			e := browserbackend.CheckParams(cmd.Method, cmd.Params)
+			if e == nil { // valid JSON object that still does not decode
+				e = &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeInvalidParams,
+					Method: cmd.Method, Message: "params must be one JSON object", Err: err}
+			}
+			e.Backend = browserbackend.KindLocal
 			return nil, e
 		}
 	}

@@ -367,7 +367,8 @@ func TestProtocolErrorsCarryCDPCode(t *testing.T) {
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol)
 
 	_, err = c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`[1,2]`)})
-	assert.ErrorIs(t, err, browserbackend.ErrInvalidParams, "non-object params are refused")
+	assert.ErrorIs(t, err, browserbackend.ErrPolicy, "non-object params are refused before sending")
+	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeInvalidParams})
 
 	_, err = c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", SessionID: "X"})
 	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
