@@ -117,7 +117,7 @@ func (c *Client) Send(ctx context.Context, cmd Command) (json.RawMessage, error)
 	select {
 	case c.walk <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctxError(ctx, cmd.Method, false)
+		return nil, ContextError(ctx, cmd.Method, false)
 	}
 	defer func() { <-c.walk }()
 	if b, err := c.ready(cmd); b != nil || err != nil {
@@ -167,7 +167,7 @@ func (c *Client) sendSticky(ctx context.Context, b ScopedClient, cmd Command) (j
 func (c *Client) classify(ctx context.Context, err error, method string, k Kind, dispatched bool) *Error {
 	e := Classify(err, dispatched)
 	if ctx.Err() != nil && e.Class != ClassClosed {
-		ce := ctxError(ctx, method, e.Dispatched)
+		ce := ContextError(ctx, method, e.Dispatched)
 		ce.Backend = k
 		ce.Err = err
 		return ce
@@ -185,13 +185,22 @@ func (c *Client) classify(ctx context.Context, err error, method string, k Kind,
 	return e
 }
 
-func ctxError(ctx context.Context, method string, dispatched bool) *Error {
+// ContextError is the *Error for a command whose ctx ended: ClassTimeout
+// (code timeout) when its deadline passed, ClassAborted (code cancelled)
+// otherwise; Err is context.Cause(ctx). dispatched says whether the command
+// may have reached a browser (a timeout after dispatch: outcome unknown).
+// Backends use it so every ended context is classified the same way.
+func ContextError(ctx context.Context, method string, dispatched bool) *Error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg := "deadline passed before an answer"
+		if dispatched {
+			msg += " (outcome unknown)"
+		}
 		return &Error{Class: ClassTimeout, Code: CodeTimeout, Method: method, Dispatched: dispatched,
-			Message: "deadline passed before an answer", Err: ctx.Err()}
+			Message: msg, Err: context.Cause(ctx)}
 	}
 	return &Error{Class: ClassAborted, Code: CodeCancelled, Method: method, Dispatched: dispatched,
-		Message: "cancelled by the caller", Err: ctx.Err()}
+		Message: "cancelled by the caller", Err: context.Cause(ctx)}
 }
 
 // walkCandidates runs the SEL-4 walk for the first command, including the
@@ -204,7 +213,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 	}
 	// A caller that has already given up gets nothing built or launched.
 	if ctx.Err() != nil {
-		return nil, ctxError(ctx, cmd.Method, false)
+		return nil, ContextError(ctx, cmd.Method, false)
 	}
 	c.mu.Lock()
 	c.walkFrom = len(c.attempts)
@@ -269,7 +278,7 @@ func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessa
 		if ctx.Err() != nil {
 			// The caller gave up (e.g. during the reconnect grace): that,
 			// not the provider's answer, decides.
-			err = ctxError(ctx, cmd.Method, false)
+			err = ContextError(ctx, cmd.Method, false)
 		}
 		return nil, c.selectionError(mode, pinned, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -134,4 +135,22 @@ func TestModeKindAndActorKey(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, bb.DefaultActorKey, bb.Invocation{}.ActorKey())
 	assert.Equal(t, alice, bb.Invocation{ActorPrincipalID: alice}.ActorKey())
+}
+
+func TestContextErrorClassifiesCancellationAndDeadline(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	e := bb.ContextError(cancelled, "Page.navigate", false)
+	assert.ErrorIs(t, e, bb.ErrAborted)
+	assert.ErrorIs(t, e, bb.ErrCancelled)
+	assert.ErrorIs(t, e, context.Canceled)
+	assert.Equal(t, "Page.navigate", e.Method)
+
+	expired, stop := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer stop()
+	e = bb.ContextError(expired, "Runtime.evaluate", true)
+	assert.ErrorIs(t, e, bb.ErrTimeout)
+	assert.ErrorIs(t, e, context.DeadlineExceeded)
+	assert.True(t, e.Dispatched)
+	assert.Contains(t, e.Message, "outcome unknown")
 }

@@ -3,7 +3,6 @@ package cdpinspect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -287,15 +286,8 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 // ClassTimeout (outcome unknown when dispatched), anything else is the
 // caller's cancellation (ClassAborted).
 func ctxErr(ctx context.Context, method string, dispatched bool) *bb.Error {
-	e := &bb.Error{Class: bb.ClassAborted, Code: bb.CodeCancelled, Method: method, Backend: bb.KindCDPInspect,
-		Dispatched: dispatched, Message: "cancelled by the caller", Err: context.Cause(ctx)}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		e.Class, e.Code = bb.ClassTimeout, bb.CodeTimeout
-		e.Message = "no reply before the deadline"
-		if dispatched {
-			e.Message += " (outcome unknown)"
-		}
-	}
+	e := bb.ContextError(ctx, method, dispatched)
+	e.Backend = bb.KindCDPInspect
 	return e
 }
 

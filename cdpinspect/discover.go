@@ -135,11 +135,9 @@ func discoveryErr(code, msg string, cause error) *bb.Error {
 
 // abortErr classifies the caller's ended context.
 func abortErr(ctx context.Context) *bb.Error {
-	e := bb.Classify(context.Cause(ctx), false)
+	e := bb.ContextError(ctx, "", false)
 	e.Backend = bb.KindCDPInspect
-	if e.Message == "" {
-		e.Message = "discovery interrupted"
-	}
+	e.Message = "discovery interrupted: " + e.Message
 	return e
 }
 

@@ -46,12 +46,8 @@ func errPageGone(method string, cause error) *browserbackend.Error {
 
 // ctxErr classifies ctx's end: ClassAborted/cancelled or ClassTimeout.
 func ctxErr(ctx context.Context, method string, dispatched bool) *browserbackend.Error {
-	e := browserbackend.Classify(context.Cause(ctx), dispatched)
-	if e.Class != browserbackend.ClassAborted && e.Class != browserbackend.ClassTimeout {
-		// A custom cause: classify by ctx.Err instead.
-		e = browserbackend.Classify(ctx.Err(), dispatched)
-	}
-	e.Method, e.Backend = method, browserbackend.KindLocal
+	e := browserbackend.ContextError(ctx, method, dispatched)
+	e.Backend = browserbackend.KindLocal
 	return e
 }
 
