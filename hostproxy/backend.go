@@ -120,7 +120,9 @@ func (b *Backend) bind(req Req) (string, error) {
 // Send implements browserbackend.ScopedClient: it sends cmd to the bound
 // client and returns the CDP result, or an *browserbackend.Error classified as
 // Proxy.Request documents. On host-bridge a Vellum.* method fails at once with
-// ClassPolicy / CodeNotSupported.
+// ClassPolicy / CodeNotSupported. The returned result shares memory with the
+// decoded result body (no copy of multi-MB screenshots): read it, copy it,
+// but do not modify it in place.
 func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
 	if b.kind != browserbackend.KindExtension && IsPseudoMethod(cmd.Method) {
 		return nil, b.notSupported(cmd.Method)

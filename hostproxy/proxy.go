@@ -307,6 +307,9 @@ func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatc
 //     or ctx's deadline passes, ClassAborted when ctx is cancelled; in both
 //     cases a host_browser_cancel goes to the target client only (PXY-5);
 //   - ClassClosed after Close.
+//
+// A successful result shares memory with the decoded result body instead of
+// copying it: it must not be modified in place.
 func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
 	if p.closed() {
 		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, false, "proxy is closed")
