@@ -298,9 +298,9 @@ func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatc
 //     actor when the proxy sees the disconnect is not a failure: the request
 //     keeps waiting on the new registration, which the hub's replay brings
 //     it to (a reconnect without Last-Event-ID, or past the ring's bounds,
-//     does not replay it: the request then ends at its timeout). Install
-//     ReplayFilter in the hub so that a request failed on a disconnect is
-//     never replayed to a later reconnect;
+//     does not replay it: the request then ends at its timeout). The
+//     ReplayFilter (installed by New in an in-process hub) makes sure a
+//     request failed on a disconnect is never replayed to a later reconnect;
 //   - ClassProtocol for a CDP error the client reports (numeric code) or
 //     another string code;
 //   - ClassTimeout when the timeout (req.Timeout, else the proxy default)
