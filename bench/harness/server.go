@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 	"github.com/browserchain/browserchain/hostproxy/bridge"
@@ -234,33 +234,11 @@ func (s *Server) startBridge(actor, clientID, wsURL string) (stop func(), err er
 // root/examples/extension to a temporary directory and writes config.json so
 // it pairs with serverURL and connects at start. The caller removes the dir.
 func CopyExtension(root, serverURL string) (string, error) {
-	src := filepath.Join(root, "examples", "extension")
 	dst, err := os.MkdirTemp("", "benchreport-ext-")
 	if err != nil {
 		return "", err
 	}
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if strings.HasSuffix(path, ".go") || rel == "config.json" {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err == nil {
-		cfg, _ := json.Marshal(map[string]any{"serverUrl": serverURL, "autoConnect": true})
-		err = os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644)
-	}
-	if err != nil {
+	if err := extension.Install(filepath.Join(root, "examples", "extension"), dst, serverURL); err != nil {
 		os.RemoveAll(dst)
 		return "", err
 	}

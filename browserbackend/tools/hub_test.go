@@ -2,11 +2,6 @@ package tools_test
 
 import (
 	"crypto/rand"
-	"encoding/json"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,13 +10,10 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
-
-// extensionOrigin is the origin of the reference extension (its id is
-// derived from the "key" in examples/extension/manifest.json).
-const extensionOrigin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
 
 // extensionDir is the reference extension, relative to this package.
 const extensionDir = "../../examples/extension"
@@ -37,7 +29,7 @@ func startRuntime(t testing.TB) *hubStack {
 	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extensionOrigin}, Logger: quietLogger()})
+	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extension.Origin}, Logger: quietLogger()})
 	require.NoError(t, err)
 	srv := chromiumtest.LoopbackServer(t, rt.Handler)
 	// Runs before the server's Close (cleanups are LIFO): streams end first.
@@ -80,26 +72,7 @@ func (h *hubStack) waitClient(t testing.TB, iface string) eventhub.ClientInfo {
 func startExtension(t testing.TB, h *hubStack) *chromiumtest.Browser {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(extensionDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(extensionDir, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if strings.HasSuffix(path, ".go") || rel == "config.json" {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	require.NoError(t, err)
-	cfg, _ := json.Marshal(map[string]any{"serverUrl": h.url, "autoConnect": true})
-	require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644))
+	require.NoError(t, extension.Install(extensionDir, dst, h.url))
 	b := chromiumtest.Start(t, chromiumtest.WithExtension(dst))
 	h.waitClient(t, eventhub.InterfaceChromeExtension)
 	return b

@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -274,31 +271,11 @@ func (s *stack) resultsFor(id string) []resultPost {
 	return out
 }
 
-// copyExtension copies the extension (this directory's files, without the
-// Go tests) to a temp dir and writes config.json pointing it at serverURL
-// with autoConnect on.
+// copyExtension installs the extension in a temp dir, paired with serverURL.
 func copyExtension(t testing.TB, serverURL string) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, path), 0o755)
-		}
-		if strings.HasSuffix(path, ".go") || path == "config.json" {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, path), data, 0o644)
-	})
-	require.NoError(t, err)
-	cfg, _ := json.Marshal(map[string]any{"serverUrl": serverURL, "autoConnect": true})
-	require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644))
+	require.NoError(t, extension.Install(".", dst, serverURL))
 	return dst
 }
 
