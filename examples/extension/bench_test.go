@@ -88,29 +88,13 @@ func directEvaluate(b *testing.B, s *stack, tabID, n int) []float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
 	conn := dialCDP(b, s.browser.BrowserWSURL)
-	var targets struct {
-		TargetInfos []struct {
-			TargetID string `json:"targetId"`
-			Type     string `json:"type"`
-			URL      string `json:"url"`
-		} `json:"targetInfos"`
-	}
-	require.NoError(b, conn.call(ctx, "", "Target.getTargets", map[string]any{}, &targets))
-	var target string
-	for _, ti := range targets.TargetInfos {
-		if ti.Type == "page" && strings.HasSuffix(ti.URL, "/page/bench") {
-			target = ti.TargetID
-		}
-	}
-	require.NotEmpty(b, target)
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	require.NoError(b, conn.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att))
+	sessionID := attachTarget(ctx, b, conn, func(typ, url string) bool {
+		return typ == "page" && strings.HasSuffix(url, "/page/bench")
+	})
 	out := make([]float64, 0, n)
 	for range n {
 		start := time.Now()
-		require.NoError(b, conn.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true}, nil))
+		require.NoError(b, conn.call(ctx, sessionID, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true}, nil))
 		out = append(out, float64(time.Since(start).Microseconds())/1000)
 	}
 	return out

@@ -462,6 +462,25 @@ func (s *stack) workerEval(t testing.TB, expr string) json.RawMessage {
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
 	c := dialCDP(t, s.browser.BrowserWSURL)
+	sessionID := attachTarget(ctx, t, c, func(typ, url string) bool {
+		return typ == "service_worker" && strings.HasPrefix(url, ExtensionOrigin+"/")
+	})
+	var ev struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	require.NoError(t, c.call(ctx, sessionID, "Runtime.evaluate",
+		map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &ev))
+	require.Empty(t, ev.ExceptionDetails, "worker evaluation of %s", expr)
+	return ev.Result.Value
+}
+
+// attachTarget attaches c (flat session) to the last target that match
+// accepts by type and URL, failing the test when there is none.
+func attachTarget(ctx context.Context, t testing.TB, c *cdpConn, match func(typ, url string) bool) string {
+	t.Helper()
 	var targets struct {
 		TargetInfos []struct {
 			TargetID string `json:"targetId"`
@@ -470,27 +489,18 @@ func (s *stack) workerEval(t testing.TB, expr string) json.RawMessage {
 		} `json:"targetInfos"`
 	}
 	require.NoError(t, c.call(ctx, "", "Target.getTargets", map[string]any{}, &targets))
-	var worker string
+	var target string
 	for _, ti := range targets.TargetInfos {
-		if ti.Type == "service_worker" && strings.HasPrefix(ti.URL, ExtensionOrigin+"/") {
-			worker = ti.TargetID
+		if match(ti.Type, ti.URL) {
+			target = ti.TargetID
 		}
 	}
-	require.NotEmpty(t, worker, "extension service worker target")
+	require.NotEmpty(t, target, "no matching target")
 	var att struct {
 		SessionID string `json:"sessionId"`
 	}
-	require.NoError(t, c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": worker, "flatten": true}, &att))
-	var ev struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	require.NoError(t, c.call(ctx, att.SessionID, "Runtime.evaluate",
-		map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &ev))
-	require.Empty(t, ev.ExceptionDetails, "worker evaluation of %s", expr)
-	return ev.Result.Value
+	require.NoError(t, c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att))
+	return att.SessionID
 }
 
 func timeout() <-chan time.Time { return time.After(stepTimeout) }
