@@ -74,7 +74,7 @@ func TestCloseDuringLaunchLeavesNoProcess(t *testing.T) {
 		if l != nil {
 			break
 		}
-		runtimeGosched()
+		runtime.Gosched()
 	}
 	require.NoError(t, b.Close())
 	err := <-result
@@ -82,8 +82,6 @@ func TestCloseDuringLaunchLeavesNoProcess(t *testing.T) {
 	assert.Empty(t, profileProcesses(profile), "Chromium processes outlived Close")
 	assert.Empty(t, driverChildren(), "a driver outlived Close")
 }
-
-func runtimeGosched() { runtime.Gosched() }
 
 // The driver killed while it launches the browser: the waiting Send fails
 // with a transport error, nothing of that launch remains, and the next use
