@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,9 +28,10 @@ type Client struct {
 	sel *Selector
 	inv Invocation
 
-	// walk serialises selection: it holds one token while a goroutine walks
-	// the candidates. A channel rather than a mutex so waiters honour ctx.
-	walk chan struct{}
+	// walking serialises selection: it holds one token while a goroutine
+	// walks the candidates. A channel rather than a mutex so waiters honour
+	// ctx.
+	walking chan struct{}
 
 	mu     sync.Mutex
 	closed bool
@@ -39,8 +39,6 @@ type Client struct {
 	// stickyCand is the candidate the sticky backend was built from; its
 	// cooldown key applies to failures after the walk too (SEL-6).
 	stickyCand Candidate
-	// inMemo is set while the walk tries the remembered kind.
-	inMemo   bool
 	kind     Kind
 	built    []ScopedClient
 	attempts []Attempt
@@ -62,7 +60,7 @@ func newClient(s *Selector, inv Invocation) *Client {
 	return &Client{
 		sel:    s,
 		inv:    inv,
-		walk:   make(chan struct{}, 1),
+		walking: make(chan struct{}, 1),
 		wanted: map[string]bool{MethodTargetDetached: true},
 	}
 }
@@ -115,18 +113,18 @@ func (c *Client) Send(ctx context.Context, cmd Command) (json.RawMessage, error)
 		return c.sendSticky(ctx, b, cmd)
 	}
 	select {
-	case c.walk <- struct{}{}:
+	case c.walking <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ContextError(ctx, cmd.Method, false)
 	}
-	defer func() { <-c.walk }()
+	defer func() { <-c.walking }()
 	if b, err := c.ready(cmd); b != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		return c.sendSticky(ctx, b, cmd)
 	}
-	return c.walkCandidates(ctx, cmd)
+	return c.walk(ctx, cmd)
 }
 
 // ready returns the sticky backend, or an error when the client is closed or
@@ -168,9 +166,14 @@ func (c *Client) classify(ctx context.Context, err error, method string, k Kind,
 	e := Classify(err, dispatched)
 	if ctx.Err() != nil && e.Class != ClassClosed {
 		ce := ContextError(ctx, method, e.Dispatched)
-		ce.Backend = k
-		ce.Err = err
-		return ce
+		if e.Class != ce.Class {
+			// The caller's deadline or cancellation decides the class; the
+			// backend's own failure stays as the cause.
+			ce.Backend, ce.Err = k, err
+			return ce
+		}
+		// The backend already classified the ended context (with its own
+		// diagnostics): keep it.
 	}
 	if e.Method == "" || e.Backend == "" {
 		cp := *e
@@ -203,208 +206,11 @@ func ContextError(ctx context.Context, method string, dispatched bool) *Error {
 		Message: "cancelled by the caller", Err: context.Cause(ctx)}
 }
 
-// walkCandidates runs the SEL-4 walk for the first command, including the
-// SEL-9 memo and the SEL-8 grace. It is called with the walk token held.
-func (c *Client) walkCandidates(ctx context.Context, cmd Command) (json.RawMessage, error) {
-	s, inv := c.sel, c.inv
-	mode, pinnedKind, pinned, err := s.resolveMode(inv)
-	if err != nil {
-		return nil, err
-	}
-	// A caller that has already given up gets nothing built or launched.
-	if ctx.Err() != nil {
-		return nil, ContextError(ctx, cmd.Method, false)
-	}
+// beginWalk marks where the current walk's attempts begin.
+func (c *Client) beginWalk() {
 	c.mu.Lock()
 	c.walkFrom = len(c.attempts)
 	c.mu.Unlock()
-	fellBack := false
-	var failedMemo Kind
-
-	// SEL-9: an auto invocation first tries the conversation's remembered
-	// kind as if pinned; a transport failure forgets it and runs plain auto
-	// without that kind (it has just failed for this very command). A
-	// remembered kind that is no longer proposed is forgotten silently: no
-	// candidate failed, so there is no fallback to report.
-	if !pinned && inv.ConversationID != "" {
-		if k, ok := s.memo.Get(inv.ConversationID); ok {
-			c.setMemoPhase(true)
-			cands, skipped, perr := s.propose(inv, k, true)
-			c.addSkipped(skipped)
-			if perr == nil && len(cands) > 0 {
-				s.log.Info("trying the conversation's remembered backend", "candidateKind", k,
-					"conversationId", inv.ConversationID)
-				res, done, err := c.tryCandidate(ctx, cands[0], cmd, false, true)
-				c.setMemoPhase(false)
-				if done {
-					if errors.Is(err, ErrTransport) {
-						s.memo.Forget(inv.ConversationID)
-					}
-					return res, err
-				}
-				failedMemo, fellBack = k, true
-				s.log.Warn("auto-mode fallback triggered", "from", k, "conversationId", inv.ConversationID,
-					"attempts", AttemptSummary(c.walkAttempts()))
-			}
-			c.setMemoPhase(false)
-			s.memo.Forget(inv.ConversationID)
-			s.log.Info("forgot the conversation's remembered backend", "candidateKind", k,
-				"conversationId", inv.ConversationID)
-		}
-	}
-
-	var (
-		cands   []Candidate
-		skipped []Attempt
-	)
-	if pinned {
-		cands, skipped, err = s.proposeWithGrace(ctx, inv, pinnedKind)
-	} else {
-		cands, skipped, err = s.propose(inv, "", false)
-		if failedMemo != "" {
-			cands = slices.DeleteFunc(cands, func(c Candidate) bool { return c.Kind == failedMemo })
-		}
-	}
-	c.addSkipped(skipped)
-	for _, a := range skipped {
-		if a.Code == CodeCooldown {
-			s.log.Info("candidate skipped: cooldown active", "candidateKind", a.Kind, "reason", a.Reason,
-				"conversationId", inv.ConversationID)
-		}
-	}
-	s.log.Info("candidate list built", "mode", mode, "pinned", pinned,
-		"candidates", candidateSummary(cands), "conversationId", inv.ConversationID, "method", cmd.Method)
-	if err != nil || len(cands) == 0 {
-		if ctx.Err() != nil {
-			// The caller gave up (e.g. during the reconnect grace): that,
-			// not the provider's answer, decides.
-			err = ContextError(ctx, cmd.Method, false)
-		}
-		return nil, c.selectionError(mode, pinned, err)
-	}
-
-	for i, cand := range cands {
-		last := i == len(cands)-1
-		res, done, err := c.tryCandidate(ctx, cand, cmd, !pinned && (i > 0 || fellBack), !last)
-		if done {
-			if err != nil {
-				var e *Error
-				if errors.As(err, &e) && e.Class == ClassTransport {
-					return nil, c.selectionError(mode, pinned, err)
-				}
-			}
-			return res, err
-		}
-		if last {
-			return nil, c.selectionError(mode, pinned, err)
-		}
-		if !pinned && !fellBack {
-			s.log.Warn("auto-mode fallback triggered", "from", cand.Kind, "conversationId", inv.ConversationID,
-				"attempts", AttemptSummary(c.walkAttempts()))
-		}
-		fellBack = true
-	}
-	panic("unreachable")
-}
-
-// tryCandidate builds cand and sends cmd on it. done is false when the walk
-// should move on (the policy allowed failover); err is then the failure.
-// hasNext says whether the walk has a candidate after this one: the failover
-// record and hook are only emitted when it has.
-func (c *Client) tryCandidate(ctx context.Context, cand Candidate, cmd Command, afterFallback, hasNext bool) (res json.RawMessage, done bool, err error) {
-	s, inv := c.sel, c.inv
-	start := time.Now()
-	s.log.Debug("attempting candidate", "candidateKind", cand.Kind, "reason", cand.Reason,
-		"conversationId", inv.ConversationID, "method", cmd.Method)
-	if s.hooks.AttemptStart != nil {
-		s.hooks.AttemptStart(inv, cand)
-	}
-	fail := func(stage Stage, e *Error) (json.RawMessage, bool, error) {
-		a := Attempt{Kind: cand.Kind, Reason: cand.Reason, Stage: stage, Class: e.Class, Code: e.Code,
-			Message: e.Message, DiscoveryCode: e.DiscoveryCode, Err: e}
-		if a.Message == "" && e.Err != nil {
-			a.Message = e.Err.Error()
-		}
-		c.addAttempts(a)
-		if s.hooks.AttemptDone != nil {
-			s.hooks.AttemptDone(inv, a, time.Since(start))
-		}
-		s.recordCooldown(cand, inv, e)
-		if ctx.Err() == nil && s.policy.failover(e, stage) {
-			if !hasNext {
-				return nil, false, e
-			}
-			s.log.Info("transport-level failure, failing over to next candidate", "candidateKind", cand.Kind,
-				"stage", stage, "code", e.Code, "conversationId", inv.ConversationID, "method", cmd.Method)
-			if s.hooks.Failover != nil {
-				s.hooks.Failover(inv, a)
-			}
-			return nil, false, e
-		}
-		return nil, true, e
-	}
-
-	if c.isClosed() {
-		// Closed while the walk was under way: build nothing more.
-		return nil, true, &Error{Class: ClassClosed, Code: CodeClosed, Method: cmd.Method, Backend: cand.Kind, Message: "client is closed"}
-	}
-	if cand.Build == nil {
-		return fail(StageConstruction, &Error{Class: ClassTransport, Code: CodeTransportError, Backend: cand.Kind,
-			Message: "candidate has no Build func"})
-	}
-	b, err := cand.Build(ctx)
-	if err != nil {
-		if b != nil {
-			b.Close()
-		}
-		return fail(StageConstruction, c.classify(ctx, err, cmd.Method, cand.Kind, false))
-	}
-	if !c.keep(b) {
-		return nil, true, &Error{Class: ClassClosed, Code: CodeClosed, Method: cmd.Method, Backend: cand.Kind, Message: "client is closed"}
-	}
-	// Subscribe before the first command: a browser may send events in
-	// answer to it before its reply (Runtime.enable reports the existing
-	// contexts first), and those must reach the client's subscribers.
-	subs := c.presubscribe(b)
-	res, err = b.Send(ctx, cmd)
-	if err != nil {
-		ce := c.classify(ctx, err, cmd.Method, cand.Kind, true)
-		r, done, e := fail(StageSend, ce)
-		if done && ce.Class == ClassProtocol {
-			// The browser answered: the backend is live and serves the
-			// rest of the invocation. Dropping it would rebuild (or
-			// relaunch) a backend per failing command, and could move the
-			// invocation to another browser half way through.
-			c.stick(b, cand, subs)
-			s.log.Info("candidate answered with a protocol error, backend is now sticky", "candidateKind", cand.Kind,
-				"conversationId", inv.ConversationID, "method", cmd.Method, "cdpCode", ce.CDPCode)
-			if s.hooks.Stick != nil {
-				s.hooks.Stick(inv, cand.Kind)
-			}
-			return r, done, e
-		}
-		cancelSubs(subs)
-		c.discard(b)
-		return r, done, e
-	}
-
-	a := Attempt{Kind: cand.Kind, Reason: cand.Reason, Stage: StageSuccess}
-	c.addAttempts(a)
-	if s.hooks.AttemptDone != nil {
-		s.hooks.AttemptDone(inv, a, time.Since(start))
-	}
-	c.stick(b, cand, subs)
-	s.memo.Set(inv.ConversationID, cand.Kind)
-	s.log.Info("candidate succeeded, backend is now sticky", "candidateKind", cand.Kind,
-		"conversationId", inv.ConversationID, "method", cmd.Method)
-	if afterFallback {
-		s.log.Warn("auto-mode fallback completed", "candidateKind", cand.Kind,
-			"conversationId", inv.ConversationID, "attempts", AttemptSummary(c.walkAttempts()))
-	}
-	if s.hooks.Stick != nil {
-		s.hooks.Stick(inv, cand.Kind)
-	}
-	return res, true, nil
 }
 
 // walkAttempts returns a copy of the attempts of the current walk.
@@ -414,55 +220,28 @@ func (c *Client) walkAttempts() []Attempt {
 	return append([]Attempt(nil), c.attempts[c.walkFrom:]...)
 }
 
-func (c *Client) selectionError(mode Mode, pinned bool, deciding error) error {
-	attempts := c.walkAttempts()
-	se := &SelectionError{Mode: mode, Pinned: pinned, TargetClientID: c.inv.TargetClientID, Attempts: attempts, Err: deciding}
-	seen := map[string]bool{}
-	for _, a := range attempts {
-		for _, r := range Remediation(a.Kind, a.Code) {
-			if !seen[r] {
-				seen[r] = true
-				se.Remediation = append(se.Remediation, r)
-			}
-		}
-	}
-	if se.Err == nil {
-		// Every provider skipped (or there were none): nothing was tried, so
-		// the failure is "unavailable", matchable with ErrUnavailable.
-		se.Err = &Error{Class: ClassUnavailable, Code: CodeNoCandidates, Message: "no provider proposed a candidate"}
-	}
-	return se
-}
-
 // addSkipped records candidate_selection attempts and reports each to the
-// AttemptDone hook.
-func (c *Client) addSkipped(as []Attempt) {
-	c.addAttempts(as...)
-	if h := c.sel.hooks.AttemptDone; h != nil {
-		for _, a := range as {
-			h(c.inv, a, 0)
-		}
-	}
-}
-
-func (c *Client) addAttempts(as ...Attempt) {
-	if len(as) == 0 {
-		return
-	}
-	c.mu.Lock()
+// AttemptDone hook. remembered marks skips of the memo step (SEL-9).
+func (c *Client) addSkipped(as []Attempt, remembered bool) {
 	for _, a := range as {
-		a.Remembered = c.inMemo
-		c.attempts = append(c.attempts, a)
+		c.record(remembered, a, time.Time{})
 	}
-	c.mu.Unlock()
 }
 
-// setMemoPhase marks the attempts added from now on as tries of the
-// conversation's remembered kind (SEL-9), or stops marking them.
-func (c *Client) setMemoPhase(on bool) {
+// record appends an attempt and reports it to the AttemptDone hook with the
+// time since start (0 for a zero start).
+func (c *Client) record(remembered bool, a Attempt, start time.Time) {
+	a.Remembered = remembered
 	c.mu.Lock()
-	c.inMemo = on
+	c.attempts = append(c.attempts, a)
 	c.mu.Unlock()
+	if h := c.sel.hooks.AttemptDone; h != nil {
+		var elapsed time.Duration
+		if !start.IsZero() {
+			elapsed = time.Since(start)
+		}
+		h(c.inv, a, elapsed)
+	}
 }
 
 func (c *Client) isClosed() bool {

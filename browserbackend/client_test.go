@@ -68,7 +68,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 
 func TestCloseDisposesEveryMaterialisedBackendIncludingFailedOnes(t *testing.T) {
 	half := &closeCounter{}
-	halfBuilt := bb.ProviderFunc(bb.KindHostBridge, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+	halfBuilt := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindHostBridge), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Build: func(context.Context) (bb.ScopedClient, error) {
 			return half, bbt.TransportErr(bb.CodeUnreachable) // a dial that got half way
 		}}, nil

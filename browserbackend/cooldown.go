@@ -5,27 +5,11 @@ import (
 	"time"
 )
 
-// Cooldown keys used by the reference providers (SEL-6).
-const (
-	// CooldownDesktopAuto is the key of the desktop-auto cdp-inspect cooldown.
-	CooldownDesktopAuto = "desktop-auto"
-	// cooldownHostBridgePrefix + actor key is the host-bridge cooldown key.
-	cooldownHostBridgePrefix = "host-bridge:"
-)
-
-// HostBridgeCooldownKey returns the per-actor host-bridge cooldown key
-// (SEL-6b); an empty actor maps to DefaultActorKey.
-func HostBridgeCooldownKey(actor string) string {
-	if actor == "" {
-		actor = DefaultActorKey
-	}
-	return cooldownHostBridgePrefix + actor
-}
-
 // DefaultMaxCooldowns bounds a Cooldowns whose Max is zero.
 const DefaultMaxCooldowns = 4096
 
-// Cooldowns records until when keyed candidates are skipped (SEL-6). It is
+// Cooldowns records until when keyed candidates are skipped (SEL-6). Keys are
+// chosen by providers (Candidate.CooldownKey), e.g. one per actor. It is
 // bounded: at Max entries, expired entries are pruned and, if still full, the
 // entry expiring soonest is evicted. Safe for concurrent use; the zero value
 // uses time.Now and DefaultMaxCooldowns.

@@ -11,6 +11,8 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy"
 )
 
 // SEL-6: cooldowns. Every test runs in a synctest bubble, so time.Now (the
@@ -26,7 +28,7 @@ func unreachable() error { return bbt.TransportErr(bb.CodeUnreachable) }
 // cdp-inspect: visible in the plan, the attempt list and the log.
 func assertDesktopAutoCooledDown(t *testing.T, r *rig) {
 	t.Helper()
-	assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.CooldownDesktopAuto))
+	assert.Equal(t, 30*time.Second, r.cool.Remaining(cdpinspect.CooldownKey))
 	assert.Equal(t, kinds(bb.KindLocal), r.plan(macTurn))
 
 	builds := len(r.farm.Builds())
@@ -76,7 +78,7 @@ func TestDesktopAutoCooldownRecordedWhenItWasTheLastCandidate(t *testing.T) {
 		_, err := r.send(t, macTurn)
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.CooldownDesktopAuto))
+		assert.Equal(t, 30*time.Second, r.cool.Remaining(cdpinspect.CooldownKey))
 		assert.Empty(t, r.plan(macTurn), "the only remaining candidate is cooling down")
 	})
 }
@@ -92,14 +94,14 @@ func TestDesktopAutoCooldownRecordedAfterStickyTransportFailure(t *testing.T) {
 		c, err := r.send(t, macTurn)
 		require.NoError(t, err)
 		require.Equal(t, bb.KindCDPInspect, c.Kind())
-		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto))
+		assert.False(t, r.cool.Active(cdpinspect.CooldownKey))
 
 		// The browser goes away after the walk: the sticky backend's error
 		// is returned as it is, and the cooldown is still recorded.
 		_, err = c.Send(context.Background(), evalCommand)
 		require.ErrorIs(t, err, bb.ErrUnreachable)
 		assert.Equal(t, bb.KindCDPInspect, c.Kind(), "still sticky")
-		assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.CooldownDesktopAuto))
+		assert.Equal(t, 30*time.Second, r.cool.Remaining(cdpinspect.CooldownKey))
 		assert.Len(t, r.logs.Find("cooldown recorded after transport failure"), 1)
 	})
 }
@@ -116,7 +118,7 @@ func TestDesktopAutoCooldownNotRecordedWhenOnlyASessionWentAway(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.Send(context.Background(), evalCommand)
 		require.ErrorIs(t, err, bb.ErrSessionNotFound)
-		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto), "the tab closed, the browser is alive")
+		assert.False(t, r.cool.Active(cdpinspect.CooldownKey), "the tab closed, the browser is alive")
 		assert.Empty(t, r.logs.Find("cooldown recorded after transport failure"))
 	})
 }
@@ -128,7 +130,7 @@ func TestDesktopAutoCooldownNotRecordedForProtocolError(t *testing.T) {
 		r.build(bb.Options{})
 		_, err := r.send(t, macTurn)
 		require.ErrorIs(t, err, bb.ErrProtocol)
-		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto))
+		assert.False(t, r.cool.Active(cdpinspect.CooldownKey))
 	})
 }
 
@@ -168,7 +170,7 @@ func TestCooldownsClockIsInjectable(t *testing.T) {
 func TestCooldownNeverRecordedForExplicitlyEnabledCDPInspect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig()
-		r.cfg.CDPInspect.Enabled = true
+		r.cfg.Enabled = true
 		r.farm.FailBuild(bb.KindCDPInspect, unreachable())
 		r.build(bb.Options{})
 		for range 2 {
@@ -187,7 +189,7 @@ func TestCooldownNeverRecordedForPinnedCDPInspect(t *testing.T) {
 		r.farm.FailBuild(bb.KindCDPInspect, unreachable())
 		r.build(bb.Options{})
 		inv := macTurn
-		inv.Mode = bb.ModeCDPInspect
+		inv.Mode = bb.Mode("cdp-inspect")
 		_, err := r.send(t, inv)
 		require.ErrorIs(t, err, bb.ErrTransport)
 		assert.Zero(t, r.cool.Len())
@@ -198,7 +200,7 @@ func TestCooldownNeverRecordedForPinnedCDPInspect(t *testing.T) {
 func TestCooldownMsZeroDisablesDesktopAutoCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig()
-		r.cfg.CDPInspect.DesktopAuto.CooldownMs = 0
+		r.cfg.DesktopAuto.CooldownMs = 0
 		r.farm.FailBuild(bb.KindCDPInspect, unreachable())
 		r.build(bb.Options{})
 		_, err := r.send(t, macTurn)
@@ -226,8 +228,8 @@ func TestHostBridgeCooldownIsPerActor(t *testing.T) {
 		c, err := r.send(t, aliceInv)
 		require.NoError(t, err)
 		assert.Equal(t, bb.KindLocal, c.Kind())
-		assert.Equal(t, 30*time.Second, r.cool.Remaining(bb.HostBridgeCooldownKey(alice)))
-		assert.False(t, r.cool.Active(bb.HostBridgeCooldownKey(bob)))
+		assert.Equal(t, 30*time.Second, r.cool.Remaining(hostproxy.HostBridgeCooldownKey(alice)))
+		assert.False(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(bob)))
 
 		assert.Equal(t, kinds(bb.KindLocal), r.plan(aliceInv), "alice's bridge is cooling down")
 		assert.Equal(t, kinds(bb.KindHostBridge, bb.KindLocal), r.plan(bobInv), "bob is not affected")
@@ -254,8 +256,8 @@ func TestHostBridgeCooldownUsesDefaultKeyWhenActorUnknown(t *testing.T) {
 		r.build(bb.Options{})
 		_, err := r.send(t, bb.Invocation{InterfaceID: "web"})
 		require.NoError(t, err)
-		assert.Equal(t, "host-bridge:__default__", bb.HostBridgeCooldownKey(""))
-		assert.True(t, r.cool.Active(bb.HostBridgeCooldownKey(bb.DefaultActorKey)))
+		assert.Equal(t, "host-bridge:__default__", hostproxy.HostBridgeCooldownKey(""))
+		assert.True(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(bb.DefaultActorKey)))
 		assert.Equal(t, 1, r.cool.Len())
 	})
 }
@@ -270,13 +272,13 @@ func TestHostBridgeCooldownIsIndependentOfDesktopAuto(t *testing.T) {
 		c, err := r.send(t, inv)
 		require.NoError(t, err)
 		assert.Equal(t, bb.KindCDPInspect, c.Kind(), "the bridge failure does not cool down desktop-auto")
-		assert.True(t, r.cool.Active(bb.HostBridgeCooldownKey(alice)))
-		assert.False(t, r.cool.Active(bb.CooldownDesktopAuto))
+		assert.True(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(alice)))
+		assert.False(t, r.cool.Active(cdpinspect.CooldownKey))
 		assert.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), r.plan(inv))
 
 		// And the other way round: a desktop-auto cooldown leaves the bridge in.
-		r.cool.Clear(bb.HostBridgeCooldownKey(alice))
-		r.cool.Record(bb.CooldownDesktopAuto, time.Minute)
+		r.cool.Clear(hostproxy.HostBridgeCooldownKey(alice))
+		r.cool.Record(cdpinspect.CooldownKey, time.Minute)
 		assert.Equal(t, kinds(bb.KindHostBridge, bb.KindLocal), r.plan(inv))
 	})
 }
@@ -290,7 +292,7 @@ func TestHostBridgeCooldownWindowCanBeSetApart(t *testing.T) {
 		r.build(bb.Options{Providers: ref.Providers()})
 		_, err := r.send(t, bb.Invocation{InterfaceID: "web", ActorPrincipalID: alice})
 		require.NoError(t, err)
-		assert.Equal(t, 5*time.Second, r.cool.Remaining(bb.HostBridgeCooldownKey(alice)))
+		assert.Equal(t, 5*time.Second, r.cool.Remaining(hostproxy.HostBridgeCooldownKey(alice)))
 	})
 }
 
@@ -318,7 +320,7 @@ func TestHostBridgeCooldownMapStaysBounded(t *testing.T) {
 			r.roster.Connect(bbt.HubClient{ID: "mac-" + actor, InterfaceID: bbt.InterfaceMacOS, Actor: actor})
 			_, err := r.send(t, bb.Invocation{InterfaceID: "web", ActorPrincipalID: actor})
 			require.NoError(t, err)
-			assert.True(t, r.cool.Active(bb.HostBridgeCooldownKey(actor)), "the newest actor's cooldown is kept")
+			assert.True(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(actor)), "the newest actor's cooldown is kept")
 			assert.LessOrEqual(t, r.cool.Len(), max)
 			time.Sleep(time.Second)
 		}

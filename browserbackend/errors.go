@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Class is the failure class of an Error (SEL-10). Only ClassTransport fails
@@ -33,29 +34,42 @@ const (
 	ClassPolicy Class = "policy"
 )
 
-// Machine-readable error codes (SEL-10, INS-1, PXY-6). Backends may define
-// more; these are the ones the library itself produces or classifies.
+// Machine-readable error codes (SEL-10, INS-1, PXY-6). Each code belongs to
+// exactly one Class. Backends may define more codes of their own; these are
+// the shared vocabulary the reference backends produce and the selector,
+// status reports and remediation understand.
 const (
-	CodeTransportError    = "transport_error"
-	CodeUnreachable       = "unreachable"
-	CodeTimeout           = "timeout"
-	CodeNonLoopback       = "non_loopback"
-	CodeNonChrome         = "non_chrome"
-	CodeInvalidResponse   = "invalid_response"
-	CodeNoTargets         = "no_targets"
-	CodeSessionNotFound   = "cdp_session_not_found"
-	CodeCancelled         = "cancelled"
-	CodeExtensionRequired = "extension_required"
-	CodeLaunchFailed      = "launch_failed"
-	CodeNoClient          = "no_client"
+	// Transport class.
+	CodeTransportError  = "transport_error"
+	CodeUnreachable     = "unreachable"
+	CodeUnresponsive    = "unresponsive" // a transport step (probe, handshake, a bridge's own call) got no answer in time
+	CodeNonLoopback     = "non_loopback"
+	CodeNonChrome       = "non_chrome"
+	CodeInvalidResponse = "invalid_response"
+	CodeNoTargets       = "no_targets"
+	CodeSessionNotFound = "cdp_session_not_found" // the flat session (its tab) is gone; also Chrome's -32001 reply
+	CodeLaunchFailed    = "launch_failed"
+	CodeNoClient        = "no_client"
+	CodeTargetCrashed   = "target_crashed" // the tab's renderer crashed
+	// Protocol class.
 	CodeCDPError          = "cdp_error"
-	CodeClosed            = "closed"
-	CodeCooldown          = "cooldown"
-	CodeNotConfigured     = "not_configured"
-	CodeNotSupported      = "not_supported"
-	CodeInvalidMode       = "invalid_mode"
-	CodeInvalidParams     = "invalid_params"
+	CodeExtensionRequired = "extension_required"
+	// Timeout class.
+	CodeTimeout = "timeout"
+	// Aborted class.
+	CodeCancelled = "cancelled"
+	// Closed class.
+	CodeClosed = "closed"
+	// Unavailable class.
 	CodeNoCandidates      = "no_candidates"
+	CodeTargetUnavailable = "target_unavailable" // the invocation's target client is not connected
+	// Policy class.
+	CodeNotSupported  = "not_supported"
+	CodeInvalidMode   = "invalid_mode"
+	CodeInvalidParams = "invalid_params"
+	// Skip codes (SkipError.Code), never an Error's.
+	CodeCooldown      = "cooldown"
+	CodeNotConfigured = "not_configured"
 )
 
 // Error is the one error type of the library (SEL-10). Backends classify their
@@ -70,7 +84,7 @@ type Error struct {
 	Class Class
 	// Code is machine-readable, e.g. CodeUnreachable.
 	Code string
-	// CDPCode is the JSON-RPC error code of a protocol error (-32601 …).
+	// CDPCode is the JSON-RPC error code of a CDP error reply (-32601 …).
 	CDPCode int
 	// Method is the CDP method being sent, when there was one.
 	Method string
@@ -78,43 +92,121 @@ type Error struct {
 	Backend Kind
 	// Dispatched reports whether the command may have reached a browser.
 	Dispatched bool
-	// DiscoveryCode is the cdp-inspect discovery outcome, when relevant.
-	DiscoveryCode string
+	// Detail is a finer, backend-specific code of how the backend found its
+	// browser, when relevant: cdp-inspect's discovery outcome (INS-1), shown
+	// as the "discovery code" of SEL-7 reports.
+	Detail string
+	// Diagnostics, set on ClassTimeout errors by backends that track their
+	// commands, says what the backend was doing when the deadline passed.
+	Diagnostics *Diagnostics
 	// Message is a human-readable description without the package prefix.
 	Message string
 	// Err is the underlying cause, if any.
 	Err error
 }
 
-// Error formats the error as "browserbackend: <backend> <method>: <class>[/code]: message: cause".
+// Diagnostics describes a backend's state when one of its commands timed out
+// (issue: timeouts a person can act on). Durations are rounded to the
+// millisecond; a zero duration means unknown.
+type Diagnostics struct {
+	// InFlight is how many commands were waiting on the backend, the timed
+	// out one included.
+	InFlight int `json:"inFlight"`
+	// OldestInFlight is the age of the oldest of them.
+	OldestInFlight time.Duration `json:"oldestInFlight"`
+	// SinceLastAnswer is how long ago the backend last answered any command;
+	// equal to Uptime when it never answered.
+	SinceLastAnswer time.Duration `json:"sinceLastAnswer"`
+	// Uptime is how long the backend (its connection or browser) has existed.
+	Uptime time.Duration `json:"uptime"`
+}
+
+// String renders the diagnostics for error text and reports.
+func (d Diagnostics) String() string {
+	r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
+	return fmt.Sprintf("%d in flight, oldest %v, last answer %v ago, up %v",
+		d.InFlight, r(d.OldestInFlight), r(d.SinceLastAnswer), r(d.Uptime))
+}
+
+// Error renders "browserbackend: <backend> <method> <class>[/code] (cdp):
+// message[ (diagnostics)]: cause", once: a cause that is an *Error adds only
+// what the outer error does not already say, a class that equals its code is
+// written once, and a cause whose text the message already contains (or that
+// contains the message) is not repeated.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("browserbackend: ")
-	if e.Backend != "" {
-		b.WriteString(string(e.Backend))
+	e.render(&b, nil)
+	return b.String()
+}
+
+func (e *Error) render(b *strings.Builder, outer *Error) {
+	head := ""
+	if e.Backend != "" && (outer == nil || outer.Backend != e.Backend) {
+		head = string(e.Backend)
+	}
+	if e.Method != "" && (outer == nil || outer.Method != e.Method) {
+		head = strings.TrimSpace(head + " " + e.Method)
+	}
+	if head != "" {
+		b.WriteString(head)
 		b.WriteString(" ")
 	}
-	if e.Method != "" {
-		b.WriteString(e.Method)
-		b.WriteString(" ")
+	class := string(e.Class)
+	if e.Code != "" && e.Code != class {
+		if class != "" {
+			class += "/"
+		}
+		class += e.Code
 	}
-	b.WriteString(string(e.Class))
-	if e.Code != "" {
-		b.WriteString("/")
-		b.WriteString(e.Code)
+	if class == "" {
+		class = "error"
 	}
+	b.WriteString(class)
 	if e.CDPCode != 0 {
-		fmt.Fprintf(&b, " (%d)", e.CDPCode)
+		fmt.Fprintf(b, " (%d)", e.CDPCode)
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	if e.Diagnostics != nil {
+		b.WriteString(" (")
+		b.WriteString(e.Diagnostics.String())
+		b.WriteString(")")
 	}
-	return b.String()
+	e.renderCause(b)
+}
+
+func (e *Error) renderCause(b *strings.Builder) {
+	if e.Err == nil {
+		return
+	}
+	var inner *Error
+	if errors.As(e.Err, &inner) {
+		if inner.redundantUnder(e) {
+			// The inner error says what e says: only its cause is news.
+			(&Error{Message: e.Message, Err: inner.Err}).renderCause(b)
+			return
+		}
+		b.WriteString(": ")
+		inner.render(b, e)
+		return
+	}
+	cause := strings.TrimPrefix(e.Err.Error(), "browserbackend: ")
+	if e.Message != "" && (strings.Contains(e.Message, cause) || strings.Contains(cause, e.Message)) {
+		return
+	}
+	b.WriteString(": ")
+	b.WriteString(cause)
+}
+
+// redundantUnder reports whether e's own fields say nothing that outer does
+// not already say (its cause may still be news).
+func (e *Error) redundantUnder(outer *Error) bool {
+	return (e.Class == "" || e.Class == outer.Class) && (e.Code == "" || e.Code == outer.Code) &&
+		(e.CDPCode == 0 || e.CDPCode == outer.CDPCode) && (e.Message == "" || e.Message == outer.Message) &&
+		e.Diagnostics == nil
 }
 
 // Unwrap returns the cause.
@@ -132,7 +224,8 @@ func (e *Error) Is(target error) bool {
 		(t.CDPCode == 0 || t.CDPCode == e.CDPCode)
 }
 
-// Class sentinels, for errors.Is.
+// Class sentinels, for errors.Is. ErrAborted is also "cancelled by the
+// caller" (its only code is CodeCancelled).
 var (
 	ErrTransport   = &Error{Class: ClassTransport}
 	ErrProtocol    = &Error{Class: ClassProtocol}
@@ -143,7 +236,8 @@ var (
 	ErrPolicy      = &Error{Class: ClassPolicy}
 )
 
-// Code sentinels, for errors.Is.
+// Code sentinels, for errors.Is. ErrSessionNotFound matches both a session
+// the backend reported gone and Chrome's own -32001 reply.
 var (
 	ErrUnreachable       = &Error{Code: CodeUnreachable}
 	ErrNonLoopback       = &Error{Code: CodeNonLoopback}
@@ -151,12 +245,12 @@ var (
 	ErrInvalidResponse   = &Error{Code: CodeInvalidResponse}
 	ErrNoTargets         = &Error{Code: CodeNoTargets}
 	ErrSessionNotFound   = &Error{Code: CodeSessionNotFound}
-	ErrCancelled         = &Error{Code: CodeCancelled}
+	ErrTargetCrashed     = &Error{Code: CodeTargetCrashed}
 	ErrExtensionRequired = &Error{Code: CodeExtensionRequired}
 	ErrNotSupported      = &Error{Code: CodeNotSupported}
 )
 
-// CDP (JSON-RPC) error-code sentinels, for errors.Is on protocol errors.
+// CDP (JSON-RPC) error-code sentinels, for errors.Is on CDP error replies.
 var (
 	ErrParseError     = &Error{CDPCode: -32700}
 	ErrInvalidRequest = &Error{CDPCode: -32600}
@@ -164,19 +258,25 @@ var (
 	ErrInvalidParams  = &Error{CDPCode: -32602}
 	ErrInternalError  = &Error{CDPCode: -32603}
 	ErrServerError    = &Error{CDPCode: -32000}
-	// ErrCDPSessionNotFound matches Chrome's "Session with given id not found"
-	// reply (-32001).
-	ErrCDPSessionNotFound = &Error{CDPCode: -32001}
 )
+
+// cdpSessionNotFound is Chrome's reply code for a sessionId it does not know.
+const cdpSessionNotFound = -32001
 
 // TransportError returns a ClassTransport *Error. cause may be nil.
 func TransportError(code, msg string, cause error) *Error {
 	return &Error{Class: ClassTransport, Code: code, Message: msg, Err: cause}
 }
 
-// ProtocolError returns a ClassProtocol *Error for a CDP error reply with the
-// given JSON-RPC code and message (code CodeCDPError).
+// ProtocolError classifies a CDP error reply with the given JSON-RPC code and
+// message: a ClassProtocol *Error with code CodeCDPError, except Chrome's
+// -32001 ("Session with given id not found"), which means the command's
+// session (its tab) is gone: that is ErrSessionNotFound, ClassTransport, as
+// when a backend reports the session gone itself (PXY-6).
 func ProtocolError(cdpCode int, msg string) *Error {
+	if cdpCode == cdpSessionNotFound {
+		return &Error{Class: ClassTransport, Code: CodeSessionNotFound, CDPCode: cdpCode, Message: msg, Dispatched: true}
+	}
 	return &Error{Class: ClassProtocol, Code: CodeCDPError, CDPCode: cdpCode, Message: msg}
 }
 
@@ -222,7 +322,13 @@ type Attempt struct {
 	Class         Class  `json:"class,omitempty"`
 	Code          string `json:"code,omitempty"`
 	Message       string `json:"message,omitempty"`
-	DiscoveryCode string `json:"discoveryCode,omitempty"`
+	// Detail is the failure's Error.Detail (cdp-inspect's discovery code).
+	Detail string `json:"detail,omitempty"`
+	// Yielded marks a skip whose provider stood aside for another
+	// candidate (see Yield): nothing for a person to fix.
+	Yielded bool `json:"yielded,omitempty"`
+	// Diagnostics is the failure's Error.Diagnostics.
+	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
 	// Remembered marks a try of the conversation's remembered kind (SEL-9),
 	// made before the auto list; the same kind may appear again later.
 	Remembered bool `json:"remembered,omitempty"`
@@ -312,11 +418,14 @@ func (e *SelectionError) Report() string {
 		if a.Code != "" {
 			fmt.Fprintf(&b, ", code %s", a.Code)
 		}
-		if a.DiscoveryCode != "" {
-			fmt.Fprintf(&b, ", discovery %s", a.DiscoveryCode)
+		if a.Detail != "" {
+			fmt.Fprintf(&b, ", discovery %s", a.Detail)
 		}
 		if a.Message != "" {
 			fmt.Fprintf(&b, ": %s", a.Message)
+		}
+		if a.Diagnostics != nil {
+			fmt.Fprintf(&b, " (%s)", a.Diagnostics)
 		}
 		b.WriteString("\n")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
+	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 )
 
 // SEL-10: one error family for errors.Is/As.
@@ -23,16 +24,23 @@ func TestErrorsIsMatchesCDPCodeSentinels(t *testing.T) {
 		{-32601, bb.ErrMethodNotFound},
 		{-32602, bb.ErrInvalidParams},
 		{-32000, bb.ErrServerError},
-		{-32001, bb.ErrCDPSessionNotFound},
+		{-32001, bb.ErrSessionNotFound},
 		{-32700, bb.ErrParseError},
 		{-32600, bb.ErrInvalidRequest},
 		{-32603, bb.ErrInternalError},
 	} {
 		err := fmt.Errorf("tool: %w", bb.ProtocolError(tc.code, "reply"))
 		assert.ErrorIs(t, err, tc.sentinel, tc.code)
+		if tc.code == -32001 {
+			// The session is gone: the same concept, class and sentinel as a
+			// session the backend reported gone itself (PXY-6).
+			assert.ErrorIs(t, err, bb.ErrTransport)
+			assert.ErrorIs(t, err, &bb.Error{CDPCode: -32001})
+			continue
+		}
 		assert.ErrorIs(t, err, bb.ErrProtocol)
 		assert.NotErrorIs(t, err, bb.ErrTransport)
-		for _, other := range []error{bb.ErrMethodNotFound, bb.ErrInvalidParams, bb.ErrServerError, bb.ErrCDPSessionNotFound} {
+		for _, other := range []error{bb.ErrMethodNotFound, bb.ErrInvalidParams, bb.ErrServerError, bb.ErrSessionNotFound} {
 			if other != tc.sentinel {
 				assert.NotErrorIs(t, err, other, tc.code)
 			}
@@ -56,7 +64,7 @@ func TestErrorsIsMatchesClassAndCodeSentinels(t *testing.T) {
 	codes := map[string]error{
 		bb.CodeUnreachable: bb.ErrUnreachable, bb.CodeNonLoopback: bb.ErrNonLoopback, bb.CodeNonChrome: bb.ErrNonChrome,
 		bb.CodeInvalidResponse: bb.ErrInvalidResponse, bb.CodeNoTargets: bb.ErrNoTargets,
-		bb.CodeSessionNotFound: bb.ErrSessionNotFound, bb.CodeCancelled: bb.ErrCancelled,
+		bb.CodeSessionNotFound: bb.ErrSessionNotFound, bb.CodeTargetCrashed: bb.ErrTargetCrashed,
 		bb.CodeExtensionRequired: bb.ErrExtensionRequired, bb.CodeNotSupported: bb.ErrNotSupported,
 	}
 	for code, sentinel := range codes {
@@ -114,7 +122,7 @@ func TestSelectionErrorUnwrapsToDecidingErrorAndEveryAttempt(t *testing.T) {
 	assert.Equal(t, `browserbackend: no browser backend available (mode "auto"); attempts: cdp-inspect@construction[unreachable], local@construction[launch_failed]`, se.Error())
 	assert.Contains(t, se.Report(), "No browser backend was available")
 
-	empty := &bb.SelectionError{Mode: bb.ModeLocal, Pinned: true}
+	empty := &bb.SelectionError{Mode: bb.Mode("local"), Pinned: true}
 	assert.Contains(t, empty.Report(), "(none)")
 }
 
@@ -128,10 +136,11 @@ func TestSkipMatchesErrSkip(t *testing.T) {
 }
 
 func TestModeKindAndActorKey(t *testing.T) {
-	k, ok := bb.ModeCDPInspect.Kind()
+	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
+	k, ok := sel.ModeKind("cdp-inspect")
 	assert.True(t, ok)
 	assert.Equal(t, bb.KindCDPInspect, k)
-	_, ok = bb.ModeAuto.Kind()
+	_, ok = sel.ModeKind(bb.ModeAuto)
 	assert.False(t, ok)
 	assert.Equal(t, bb.DefaultActorKey, bb.Invocation{}.ActorKey())
 	assert.Equal(t, alice, bb.Invocation{ActorPrincipalID: alice}.ActorKey())
@@ -142,7 +151,7 @@ func TestContextErrorClassifiesCancellationAndDeadline(t *testing.T) {
 	cancel()
 	e := bb.ContextError(cancelled, "Page.navigate", false)
 	assert.ErrorIs(t, e, bb.ErrAborted)
-	assert.ErrorIs(t, e, bb.ErrCancelled)
+	assert.ErrorIs(t, e, bb.ErrAborted)
 	assert.ErrorIs(t, e, context.Canceled)
 	assert.Equal(t, "Page.navigate", e.Method)
 

@@ -17,12 +17,12 @@ import (
 // Here cdp-inspect is configured but nothing listens on its port, so the
 // first command fails over to the local backend, which then stays sticky.
 func ExampleNewSelector() {
-	inspect := bb.ProviderFunc(bb.KindCDPInspect, func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	inspect := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "cdpInspect.enabled", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return nil, bb.TransportError(bb.CodeUnreachable, "nothing listens on localhost:9222", nil)
 		}}, nil
 	})
-	local := bb.ProviderFunc(bb.KindLocal, func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	local := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindLocal), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "always last", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return bbt.NewBackend(bb.KindLocal, bbt.JSON(map[string]string{"frameId": "F1"})), nil
 		}}, nil
@@ -47,10 +47,10 @@ func ExampleNewSelector() {
 // A pinned mode never falls back; when its backend is missing, the
 // SelectionError's Report tells a person what was tried and how to fix it.
 func ExampleSelectionError_Report() {
-	inspect := bb.ProviderFunc(bb.KindCDPInspect, func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	inspect := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "pinned", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeUnreachable,
-				DiscoveryCode: "version_fetch_failed", Message: "GET http://localhost:9222/json/version: connection refused"}
+				Detail: "version_fetch_failed", Message: "GET http://localhost:9222/json/version: connection refused"}
 		}}, nil
 	})
 	sel := bb.NewSelector(bb.Options{Providers: []bb.Provider{inspect}, Logger: slog.New(slog.DiscardHandler)})
@@ -68,7 +68,7 @@ func ExampleSelectionError_Report() {
 	//   1. cdp-inspect — stage construction, code unreachable, discovery version_fetch_failed: GET http://localhost:9222/json/version: connection refused
 	// To fix:
 	//   - Start Chrome with --remote-debugging-port=9222 (and a dedicated --user-data-dir), or enable remote debugging at chrome://inspect/#remote-debugging.
-	//   - Check hostBrowser.cdpInspect.host and .port match the running Chrome.
+	//   - Nothing answered on localhost:9222: check hostBrowser.cdpInspect.host and .port match the running Chrome.
 }
 
 // A Client is a cdproto cdp.Session, so typed commands run on whichever
@@ -77,7 +77,7 @@ func ExampleClient_Call() {
 	backend := bbt.NewBackend(bb.KindLocal, bbt.JSON(map[string]any{
 		"result": map[string]any{"type": "number", "value": 2, "description": "2"},
 	}))
-	local := bb.ProviderFunc(bb.KindLocal, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+	local := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindLocal), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Build: func(context.Context) (bb.ScopedClient, error) { return backend, nil }}, nil
 	})
 	sel := bb.NewSelector(bb.Options{Providers: []bb.Provider{local}, Logger: slog.New(slog.DiscardHandler)})

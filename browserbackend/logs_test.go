@@ -14,6 +14,9 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/local"
 )
 
 // SEL-11: structured selection records.
@@ -56,9 +59,9 @@ func TestSelectionLogRecordsEmittedOnceAtTheirLevelsWithAttributes(t *testing.T)
 	assert.Equal(t, false, built["pinned"])
 	assert.Equal(t, "Runtime.evaluate", built["method"])
 	assert.Equal(t, []map[string]string{
-		{"kind": "host-bridge", "reason": "desktop client mac-alice connected, no chrome-extension client"},
-		{"kind": "cdp-inspect", "reason": bbt.ReasonDesktopAuto},
-		{"kind": "local", "reason": bbt.ReasonLocal},
+		{"kind": "host-bridge", "reason": "desktop client mac-alice (macos) connected, no chrome-extension client"},
+		{"kind": "cdp-inspect", "reason": cdpinspect.ReasonDesktopAuto},
+		{"kind": "local", "reason": local.ReasonAlwaysLast},
 	}, built["candidates"])
 
 	var attempting []any
@@ -68,9 +71,9 @@ func TestSelectionLogRecordsEmittedOnceAtTheirLevelsWithAttributes(t *testing.T)
 	assert.Equal(t, []any{bb.KindHostBridge, bb.KindCDPInspect, bb.KindLocal}, attempting)
 
 	cool := r.logs.Find("cooldown recorded after transport failure")
-	assert.Equal(t, bb.HostBridgeCooldownKey(alice), cool[0].Attrs["cooldownKey"])
+	assert.Equal(t, hostproxy.HostBridgeCooldownKey(alice), cool[0].Attrs["cooldownKey"])
 	assert.Equal(t, 30*time.Second, cool[0].Attrs["cooldown"])
-	assert.Equal(t, bb.CooldownDesktopAuto, cool[1].Attrs["cooldownKey"])
+	assert.Equal(t, cdpinspect.CooldownKey, cool[1].Attrs["cooldownKey"])
 	assert.Equal(t, bb.CodeUnreachable, cool[1].Attrs["code"])
 
 	fo := r.logs.Find("transport-level failure, failing over to next candidate")
@@ -95,8 +98,8 @@ func TestSelectionLogRecordsEmittedOnceAtTheirLevelsWithAttributes(t *testing.T)
 
 func TestCooldownSkipRecordsForDesktopAutoAndHostBridge(t *testing.T) {
 	r := newRig(aliceMac).build(bb.Options{})
-	r.cool.Record(bb.HostBridgeCooldownKey(alice), time.Minute)
-	r.cool.Record(bb.CooldownDesktopAuto, time.Minute)
+	r.cool.Record(hostproxy.HostBridgeCooldownKey(alice), time.Minute)
+	r.cool.Record(cdpinspect.CooldownKey, time.Minute)
 	c, err := r.send(t, bb.Invocation{ConversationID: "c", InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice})
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())

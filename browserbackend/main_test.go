@@ -9,6 +9,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,7 +33,7 @@ var (
 type rig struct {
 	roster *bbt.Roster
 	farm   *bbt.Farm
-	cfg    bb.Config
+	cfg    cdpinspect.Config
 	logs   *bbt.LogRecorder
 	cool   *bb.Cooldowns
 	sel    *bb.Selector
@@ -41,7 +42,7 @@ type rig struct {
 // newRig returns a rig with the default config and the given clients; call
 // build (optionally after changing cfg) to make the selector.
 func newRig(clients ...bbt.HubClient) *rig {
-	r := &rig{roster: bbt.NewRoster(clients...), farm: &bbt.Farm{}, cfg: bb.DefaultConfig(), cool: &bb.Cooldowns{}}
+	r := &rig{roster: bbt.NewRoster(clients...), farm: &bbt.Farm{}, cfg: cdpinspect.DefaultConfig(), cool: &bb.Cooldowns{}}
 	return r
 }
 

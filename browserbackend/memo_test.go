@@ -14,7 +14,7 @@ import (
 
 func TestMemoAutoInvocationReusesRememberedKind(t *testing.T) {
 	r := newRig().build(bb.Options{})
-	first := bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, Mode: bb.ModeLocal}
+	first := bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, Mode: bb.Mode("local")}
 	_, err := r.send(t, first)
 	require.NoError(t, err)
 	k, ok := r.sel.Memo().Get("conv-1")
@@ -38,7 +38,7 @@ func TestMemoIsNotConsultedByPinnedInvocations(t *testing.T) {
 	r := newRig(aliceExt).build(bb.Options{})
 	_, err := r.send(t, bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice})
 	require.NoError(t, err)
-	c, err := r.send(t, bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, Mode: bb.ModeLocal})
+	c, err := r.send(t, bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, Mode: bb.Mode("local")})
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())
 	k, _ := r.sel.Memo().Get("conv-1")
@@ -49,7 +49,7 @@ func TestMemoRememberedKindFailingAtBuildIsForgottenAndPlainAutoServes(t *testin
 	r := newRig(aliceExt).build(bb.Options{})
 	conv := bb.Invocation{ConversationID: "conv-1", ActorPrincipalID: alice, InterfaceID: "web"}
 	pinned := conv
-	pinned.Mode = bb.ModeCDPInspect
+	pinned.Mode = bb.Mode("cdp-inspect")
 	_, err := r.send(t, pinned)
 	require.NoError(t, err)
 
@@ -110,7 +110,7 @@ func TestMemoRememberedKindProtocolErrorIsReturnedAndKept(t *testing.T) {
 
 func TestSelectorForgetDropsRememberedKind(t *testing.T) {
 	r := newRig().build(bb.Options{})
-	_, err := r.send(t, bb.Invocation{ConversationID: "conv-1", Mode: bb.ModeCDPInspect})
+	_, err := r.send(t, bb.Invocation{ConversationID: "conv-1", Mode: bb.Mode("cdp-inspect")})
 	require.NoError(t, err)
 	r.sel.Forget("conv-1")
 	_, ok := r.sel.Memo().Get("conv-1")
@@ -123,7 +123,7 @@ func TestSelectorForgetDropsRememberedKind(t *testing.T) {
 
 func TestMemoWithoutConversationIDRemembersNothing(t *testing.T) {
 	r := newRig().build(bb.Options{})
-	_, err := r.send(t, bb.Invocation{Mode: bb.ModeLocal})
+	_, err := r.send(t, bb.Invocation{Mode: bb.Mode("local")})
 	require.NoError(t, err)
 	assert.Zero(t, r.sel.Memo().Len())
 }

@@ -13,6 +13,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 // SEL-7 pinned modes, SEL-8 grace, SEL-3 target clients.
@@ -44,7 +45,7 @@ func TestPinnedModesBuildExactlyOneCandidateAndNeverFallBack(t *testing.T) {
 					pinned = p
 				}
 			}
-			sel, logs := fakeSelector(bb.Options{ExtensionGrace: -1}, ps...)
+			sel, logs := fakeSelector(bb.Options{Grace: -1}, ps...)
 			c := openClient(t, sel, bb.Invocation{Mode: bb.Mode(tc.mode)})
 
 			_, err := c.Send(context.Background(), evalCommand)
@@ -71,7 +72,7 @@ func TestPinnedModesBuildExactlyOneCandidateAndNeverFallBack(t *testing.T) {
 
 func TestPinnedModeSucceedsOnItsBackendEvenWhenEarlierKindsExist(t *testing.T) {
 	r := newRig(aliceExt).build(bb.Options{})
-	c, err := r.send(t, bb.Invocation{ActorPrincipalID: alice, Mode: bb.ModeLocal})
+	c, err := r.send(t, bb.Invocation{ActorPrincipalID: alice, Mode: bb.Mode("local")})
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())
 	assert.Equal(t, kinds(bb.KindLocal), r.farm.BuiltKinds())
@@ -80,14 +81,14 @@ func TestPinnedModeSucceedsOnItsBackendEvenWhenEarlierKindsExist(t *testing.T) {
 func TestPinnedFailureReportListsAttemptsAndRemediation(t *testing.T) {
 	r := newRig()
 	r.farm.FailBuild(bb.KindCDPInspect, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeUnreachable,
-		DiscoveryCode: "version_fetch_failed", Message: "nothing listens on localhost:9222"})
+		Detail: "version_fetch_failed", Message: "nothing listens on localhost:9222"})
 	r.build(bb.Options{})
 	_, err := r.send(t, bb.Invocation{Mode: "CDP-Debugger"})
 
 	var se *bb.SelectionError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, bb.ModeCDPInspect, se.Mode)
-	assert.Equal(t, bb.Remediation(bb.KindCDPInspect, bb.CodeUnreachable), se.Remediation)
+	assert.Equal(t, bb.Mode("cdp-inspect"), se.Mode)
+	assert.Equal(t, remedy(bb.KindCDPInspect, bb.CodeUnreachable), se.Remediation)
 	assert.Contains(t, se.Error(), `requested browser_mode "cdp-inspect" is unavailable`)
 
 	report := se.Report()
@@ -104,24 +105,25 @@ func TestPinnedFailureReportListsAttemptsAndRemediation(t *testing.T) {
 }
 
 func TestPinnedExtensionReportNamesExtensionRemediation(t *testing.T) {
-	r := newRig().build(bb.Options{ExtensionGrace: -1})
+	r := newRig().build(bb.Options{Grace: -1})
 	_, err := r.send(t, bb.Invocation{Mode: "extension", ActorPrincipalID: alice})
 	var se *bb.SelectionError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
-	assert.Equal(t, bb.Remediation(bb.KindExtension, bb.CodeNoClient), se.Remediation)
+	assert.Equal(t, remedy(bb.KindExtension, bb.CodeNoClient), se.Remediation)
 	assert.Contains(t, se.Report(), "Install the browserchain Chrome extension")
 	assert.Empty(t, r.farm.Builds())
 }
 
 func TestRemediationDependsOnBackendAndCode(t *testing.T) {
-	assert.NotEqual(t, bb.Remediation(bb.KindCDPInspect, bb.CodeNonLoopback), bb.Remediation(bb.KindCDPInspect, bb.CodeUnreachable))
-	assert.Contains(t, strings.Join(bb.Remediation(bb.KindLocal, bb.CodeLaunchFailed), " "), "Chromium")
-	assert.Contains(t, strings.Join(bb.Remediation(bb.KindHostBridge, ""), " "), "desktop app")
-	assert.Nil(t, bb.Remediation("nonsense", ""))
+	assert.NotEqual(t, remedy(bb.KindCDPInspect, bb.CodeNonLoopback), remedy(bb.KindCDPInspect, bb.CodeUnreachable))
+	assert.Contains(t, strings.Join(remedy(bb.KindLocal, bb.CodeLaunchFailed), " "), "Chromium")
+	assert.Contains(t, strings.Join(remedy(bb.KindHostBridge, ""), " "), "desktop app")
+	assert.Nil(t, remedy("nonsense", ""))
 }
 
 func TestParseMode(t *testing.T) {
+	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
 	for _, tc := range []struct {
 		in   string
 		want bb.Mode
@@ -130,21 +132,21 @@ func TestParseMode(t *testing.T) {
 		{"   ", bb.ModeAuto},
 		{"auto", bb.ModeAuto},
 		{"AUTO", bb.ModeAuto},
-		{"extension", bb.ModeExtension},
-		{" Extension\t", bb.ModeExtension},
-		{"cdp-inspect", bb.ModeCDPInspect},
-		{"cdp-debugger", bb.ModeCDPInspect},
-		{"CDP-Debugger ", bb.ModeCDPInspect},
-		{"local", bb.ModeLocal},
-		{"playwright", bb.ModeLocal},
-		{"  PlayWright", bb.ModeLocal},
+		{"extension", bb.Mode("extension")},
+		{" Extension\t", bb.Mode("extension")},
+		{"cdp-inspect", bb.Mode("cdp-inspect")},
+		{"cdp-debugger", bb.Mode("cdp-inspect")},
+		{"CDP-Debugger ", bb.Mode("cdp-inspect")},
+		{"local", bb.Mode("local")},
+		{"playwright", bb.Mode("local")},
+		{"  PlayWright", bb.Mode("local")},
 	} {
-		got, err := bb.ParseMode(tc.in)
+		got, err := sel.ParseMode(tc.in)
 		require.NoError(t, err, "%q", tc.in)
 		assert.Equal(t, tc.want, got, "%q", tc.in)
 	}
 	for _, in := range []string{"host-bridge", "HOST-BRIDGE", "chrome", "cdp inspect", "cdp_inspect", "auto,local", "remote"} {
-		_, err := bb.ParseMode(in)
+		_, err := sel.ParseMode(in)
 		require.Error(t, err, "%q", in)
 		assert.ErrorIs(t, err, bb.ErrPolicy)
 		var e *bb.Error
@@ -190,13 +192,13 @@ func TestPinnedExtensionSucceedsWhenExtensionConnectsWithinGrace(t *testing.T) {
 		}()
 
 		start := time.Now()
-		c, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		c, err := r.send(t, bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
 		require.NoError(t, err)
 		assert.Equal(t, bb.KindExtension, c.Kind())
 		assert.Equal(t, 1200*time.Millisecond, time.Since(start), "woken by the roster change, not at the end of the grace")
 		assert.Equal(t, int32(3), ext.n.Load(), "proposed once at start and once per roster change: no polling")
 		assert.Equal(t, []bbt.BuildRecord{{Kind: bb.KindExtension, ClientID: aliceExt.ID}}, r.farm.Builds())
-		assert.Equal(t, 1, countMsg(r.logs, "waiting for an extension client to connect"))
+		assert.Equal(t, 1, countMsg(r.logs, "waiting for a candidate to appear"))
 	})
 }
 
@@ -204,14 +206,14 @@ func TestPinnedExtensionGivesUpAfterGraceWithPinnedReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(bobExt).build(bb.Options{})
 		start := time.Now()
-		_, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
-		assert.Equal(t, bb.DefaultExtensionGrace, time.Since(start))
-		assert.Equal(t, 3*time.Second, bb.DefaultExtensionGrace)
+		_, err := r.send(t, bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
+		assert.Equal(t, bb.DefaultGrace, time.Since(start))
+		assert.Equal(t, 3*time.Second, bb.DefaultGrace)
 
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se)
 		assert.True(t, se.Pinned)
-		assert.Equal(t, bb.ModeExtension, se.Mode)
+		assert.Equal(t, bb.Mode("extension"), se.Mode)
 		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts), "one attempt, not one per wake-up")
 		assert.Contains(t, se.Report(), `Requested browser_mode "extension" is unavailable.`)
 		assert.NotEmpty(t, se.Remediation)
@@ -224,7 +226,7 @@ func TestPinnedExtensionGraceEndsWithCallerContext(t *testing.T) {
 		r := newRig().build(bb.Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		c := r.sel.Client(bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		c := r.sel.Client(bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
 		defer c.Close()
 		start := time.Now()
 		_, err := c.Send(ctx, evalCommand)
@@ -241,7 +243,7 @@ func TestAutoModeNeverWaitsForExtension(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, bb.KindLocal, c.Kind())
 		assert.Zero(t, time.Since(start))
-		assert.Zero(t, countMsg(r.logs, "waiting for an extension client to connect"))
+		assert.Zero(t, countMsg(r.logs, "waiting for a candidate to appear"))
 	})
 }
 
@@ -252,7 +254,7 @@ func TestPinnedNonExtensionModesNeverWait(t *testing.T) {
 		r := newRig()
 		r.build(bb.Options{Providers: []bb.Provider{r.ref().Extension(), ps[0]}})
 		start := time.Now()
-		_, err := r.send(t, bb.Invocation{Mode: bb.ModeCDPInspect})
+		_, err := r.send(t, bb.Invocation{Mode: bb.Mode("cdp-inspect")})
 		require.ErrorIs(t, err, bb.ErrSkip)
 		assert.Zero(t, time.Since(start))
 	})
@@ -263,7 +265,7 @@ func TestTargetClientNotConnectedIsSelectionErrorAndNothingConstructed(t *testin
 		r := newRig(aliceExt, aliceMac).build(bb.Options{})
 		start := time.Now()
 		_, err := r.send(t, bb.Invocation{ActorPrincipalID: alice, TargetClientID: "ext-gone"})
-		assert.Equal(t, bb.DefaultExtensionGrace, time.Since(start), "a target client gets the reconnect grace")
+		assert.Equal(t, bb.DefaultGrace, time.Since(start), "a target client gets the reconnect grace")
 
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se)
@@ -271,8 +273,8 @@ func TestTargetClientNotConnectedIsSelectionErrorAndNothingConstructed(t *testin
 		assert.Equal(t, "ext-gone", se.TargetClientID)
 		assert.Contains(t, se.Error(), `target client "ext-gone" is unavailable`)
 		assert.ErrorIs(t, err, bb.ErrUnavailable)
-		assert.ErrorIs(t, err, &bb.Error{Code: bb.CodeNoClient})
-		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
+		assert.ErrorIs(t, err, &bb.Error{Code: bb.CodeTargetUnavailable})
+		assert.Equal(t, []string{"extension@candidate_selection[target_unavailable]"}, summary(se.Attempts))
 		assert.Empty(t, r.farm.Builds(), "nothing constructed")
 	})
 }
@@ -290,7 +292,7 @@ func TestTargetClientOfAnotherActorIsRejected(t *testing.T) {
 func TestTargetClientConnectedGivesExactlyOneExtensionCandidateAimedAtIt(t *testing.T) {
 	second := bbt.HubClient{ID: "ext-alice-2", InterfaceID: bbt.InterfaceChromeExtension, Actor: alice}
 	r := newRig(aliceExt, second, aliceMac)
-	r.cfg.CDPInspect.Enabled = true
+	r.cfg.Enabled = true
 	r.build(bb.Options{})
 	inv := bb.Invocation{InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice, TargetClientID: second.ID}
 
@@ -306,7 +308,7 @@ func TestTargetClientConnectedGivesExactlyOneExtensionCandidateAimedAtIt(t *test
 
 func TestTargetClientWithNonExtensionModeIsRejected(t *testing.T) {
 	r := newRig(aliceExt).build(bb.Options{})
-	_, err := r.send(t, bb.Invocation{ActorPrincipalID: alice, TargetClientID: aliceExt.ID, Mode: bb.ModeLocal})
+	_, err := r.send(t, bb.Invocation{ActorPrincipalID: alice, TargetClientID: aliceExt.ID, Mode: bb.Mode("local")})
 	require.ErrorIs(t, err, bb.ErrPolicy)
 	assert.Empty(t, r.farm.Builds())
 }
@@ -335,7 +337,7 @@ func TestPinnedExtensionGraceCancelledByCallerIsAborted(t *testing.T) {
 		require.ErrorIs(t, err, bb.ErrAborted)
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se, "the attempts are still reported")
-		assert.Equal(t, []string{"extension@candidate_selection[no_client]"}, summary(se.Attempts))
+		assert.Equal(t, []string{"extension@candidate_selection[target_unavailable]"}, summary(se.Attempts))
 	})
 }
 
@@ -349,7 +351,7 @@ func TestGraceIsWokenByAnyOfSeveralWatchingProviders(t *testing.T) {
 			r2.roster.Connect(aliceExt)
 		}()
 		start := time.Now()
-		c, err := r1.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		c, err := r1.send(t, bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
 		require.NoError(t, err)
 		assert.Equal(t, bb.KindExtension, c.Kind())
 		assert.Equal(t, 500*time.Millisecond, time.Since(start))
@@ -358,9 +360,9 @@ func TestGraceIsWokenByAnyOfSeveralWatchingProviders(t *testing.T) {
 
 func TestNegativeExtensionGraceDisablesTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig().build(bb.Options{ExtensionGrace: -1})
+		r := newRig().build(bb.Options{Grace: -1})
 		start := time.Now()
-		_, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		_, err := r.send(t, bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se)
 		assert.Zero(t, time.Since(start))
@@ -369,10 +371,17 @@ func TestNegativeExtensionGraceDisablesTheWait(t *testing.T) {
 
 func TestCustomExtensionGraceIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig().build(bb.Options{ExtensionGrace: 750 * time.Millisecond})
+		r := newRig().build(bb.Options{Grace: 750 * time.Millisecond})
 		start := time.Now()
-		_, err := r.send(t, bb.Invocation{Mode: bb.ModeExtension, ActorPrincipalID: alice})
+		_, err := r.send(t, bb.Invocation{Mode: bb.Mode("extension"), ActorPrincipalID: alice})
 		require.Error(t, err)
 		assert.Equal(t, 750*time.Millisecond, time.Since(start))
 	})
+}
+
+// remedy is what the reference descriptor of k advises for an attempt that
+// failed with code.
+func remedy(k bb.Kind, code string) []string {
+	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{Config: cdpinspect.DefaultConfig()}.Providers(), Logger: bbt.DiscardLogger()})
+	return sel.Remediation(bb.Attempt{Kind: k, Code: code})
 }

@@ -19,12 +19,13 @@ type Invocation struct {
 	ActorPrincipalID string
 	// Mode is the requested browser_mode; the zero value means ModeAuto.
 	Mode Mode
-	// TargetClientID, when set, aims the invocation at one extension client.
+	// TargetClientID, when set, aims the invocation at one client; only kinds
+	// whose Descriptor.TargetClients is set serve it (SEL-3).
 	TargetClientID string
 }
 
-// DefaultActorKey is the cooldown key used for an invocation whose actor is
-// unknown (SEL-6).
+// DefaultActorKey is the key used for an invocation whose actor is unknown
+// (SEL-6b).
 const DefaultActorKey = "__default__"
 
 // ActorKey returns ActorPrincipalID, or DefaultActorKey when it is empty.
@@ -38,6 +39,7 @@ func (inv Invocation) ActorKey() string {
 // Candidate is one backend that may serve an invocation (SPEC §0). Nothing is
 // dialled or launched until the selector calls Build.
 type Candidate struct {
+	// Kind defaults to the proposing provider's Descriptor.Kind.
 	Kind Kind
 	// Reason says why the candidate was included, e.g.
 	// "desktopAuto: macos turn".
@@ -52,7 +54,8 @@ type Candidate struct {
 	Probe func(ctx context.Context) error
 	// CooldownKey, when set, makes the selector record a cooldown of
 	// CooldownFor under this key after any transport failure of the candidate
-	// (construction or send) (SEL-6). Providers check Env.Cooldowns.
+	// (construction or send, during the walk or after it became sticky)
+	// (SEL-6). The provider checks Env.Cooldowns for its key when proposing.
 	CooldownKey string
 	CooldownFor time.Duration
 }
@@ -66,45 +69,79 @@ type Env struct {
 	Cooldowns *Cooldowns
 }
 
-// Provider proposes at most one candidate of its Kind for an invocation
+// Descriptor is everything the core knows about a backend kind; a Provider
+// declares it (SEL-2). The selector, the mode parser, the reconnect grace,
+// remediation and status reports read only this, so a host app's own kind is
+// served exactly like the four reference kinds.
+type Descriptor struct {
+	// Kind is the backend kind the provider proposes. Required.
+	Kind Kind
+	// Mode is the canonical browser_mode that pins this kind ("local");
+	// empty when callers cannot pin it (host-bridge is reached through auto
+	// and the memo only).
+	Mode Mode
+	// Aliases are further accepted spellings of Mode ("playwright").
+	// Matching ignores case and surrounding space.
+	Aliases []string
+	// Transport labels how the backend is reached, for status reports
+	// ("cdp-ws", "playwright").
+	Transport string
+	// TargetClients is set when the kind serves invocations aimed at one
+	// client (Invocation.TargetClientID): such an invocation is pinned to the
+	// first kind in provider order that declares it.
+	TargetClients bool
+	// Grace is set when a pinned invocation of this kind (or one aimed at a
+	// target client) may wait, up to Options.Grace, for the provider to
+	// propose a candidate (SEL-8). The provider must implement Watcher, whose
+	// Changed wakes the wait; without it there is no wait.
+	Grace bool
+	// Remediation, optional, returns a checklist for a person after an
+	// attempt of this kind failed or was skipped (SEL-7). It is called with
+	// the attempt (its Code, Detail and Message), must not block, and may
+	// return nil when it has nothing to say.
+	Remediation func(a Attempt) []string
+}
+
+// Provider proposes at most one candidate of its kind for an invocation
 // (SEL-2). Propose must not block on the network: probing happens when the
 // candidate is built. It returns:
 //   - a candidate to try;
-//   - an error matching ErrSkip (see Skip) when it has nothing to offer, with
-//     the reason recorded as a candidate_selection attempt;
+//   - an error matching ErrSkip (see Skip and Yield) when it has nothing to
+//     offer, with the reason recorded as a candidate_selection attempt;
 //   - any other error to fail selection at once (e.g. a target client that is
 //     not connected).
 //
+// Describe is called once, when the provider is given to NewSelector.
 // Providers are shared by all invocations and must be safe for concurrent use.
 type Provider interface {
-	Kind() Kind
+	Describe() Descriptor
 	Propose(inv Invocation, env Env) (Candidate, error)
 }
 
 // Watcher is implemented by providers whose availability changes over time
 // (the hub roster). Changed returns a channel that is closed at the next
-// change; the selector uses it for the extension reconnect grace (SEL-8)
-// instead of polling.
+// change; the selector uses it for the reconnect grace (SEL-8) instead of
+// polling.
 type Watcher interface {
 	Changed() <-chan struct{}
 }
 
-// ProviderFunc adapts a function to a Provider of kind K.
-func ProviderFunc(k Kind, f func(inv Invocation, env Env) (Candidate, error)) Provider {
-	return providerFunc{k, f}
+// ProviderFunc adapts a function to a Provider described by d.
+func ProviderFunc(d Descriptor, f func(inv Invocation, env Env) (Candidate, error)) Provider {
+	return providerFunc{d, f}
 }
 
 type providerFunc struct {
-	k Kind
+	d Descriptor
 	f func(Invocation, Env) (Candidate, error)
 }
 
-func (p providerFunc) Kind() Kind { return p.k }
+func (p providerFunc) Describe() Descriptor { return p.d }
 func (p providerFunc) Propose(inv Invocation, env Env) (Candidate, error) {
 	return p.f(inv, env)
 }
 
-// ErrSkip matches every skip returned by Skip.
+// ErrSkip matches every skip returned by Skip or Yield.
 var ErrSkip = errors.New("browserbackend: candidate skipped")
 
 // SkipError is a provider's "nothing to offer" answer.
@@ -113,10 +150,18 @@ type SkipError struct {
 	// CodeNotConfigured.
 	Code   string
 	Reason string
+	// Yielded is set when the provider stood aside for another candidate
+	// (host-bridge while an extension of the same actor is connected):
+	// nothing is wrong, so status reports offer no remediation for it.
+	Yielded bool
 }
 
 // Skip returns a *SkipError; Provider.Propose returns it to be skipped.
 func Skip(code, reason string) error { return &SkipError{Code: code, Reason: reason} }
+
+// Yield returns a *SkipError with Yielded set: the provider stands aside
+// because another candidate serves the invocation instead.
+func Yield(code, reason string) error { return &SkipError{Code: code, Reason: reason, Yielded: true} }
 
 func (e *SkipError) Error() string {
 	return "browserbackend: candidate skipped: " + e.Code + ": " + e.Reason

@@ -8,6 +8,8 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy"
 )
 
 // SEL-3: the candidate list follows the live roster and the turn's interface.
@@ -42,7 +44,7 @@ func TestLocalIsAlwaysTheLastCandidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(tc.clients...)
-			r.cfg.CDPInspect.Enabled = tc.enabled
+			r.cfg.Enabled = tc.enabled
 			r.build(bb.Options{})
 			got := r.plan(bb.Invocation{InterfaceID: tc.iface, ActorPrincipalID: alice})
 			assert.Equal(t, tc.want, got)
@@ -72,7 +74,7 @@ func TestExtensionAndHostBridgeAreNeverBothInOneList(t *testing.T) {
 		for _, a := range p.Skipped {
 			if a.Kind == bb.KindHostBridge {
 				skippedBridge = true
-				assert.Equal(t, bbt.CodeExtensionConnected, a.Code)
+				assert.Equal(t, hostproxy.CodeExtensionConnected, a.Code)
 			}
 		}
 		assert.True(t, skippedBridge, "the host-bridge skip is recorded with its reason")
@@ -106,14 +108,14 @@ func TestMacosTurnAddsCDPInspectThroughDesktopAuto(t *testing.T) {
 	p := r.sel.Plan(bb.Invocation{InterfaceID: bbt.InterfaceMacOS})
 	require.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), p.Kinds())
 	c := p.Candidates[0]
-	assert.Equal(t, bbt.ReasonDesktopAuto, c.Reason)
-	assert.Equal(t, bb.CooldownDesktopAuto, c.CooldownKey)
-	assert.Equal(t, r.cfg.CDPInspect.DesktopAuto.Cooldown(), c.CooldownFor)
+	assert.Equal(t, cdpinspect.ReasonDesktopAuto, c.Reason)
+	assert.Equal(t, cdpinspect.CooldownKey, c.CooldownKey)
+	assert.Equal(t, r.cfg.DesktopAuto.Cooldown(), c.CooldownFor)
 }
 
 func TestMacosTurnHasNoCDPInspectWhenDesktopAutoOff(t *testing.T) {
 	r := newRig()
-	r.cfg.CDPInspect.DesktopAuto.Enabled = false
+	r.cfg.DesktopAuto.Enabled = false
 	r.build(bb.Options{})
 	assert.Equal(t, kinds(bb.KindLocal), r.plan(bb.Invocation{InterfaceID: bbt.InterfaceMacOS}))
 }
@@ -127,13 +129,13 @@ func TestDesktopAutoNeverAddsCDPInspectForOtherOrEmptyInterfaces(t *testing.T) {
 
 func TestCDPInspectEnabledAddsItForEveryInterface(t *testing.T) {
 	r := newRig()
-	r.cfg.CDPInspect.Enabled = true
-	r.cfg.CDPInspect.DesktopAuto.Enabled = false
+	r.cfg.Enabled = true
+	r.cfg.DesktopAuto.Enabled = false
 	r.build(bb.Options{})
 	for _, iface := range []string{"", "web", "cli", bbt.InterfaceChromeExtension, bbt.InterfaceMacOS} {
 		p := r.sel.Plan(bb.Invocation{InterfaceID: iface})
 		require.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), p.Kinds(), "interface %q", iface)
-		assert.Equal(t, bbt.ReasonConfigured, p.Candidates[0].Reason)
+		assert.Equal(t, cdpinspect.ReasonConfigured, p.Candidates[0].Reason)
 		assert.Empty(t, p.Candidates[0].CooldownKey, "an explicitly enabled cdp-inspect carries no cooldown")
 	}
 }

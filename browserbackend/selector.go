@@ -2,17 +2,16 @@ package browserbackend
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"time"
 )
 
 // Defaults of Options.
 const (
-	// DefaultExtensionGrace is how long an invocation pinned to the extension
-	// (or aimed at a target client) waits for a client to appear (SEL-8).
-	DefaultExtensionGrace = 3 * time.Second
+	// DefaultGrace is how long an invocation pinned to a kind that declares
+	// Descriptor.Grace (the extension), or aimed at a target client, waits
+	// for a candidate to appear (SEL-8).
+	DefaultGrace = 3 * time.Second
 	// DefaultCommandTimeout bounds a Send whose context has no deadline.
 	DefaultCommandTimeout = 30 * time.Second
 )
@@ -39,7 +38,8 @@ type Hooks struct {
 // default; Providers must be set for anything to be selected.
 type Options struct {
 	// Providers, in auto order (SEL-2, SEL-3). The reference order is
-	// extension, host-bridge, cdp-inspect, local.
+	// extension, host-bridge, cdp-inspect, local. Their descriptors decide
+	// the accepted modes, the target-client kind and the grace.
 	Providers []Provider
 	// Policy decides failover (SEL-5); zero means DefaultPolicy.
 	Policy Policy
@@ -52,9 +52,10 @@ type Options struct {
 	Cooldowns *Cooldowns
 	// Memo is the per-conversation memo (SEL-9); nil means a new one.
 	Memo *Memo
-	// ExtensionGrace is the SEL-8 wait; 0 means DefaultExtensionGrace, a
-	// negative value disables the wait.
-	ExtensionGrace time.Duration
+	// Grace is the SEL-8 wait of a pinned invocation whose kind declares
+	// Descriptor.Grace; 0 means DefaultGrace, a negative value disables the
+	// wait.
+	Grace time.Duration
 	// CommandTimeout bounds a Send whose ctx has no deadline; 0 means
 	// DefaultCommandTimeout.
 	CommandTimeout time.Duration
@@ -62,10 +63,13 @@ type Options struct {
 
 // Selector builds per-invocation Clients that choose their backend lazily,
 // fail over on transport errors and stick to the first backend that answers
-// (SEL-2 … SEL-9). A Selector is safe for concurrent use and is meant to live
-// as long as the host application; it holds no goroutines.
+// (SEL-2 … SEL-9). The walk itself is in walk.go. A Selector is safe for
+// concurrent use and is meant to live as long as the host application; it
+// holds no goroutines.
 type Selector struct {
 	providers []Provider
+	descs     []Descriptor // descs[i] describes providers[i]
+	modes     modeTable
 	policy    Policy
 	log       *slog.Logger
 	hooks     Hooks
@@ -75,7 +79,8 @@ type Selector struct {
 	timeout   time.Duration
 }
 
-// NewSelector returns a Selector with the options' defaults filled in.
+// NewSelector returns a Selector with the options' defaults filled in. It
+// calls every provider's Describe once.
 func NewSelector(o Options) *Selector {
 	s := &Selector{
 		providers: append([]Provider(nil), o.Providers...),
@@ -84,9 +89,13 @@ func NewSelector(o Options) *Selector {
 		hooks:     o.Hooks,
 		cooldowns: o.Cooldowns,
 		memo:      o.Memo,
-		grace:     o.ExtensionGrace,
+		grace:     o.Grace,
 		timeout:   o.CommandTimeout,
 	}
+	for _, p := range s.providers {
+		s.descs = append(s.descs, p.Describe())
+	}
+	s.modes = newModeTable(s.descs)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -98,7 +107,7 @@ func NewSelector(o Options) *Selector {
 		s.memo = &Memo{}
 	}
 	if s.grace == 0 {
-		s.grace = DefaultExtensionGrace
+		s.grace = DefaultGrace
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultCommandTimeout
@@ -115,6 +124,50 @@ func (s *Selector) Memo() *Memo { return s.memo }
 // Forget drops the conversation's remembered backend (SEL-9); tools call it
 // on detach and close.
 func (s *Selector) Forget(conversationID string) { s.memo.Forget(conversationID) }
+
+// Descriptors returns the providers' descriptors, one per kind, in provider
+// order (the first provider of a kind describes it).
+func (s *Selector) Descriptors() []Descriptor {
+	var out []Descriptor
+	seen := map[Kind]bool{}
+	for _, d := range s.descs {
+		if !seen[d.Kind] {
+			seen[d.Kind] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Descriptor returns the descriptor of kind k.
+func (s *Selector) Descriptor(k Kind) (Descriptor, bool) {
+	for _, d := range s.descs {
+		if d.Kind == k {
+			return d, true
+		}
+	}
+	return Descriptor{}, false
+}
+
+// ParseMode turns a caller's browser_mode into a canonical Mode (SEL-7).
+// Matching ignores case and surrounding space; the empty string is ModeAuto;
+// every provider's Descriptor.Mode and Aliases are accepted. Anything else
+// returns an *Error of class ClassPolicy with code CodeInvalidMode whose
+// message lists the accepted values and aliases.
+func (s *Selector) ParseMode(v string) (Mode, error) {
+	e, ok := s.modes.parse(v)
+	if !ok {
+		return "", s.modes.invalid(v)
+	}
+	return e.mode, nil
+}
+
+// ModeKind returns the kind a pinned mode selects, and false for ModeAuto or
+// an unknown mode.
+func (s *Selector) ModeKind(m Mode) (Kind, bool) {
+	e, ok := s.modes.parse(string(m))
+	return e.kind, ok && e.kind != ""
+}
 
 // Client returns the per-invocation client. It never blocks: the candidate
 // list is built, and the reconnect grace waited, at the first Send.
@@ -153,157 +206,11 @@ func (p Plan) Kinds() []Kind {
 // Plan returns the candidate list for inv as it stands now. It ignores the
 // memo and does not wait for the grace period.
 func (s *Selector) Plan(inv Invocation) Plan {
-	mode, pinnedKind, pinned, err := s.resolveMode(inv)
+	r, err := s.resolve(inv)
 	if err != nil {
 		return Plan{Mode: inv.Mode, Err: err}
 	}
-	cands, skipped, err := s.propose(inv, pinnedKind, pinned)
-	return Plan{Mode: mode, Pinned: pinned, Candidates: cands, Skipped: skipped, Err: err}
-}
-
-// resolveMode canonicalises the invocation's mode. A target client pins the
-// extension kind.
-func (s *Selector) resolveMode(inv Invocation) (mode Mode, k Kind, pinned bool, err error) {
-	mode, err = ParseMode(string(inv.Mode))
-	if err != nil {
-		return "", "", false, err
-	}
-	if inv.TargetClientID != "" {
-		if mode != ModeAuto && mode != ModeExtension {
-			return "", "", false, &Error{Class: ClassPolicy, Code: CodeInvalidMode,
-				Message: "a target client id requires browser_mode auto or extension, got " + string(mode)}
-		}
-		return mode, KindExtension, true, nil
-	}
-	k, pinned = mode.Kind()
-	return mode, k, pinned, nil
-}
-
-// propose asks the providers for candidates: every provider in order when
-// only is empty, else only the providers of kind only (pinned). A non-skip
-// provider error ends selection.
-func (s *Selector) propose(inv Invocation, only Kind, pinned bool) ([]Candidate, []Attempt, error) {
-	var (
-		cands   []Candidate
-		skipped []Attempt
-	)
-	env := Env{Pinned: pinned, Cooldowns: s.cooldowns}
-	for _, p := range s.providers {
-		if only != "" && p.Kind() != only {
-			continue
-		}
-		c, err := p.Propose(inv, env)
-		if err != nil {
-			a := Attempt{Kind: p.Kind(), Stage: StageCandidateSelection, Message: err.Error(), Err: err}
-			var skip *SkipError
-			if errors.As(err, &skip) {
-				a.Code, a.Reason, a.Message = skip.Code, skip.Reason, skip.Reason
-				skipped = append(skipped, a)
-				continue
-			}
-			if e := (*Error)(nil); errors.As(err, &e) {
-				a.Class, a.Code, a.Message = e.Class, e.Code, e.Message
-			}
-			skipped = append(skipped, a)
-			return nil, skipped, err
-		}
-		if c.Kind == "" {
-			c.Kind = p.Kind()
-		}
-		cands = append(cands, c)
-	}
-	return cands, skipped, nil
-}
-
-// graceWatchers returns the Watchers among the providers of kind k.
-func (s *Selector) graceWatchers(k Kind) []Watcher {
-	var ws []Watcher
-	for _, p := range s.providers {
-		if w, ok := p.(Watcher); ok && p.Kind() == k {
-			ws = append(ws, w)
-		}
-	}
-	return ws
-}
-
-// proposeWithGrace is propose for a pinned extension invocation: while no
-// candidate is proposed it waits, woken by the providers' roster changes, up
-// to the grace period (SEL-8).
-func (s *Selector) proposeWithGrace(ctx context.Context, inv Invocation, k Kind) ([]Candidate, []Attempt, error) {
-	ws := s.graceWatchers(k)
-	if k != KindExtension || s.grace < 0 || len(ws) == 0 {
-		return s.propose(inv, k, true)
-	}
-	var timer *time.Timer
-	for {
-		// Take the change channels before proposing, so a change between
-		// the two is not missed.
-		changed := make([]<-chan struct{}, len(ws))
-		for i, w := range ws {
-			changed[i] = w.Changed()
-		}
-		cands, skipped, err := s.propose(inv, k, true)
-		if len(cands) > 0 {
-			if timer != nil {
-				timer.Stop()
-			}
-			return cands, skipped, err
-		}
-		if timer == nil {
-			timer = time.NewTimer(s.grace)
-			defer timer.Stop()
-			s.log.Info("waiting for an extension client to connect", "grace", s.grace,
-				"conversationId", inv.ConversationID, "targetClientId", inv.TargetClientID)
-		}
-		woken, stop := anyClosed(changed)
-		select {
-		case <-timer.C:
-			stop()
-			return cands, skipped, err
-		case <-ctx.Done():
-			stop()
-			return cands, skipped, err
-		case <-woken:
-			stop()
-		}
-	}
-}
-
-// anyClosed returns a channel closed when any of chans is closed, and a stop
-// func that releases the goroutines it started (none for a single channel).
-func anyClosed(chans []<-chan struct{}) (<-chan struct{}, func()) {
-	if len(chans) == 1 {
-		return chans[0], func() {}
-	}
-	out := make(chan struct{})
-	stop := make(chan struct{})
-	var once sync.Once
-	for _, c := range chans {
-		go func() {
-			select {
-			case <-c:
-				once.Do(func() { close(out) })
-			case <-stop:
-			}
-		}()
-	}
-	return out, func() { close(stop) }
-}
-
-func (s *Selector) recordCooldown(c Candidate, inv Invocation, e *Error) {
-	// A session that went away (its tab was closed) is a transport error of
-	// the command, not of the backend: the browser still answers, so the next
-	// invocation should try it again.
-	if c.CooldownKey == "" || c.CooldownFor <= 0 || e.Class != ClassTransport || e.Code == CodeSessionNotFound {
-		return
-	}
-	s.cooldowns.Record(c.CooldownKey, c.CooldownFor)
-	s.log.Info("cooldown recorded after transport failure", "candidateKind", c.Kind,
-		"cooldownKey", c.CooldownKey, "cooldown", c.CooldownFor, "code", e.Code,
-		"conversationId", inv.ConversationID)
-	if s.hooks.Cooldown != nil {
-		s.hooks.Cooldown(c.CooldownKey, c.CooldownFor)
-	}
+	return s.propose(inv, r)
 }
 
 func (s *Selector) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -13,6 +13,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 // SEL-4, SEL-5: the failover walk, stickiness and policies, with the fake
@@ -102,7 +103,7 @@ func TestCallerCancellationReturnedWithoutFailover(t *testing.T) {
 
 	_, err := c.Send(ctx, evalCommand)
 	require.ErrorIs(t, err, bb.ErrAborted)
-	require.ErrorIs(t, err, bb.ErrCancelled)
+	require.ErrorIs(t, err, bb.ErrAborted)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Zero(t, ps[1].Builds(), "no failover after the caller cancelled")
 	assert.Equal(t, bb.Kind(""), c.Kind())
@@ -303,7 +304,7 @@ func TestExhaustionErrorCarriesOneAttemptPerCandidateAndUnwrapsToCauses(t *testi
 	ps[0].Skip = bb.CodeNoClient
 	refused := errors.New("connection refused")
 	ps[1].NewBackend = failingBackend(bb.KindHostBridge, bbt.TransportErr(bb.CodeTransportError))
-	ps[2].BuildErr = &bb.Error{Class: bb.ClassTransport, Code: bb.CodeUnreachable, DiscoveryCode: "version_fetch_failed",
+	ps[2].BuildErr = &bb.Error{Class: bb.ClassTransport, Code: bb.CodeUnreachable, Detail: "version_fetch_failed",
 		Message: "GET /json/version failed", Err: refused}
 	launch := errors.New("chromium not installed")
 	ps[3].BuildErr = launch
@@ -326,7 +327,7 @@ func TestExhaustionErrorCarriesOneAttemptPerCandidateAndUnwrapsToCauses(t *testi
 	assert.Equal(t, bb.CodeTransportError, a[1].Code)
 	assert.Equal(t, "fake transport failure", a[1].Message)
 	assert.Equal(t, bb.CodeUnreachable, a[2].Code)
-	assert.Equal(t, "version_fetch_failed", a[2].DiscoveryCode)
+	assert.Equal(t, "version_fetch_failed", a[2].Detail)
 	assert.Equal(t, "GET /json/version failed", a[2].Message)
 	assert.Equal(t, bb.CodeTransportError, a[3].Code)
 	assert.Equal(t, "chromium not installed", a[3].Message)
@@ -385,7 +386,7 @@ func TestHooksObserveAttemptsFailoverAndStick(t *testing.T) {
 	ps := fakes(bb.KindExtension, bb.KindCDPInspect, bb.KindLocal)
 	ps[0].Skip = bb.CodeNoClient
 	ps[1].BuildErr = bbt.TransportErr(bb.CodeUnreachable)
-	ps[1].CooldownKey, ps[1].CooldownFor = bb.CooldownDesktopAuto, time.Second
+	ps[1].CooldownKey, ps[1].CooldownFor = cdpinspect.CooldownKey, time.Second
 	sel, _ := fakeSelector(bb.Options{Hooks: hooks}, ps...)
 	_, err := openClient(t, sel, bb.Invocation{}).Send(context.Background(), evalCommand)
 	require.NoError(t, err)
@@ -465,8 +466,8 @@ func TestEverySelectionFailureWithoutATriedCandidateIsUnavailable(t *testing.T) 
 	ps := fakes(bb.KindExtension, bb.KindCDPInspect)
 	ps[0].Skip = bb.CodeNoClient
 	ps[1].Skip = bb.CodeCooldown
-	sel, _ := fakeSelector(bb.Options{ExtensionGrace: -1}, ps...)
-	for _, mode := range []bb.Mode{bb.ModeAuto, bb.ModeExtension, bb.ModeCDPInspect} {
+	sel, _ := fakeSelector(bb.Options{Grace: -1}, ps...)
+	for _, mode := range []bb.Mode{bb.ModeAuto, bb.Mode("extension"), bb.Mode("cdp-inspect")} {
 		_, err := openClient(t, sel, bb.Invocation{Mode: mode}).Send(context.Background(), evalCommand)
 		var se *bb.SelectionError
 		require.ErrorAs(t, err, &se, mode)
@@ -478,7 +479,7 @@ func TestEverySelectionFailureWithoutATriedCandidateIsUnavailable(t *testing.T) 
 
 func TestDeadlineDuringConstructionIsTimeoutNotDispatched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hang := bb.ProviderFunc(bb.KindCDPInspect, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+		hang := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 			return bb.Candidate{Build: func(ctx context.Context) (bb.ScopedClient, error) {
 				<-ctx.Done() // a dial that never completes
 				return nil, ctx.Err()

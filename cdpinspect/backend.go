@@ -51,13 +51,13 @@ var (
 // Errors are *browserbackend.Error of ClassTransport (with the discovery
 // code, or no_targets), ClassAborted or ClassTimeout for ctx. Dial leaves
 // nothing open when it fails.
-func Dial(ctx context.Context, cfg bb.CDPInspectConfig, opts ...Option) (*Backend, error) {
+func Dial(ctx context.Context, cfg Config, opts ...Option) (*Backend, error) {
 	s := newSettings(opts)
 	s.probeTimeout = probeTimeout(cfg)
 	return dial(ctx, cfg, s)
 }
 
-func dial(ctx context.Context, cfg bb.CDPInspectConfig, s settings) (*Backend, error) {
+func dial(ctx context.Context, cfg Config, s settings) (*Backend, error) {
 	ep, err := discover(ctx, cfg, &s)
 	if err != nil {
 		return nil, err
@@ -210,11 +210,11 @@ func (b *Backend) closeCreated() {
 }
 
 // transportErr builds an attach-stage transport error; no_targets is also a
-// discovery outcome (INS-1) and sets DiscoveryCode.
+// discovery outcome (INS-1) and sets Detail.
 func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error {
 	e := &bb.Error{Class: bb.ClassTransport, Code: code, Method: method, Backend: bb.KindCDPInspect, Message: "attach: " + msg, Err: cause}
 	if code == bb.CodeNoTargets {
-		e.DiscoveryCode = code
+		e.Detail = code
 	}
 	return e
 }

@@ -81,7 +81,7 @@ func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame)
 		case ctx.Err() != nil:
 			return nil, abortErr(ctx)
 		case dctx.Err() != nil:
-			e = discoveryErr(bb.CodeTimeout, fmt.Sprintf("WebSocket handshake took longer than the probe timeout (%v)", s.probeTimeout), err)
+			e = discoveryErr(bb.CodeUnresponsive, fmt.Sprintf("WebSocket handshake took longer than the probe timeout (%v)", s.probeTimeout), err)
 		case !dialed:
 			e = discoveryErr(bb.CodeUnreachable, "WebSocket: nothing is listening (the browser may have exited)", err)
 		case resp != nil:

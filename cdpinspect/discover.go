@@ -75,24 +75,24 @@ var errBodyTooLarge = errors.New("cdpinspect: discovery answer too large")
 // Hosts must resolve to loopback addresses only, and connections go only to
 // the addresses that were checked (no second lookup a DNS rebinding could
 // change). Failures are *browserbackend.Error of ClassTransport with Code
-// and DiscoveryCode set to one of unreachable, timeout, non_loopback,
+// and Detail set to one of unreachable, timeout, non_loopback,
 // non_chrome, invalid_response; when every step fails, the last step's error
 // is returned and its message names the earlier failures. A cancelled ctx
 // returns ClassAborted. Safe for concurrent use.
-func Discover(ctx context.Context, cfg bb.CDPInspectConfig, opts ...Option) (Endpoint, error) {
+func Discover(ctx context.Context, cfg Config, opts ...Option) (Endpoint, error) {
 	s := newSettings(opts)
 	s.probeTimeout = probeTimeout(cfg)
 	return discover(ctx, cfg, &s)
 }
 
-func probeTimeout(cfg bb.CDPInspectConfig) time.Duration {
+func probeTimeout(cfg Config) time.Duration {
 	if d := cfg.ProbeTimeout(); d > 0 {
 		return d
 	}
 	return DefaultProbeTimeout
 }
 
-func discover(ctx context.Context, cfg bb.CDPInspectConfig, s *settings) (Endpoint, error) {
+func discover(ctx context.Context, cfg Config, s *settings) (Endpoint, error) {
 	if s.wsURL != "" {
 		return fromWebSocketURL(ctx, s.wsURL, SourceWebSocketURL, s)
 	}
@@ -126,7 +126,7 @@ func discoveryErr(code, msg string, cause error) *bb.Error {
 	return &bb.Error{
 		Class:         bb.ClassTransport,
 		Code:          code,
-		DiscoveryCode: code,
+		Detail: code,
 		Backend:       bb.KindCDPInspect,
 		Message:       "discovery: " + msg,
 		Err:           cause,
@@ -219,7 +219,7 @@ func fromActivePortFile(ctx context.Context, dir string, s *settings) (Endpoint,
 			return Endpoint{}, abortErr(ctx)
 		}
 		if pctx.Err() != nil {
-			return Endpoint{}, discoveryErr(bb.CodeTimeout, fmt.Sprintf("port %d from %s did not accept within %v", port, file, s.probeTimeout), err)
+			return Endpoint{}, discoveryErr(bb.CodeUnresponsive, fmt.Sprintf("port %d from %s did not accept within %v", port, file, s.probeTimeout), err)
 		}
 		return Endpoint{}, discoveryErr(bb.CodeUnreachable, fmt.Sprintf("port %d from %s (stale file?)", port, file), err)
 	}
@@ -269,7 +269,7 @@ func resolveLoopback(ctx context.Context, host string, timeout time.Duration) ([
 				return nil, abortErr(ctx)
 			}
 			if lctx.Err() != nil {
-				return nil, discoveryErr(bb.CodeTimeout, fmt.Sprintf("resolving %q took longer than %v", host, timeout), err)
+				return nil, discoveryErr(bb.CodeUnresponsive, fmt.Sprintf("resolving %q took longer than %v", host, timeout), err)
 			}
 			return nil, discoveryErr(bb.CodeUnreachable, fmt.Sprintf("resolving %q", host), err)
 		}
@@ -375,7 +375,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // fromJSONVersion asks cfg.Host:cfg.Port for /json/version.
-func fromJSONVersion(ctx context.Context, cfg bb.CDPInspectConfig, s *settings) (Endpoint, error) {
+func fromJSONVersion(ctx context.Context, cfg Config, s *settings) (Endpoint, error) {
 	host := cfg.Host
 	if host == "" {
 		host = "localhost"
@@ -435,7 +435,7 @@ func classifyHTTP(ctx, pctx context.Context, rec *dialRecord, what string, timeo
 	case errors.Is(err, errBodyTooLarge):
 		return discoveryErr(bb.CodeInvalidResponse, fmt.Sprintf("%s: answer larger than %d bytes", what, maxDiscoveryBody), err)
 	case pctx.Err() != nil:
-		return discoveryErr(bb.CodeTimeout, fmt.Sprintf("%s: no answer within the probe timeout (%v)", what, timeout), err)
+		return discoveryErr(bb.CodeUnresponsive, fmt.Sprintf("%s: no answer within the probe timeout (%v)", what, timeout), err)
 	case !dialed:
 		return discoveryErr(bb.CodeUnreachable, what+": nothing is listening (run Chrome with --remote-debugging-port, or enable remote debugging at chrome://inspect)", err)
 	case status == 0:

@@ -147,13 +147,13 @@ func TestDiscoverNothingListeningIsUnreachable(t *testing.T) {
 func TestDiscoverSilentEndpointTimesOutAtProbeTimeout(t *testing.T) {
 	port := silentServer(t)
 	_, err := cdpinspect.Discover(context.Background(), shortProbe(cfgFor(port)), cdpinspect.WithUserDataDirs())
-	assertDiscoveryErr(t, err, bb.CodeTimeout)
+	assertDiscoveryErr(t, err, bb.CodeUnresponsive)
 
 	// The same through a DevToolsActivePort file: the port accepts, so the
 	// WebSocket handshake in Dial is what times out.
 	dir := writeActivePort(t, port, "/devtools/browser/silent")
 	_, err = cdpinspect.Dial(context.Background(), shortProbe(cfgFor(closedPort(t))), cdpinspect.WithUserDataDirs(dir))
-	assertDiscoveryErr(t, err, bb.CodeTimeout)
+	assertDiscoveryErr(t, err, bb.CodeUnresponsive)
 }
 
 func TestDiscoverCancelledContextIsAborted(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // A provider proposes cdp-inspect for macos turns (desktop-auto) and skips
 // other interfaces unless cdpInspect.enabled is set.
 func ExampleProvider_Propose() {
-	p := cdpinspect.NewProvider(bb.DefaultConfig())
+	p := cdpinspect.NewProvider(cdpinspect.DefaultConfig())
 	env := bb.Env{Cooldowns: &bb.Cooldowns{}}
 
 	c, _ := p.Propose(bb.Invocation{InterfaceID: "macos"}, env)

@@ -52,7 +52,7 @@ func FuzzDecodeVersion(f *testing.F) {
 			default:
 				t.Fatalf("unexpected code %q", e.Code)
 			}
-			if e.Class != bb.ClassTransport || e.DiscoveryCode != e.Code {
+			if e.Class != bb.ClassTransport || e.Detail != e.Code {
 				t.Fatalf("bad error shape %+v", e)
 			}
 			return

@@ -24,8 +24,8 @@ import (
 // cfgFor returns a config pointing at 127.0.0.1:port with the largest probe
 // timeout the config allows, so that a loaded test machine never turns an
 // answer into a timeout. Tests about the timeout itself use shortProbe.
-func cfgFor(port int) bb.CDPInspectConfig {
-	c := bb.DefaultConfig().CDPInspect
+func cfgFor(port int) cdpinspect.Config {
+	c := cdpinspect.DefaultConfig()
 	c.Host = "127.0.0.1"
 	c.Port = port
 	c.ProbeTimeoutMs = 5000
@@ -33,7 +33,7 @@ func cfgFor(port int) bb.CDPInspectConfig {
 }
 
 // shortProbe sets the smallest probe timeout the config allows.
-func shortProbe(c bb.CDPInspectConfig) bb.CDPInspectConfig {
+func shortProbe(c cdpinspect.Config) cdpinspect.Config {
 	c.ProbeTimeoutMs = 50
 	return c
 }
@@ -75,7 +75,7 @@ func assertDiscoveryErr(t testing.TB, err error, code string) {
 	require.True(t, errors.As(err, &e), "want *browserbackend.Error, got %T: %v", err, err)
 	assert.Equal(t, bb.ClassTransport, e.Class, "class: %v", err)
 	assert.Equal(t, code, e.Code, "code: %v", err)
-	assert.Equal(t, code, e.DiscoveryCode, "discovery code: %v", err)
+	assert.Equal(t, code, e.Detail, "discovery code: %v", err)
 	assert.Equal(t, bb.KindCDPInspect, e.Backend)
 	assert.True(t, errors.Is(err, bb.ErrTransport))
 }

@@ -20,6 +20,9 @@ const (
 // MacOSInterface is the interface id of desktop-auto turns (SEL-3).
 const MacOSInterface = "macos"
 
+// CooldownKey is the key of the desktop-auto cdp-inspect cooldown (SEL-6a).
+const CooldownKey = "desktop-auto"
+
 // Provider proposes the cdp-inspect candidate (SEL-2, SEL-3, SEL-6a). It
 // never touches the network in Propose: the candidate's Build discovers and
 // dials, its Probe only discovers. Safe for concurrent use; it holds no
@@ -28,83 +31,131 @@ const MacOSInterface = "macos"
 // Each Build opens its own browser WebSocket (one connection per
 // invocation; see the package doc for why).
 type Provider struct {
-	cfg  bb.Config
+	cfg  Config
 	opts []Option
 }
 
 var _ bb.Provider = (*Provider)(nil)
 
 // NewProvider returns the cdp-inspect provider for cfg (normally
-// browserbackend.DefaultConfig or LoadConfig's result). opts apply to every
-// Build and Probe (WithWebSocketURL, WithUserDataDirs, WithLogger, …).
-func NewProvider(cfg bb.Config, opts ...Option) *Provider {
+// DefaultConfig or LoadConfig's result). opts apply to every Build and Probe
+// (WithWebSocketURL, WithUserDataDirs, WithLogger, …).
+func NewProvider(cfg Config, opts ...Option) *Provider {
 	return &Provider{cfg: cfg, opts: append([]Option(nil), opts...)}
 }
 
-// Kind returns browserbackend.KindCDPInspect.
-func (p *Provider) Kind() bb.Kind { return bb.KindCDPInspect }
+// Describe declares the cdp-inspect kind: browser_mode "cdp-inspect" (alias
+// "cdp-debugger"), transport label "cdp-ws", and remediation that names the
+// configured host and port.
+func (p *Provider) Describe() bb.Descriptor { return Descriptor(p.cfg) }
 
-// Propose applies SEL-3's rule for cdp-inspect:
+// Descriptor returns the cdp-inspect descriptor for cfg (see
+// Provider.Describe).
+func Descriptor(cfg Config) bb.Descriptor {
+	return bb.Descriptor{
+		Kind:        bb.KindCDPInspect,
+		Mode:        "cdp-inspect",
+		Aliases:     []string{"cdp-debugger"},
+		Transport:   "cdp-ws",
+		Remediation: func(a bb.Attempt) []string { return remediation(cfg, a) },
+	}
+}
+
+// remediation is the SEL-7 checklist for a cdp-inspect attempt, written from
+// the configuration in force (issue: advice must name the real host:port).
+func remediation(cfg Config, a bb.Attempt) []string {
+	code := a.Code
+	if a.Detail != "" {
+		code = a.Detail
+	}
+	addr := cfg.Addr()
+	switch code {
+	case bb.CodeNotConfigured:
+		return []string{
+			"cdp-inspect is off for this turn: set hostBrowser.cdpInspect.enabled to true (or use a macos turn with desktopAuto on), or pin browser_mode \"cdp-inspect\".",
+			fmt.Sprintf("It connects to a Chrome started with --remote-debugging-port=%d on %s.", cfg.Port, cfg.Host),
+		}
+	case bb.CodeNonLoopback:
+		return []string{fmt.Sprintf("cdp-inspect only connects to this machine, but hostBrowser.cdpInspect.host is %q: set it to localhost or 127.0.0.1.", cfg.Host)}
+	case bb.CodeNonChrome, bb.CodeInvalidResponse:
+		return []string{fmt.Sprintf("Something other than Chrome answers on %s: check hostBrowser.cdpInspect.port, or free the port for Chrome.", addr)}
+	case bb.CodeUnresponsive:
+		return []string{fmt.Sprintf("Chrome on %s did not answer within %v: check that it is not hung, or raise hostBrowser.cdpInspect.probeTimeoutMs.", addr, cfg.ProbeTimeout())}
+	case bb.CodeNoTargets:
+		return []string{fmt.Sprintf("Chrome on %s has no page open that can be attached to: open a tab.", addr)}
+	case bb.CodeCooldown:
+		return []string{"cdp-inspect failed moments ago and is cooling down; retry after the cooldown or pin browser_mode \"cdp-inspect\"."}
+	}
+	return []string{
+		fmt.Sprintf("Start Chrome with --remote-debugging-port=%d (and a dedicated --user-data-dir), or enable remote debugging at chrome://inspect/#remote-debugging.", cfg.Port),
+		fmt.Sprintf("Nothing answered on %s: check hostBrowser.cdpInspect.host and .port match the running Chrome.", addr),
+	}
+}
+
+// Rule is SEL-3's rule for cdp-inspect as a pure function of the
+// configuration, the invocation and the cooldowns; it returns the candidate
+// without Build or Probe:
 //   - a pinned invocation (env.Pinned) always gets the candidate, without a
 //     cooldown key;
 //   - cdpInspect.enabled gives it to every invocation, reason
 //     "configured: cdpInspect.enabled", without a cooldown key (an explicitly
 //     enabled cdp-inspect is never cooled down, SEL-6a);
 //   - a "macos" turn with desktopAuto.enabled gets a desktop-auto candidate
-//     (reason "desktopAuto: …") carrying CooldownKey
-//     browserbackend.CooldownDesktopAuto and CooldownFor
+//     (reason "desktopAuto: …") carrying CooldownKey and CooldownFor
 //     desktopAuto.cooldownMs — unless that cooldown is active, which is a
 //     skip with code browserbackend.CodeCooldown;
 //   - anything else is a skip with code browserbackend.CodeNotConfigured.
-func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
-	ci := p.cfg.CDPInspect
+func Rule(cfg Config, inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	c := bb.Candidate{Kind: bb.KindCDPInspect}
 	switch {
 	case env.Pinned:
-		return p.candidate(ReasonPinned, "", 0), nil
-	case ci.Enabled:
-		return p.candidate(ReasonConfigured, "", 0), nil
-	case inv.InterfaceID == MacOSInterface && ci.DesktopAuto.Enabled:
+		c.Reason = ReasonPinned
+	case cfg.Enabled:
+		c.Reason = ReasonConfigured
+	case inv.InterfaceID == MacOSInterface && cfg.DesktopAuto.Enabled:
 		if env.Cooldowns != nil {
-			if left := env.Cooldowns.Remaining(bb.CooldownDesktopAuto); left > 0 {
+			if left := env.Cooldowns.Remaining(CooldownKey); left > 0 {
 				return bb.Candidate{}, bb.Skip(bb.CodeCooldown,
 					fmt.Sprintf("desktop-auto cdp-inspect skipped (cooldown active, %v left)", left.Round(time.Millisecond)))
 			}
 		}
-		return p.candidate(ReasonDesktopAuto, bb.CooldownDesktopAuto, ci.DesktopAuto.Cooldown()), nil
+		c.Reason, c.CooldownKey, c.CooldownFor = ReasonDesktopAuto, CooldownKey, cfg.DesktopAuto.Cooldown()
 	case inv.InterfaceID == MacOSInterface:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured, "cdpInspect.enabled is off and desktopAuto.enabled is off")
 	default:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured,
 			fmt.Sprintf("cdpInspect.enabled is off and the turn's interface %q is not macos", inv.InterfaceID))
 	}
+	return c, nil
 }
 
-func (p *Provider) candidate(reason, cooldownKey string, cooldownFor time.Duration) bb.Candidate {
-	cfg := p.cfg.CDPInspect
-	return bb.Candidate{
-		Kind:   bb.KindCDPInspect,
-		Reason: reason,
-		Build: func(ctx context.Context) (bb.ScopedClient, error) {
-			b, err := Dial(ctx, cfg, p.opts...)
-			if err != nil {
-				return nil, err
-			}
-			return b, nil
-		},
-		Probe: func(ctx context.Context) error {
-			_, err := Probe(ctx, cfg, p.opts...)
-			return err
-		},
-		CooldownKey: cooldownKey,
-		CooldownFor: cooldownFor,
+// Propose applies Rule and attaches the Build (discover and dial) and Probe
+// (discover only) of the configuration.
+func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	c, err := Rule(p.cfg, inv, env)
+	if err != nil {
+		return bb.Candidate{}, err
 	}
+	cfg := p.cfg
+	c.Build = func(ctx context.Context) (bb.ScopedClient, error) {
+		b, err := Dial(ctx, cfg, p.opts...)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	c.Probe = func(ctx context.Context) error {
+		_, err := Probe(ctx, cfg, p.opts...)
+		return err
+	}
+	return c, nil
 }
 
 // Probe runs discovery only (for the status report, SEL-13): it returns the
 // endpoint, with Pages counted from /json/list when that answers (-1
 // otherwise), or the discovery error Dial would return. It opens no
 // WebSocket.
-func Probe(ctx context.Context, cfg bb.CDPInspectConfig, opts ...Option) (Endpoint, error) {
+func Probe(ctx context.Context, cfg Config, opts ...Option) (Endpoint, error) {
 	s := newSettings(opts)
 	s.probeTimeout = probeTimeout(cfg)
 	ep, err := discover(ctx, cfg, &s)

@@ -12,6 +12,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -25,16 +26,16 @@ func skipCode(t *testing.T, err error) string {
 }
 
 func TestProviderProposesDesktopAutoForMacOSOnly(t *testing.T) {
-	cfg := bb.DefaultConfig() // enabled=false, desktopAuto on, 30 s
+	cfg := cdpinspect.DefaultConfig() // enabled=false, desktopAuto on, 30 s
 	p := cdpinspect.NewProvider(cfg)
-	assert.Equal(t, bb.KindCDPInspect, p.Kind())
+	assert.Equal(t, bb.KindCDPInspect, p.Describe().Kind)
 	env := bb.Env{Cooldowns: &bb.Cooldowns{}}
 
 	c, err := p.Propose(bb.Invocation{InterfaceID: "macos"}, env)
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindCDPInspect, c.Kind)
 	assert.Regexp(t, `^desktopAuto:`, c.Reason)
-	assert.Equal(t, bb.CooldownDesktopAuto, c.CooldownKey)
+	assert.Equal(t, cdpinspect.CooldownKey, c.CooldownKey)
 	assert.Equal(t, 30*time.Second, c.CooldownFor)
 	assert.NotNil(t, c.Build)
 	assert.NotNil(t, c.Probe)
@@ -46,18 +47,18 @@ func TestProviderProposesDesktopAutoForMacOSOnly(t *testing.T) {
 }
 
 func TestProviderSkipsMacOSWhenDesktopAutoDisabled(t *testing.T) {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.DesktopAuto.Enabled = false
+	cfg := cdpinspect.DefaultConfig()
+	cfg.DesktopAuto.Enabled = false
 	_, err := cdpinspect.NewProvider(cfg).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: &bb.Cooldowns{}})
 	assert.Equal(t, bb.CodeNotConfigured, skipCode(t, err))
 }
 
 func TestProviderEnabledProposesForEveryInterfaceWithoutCooldown(t *testing.T) {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.Enabled = true
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = true
 	p := cdpinspect.NewProvider(cfg)
 	cool := &bb.Cooldowns{}
-	cool.Record(bb.CooldownDesktopAuto, time.Hour)
+	cool.Record(cdpinspect.CooldownKey, time.Hour)
 	for _, iface := range []string{"", "macos", "chrome-extension", "web", "cli"} {
 		c, err := p.Propose(bb.Invocation{InterfaceID: iface}, bb.Env{Cooldowns: cool})
 		require.NoError(t, err, "interface %q", iface)
@@ -69,37 +70,37 @@ func TestProviderEnabledProposesForEveryInterfaceWithoutCooldown(t *testing.T) {
 
 func TestProviderCooldownSkipsOnlyDesktopAuto(t *testing.T) {
 	cool := &bb.Cooldowns{}
-	cool.Record(bb.CooldownDesktopAuto, time.Minute)
+	cool.Record(cdpinspect.CooldownKey, time.Minute)
 	env := bb.Env{Cooldowns: cool}
 
-	_, err := cdpinspect.NewProvider(bb.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, env)
+	_, err := cdpinspect.NewProvider(cdpinspect.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, env)
 	assert.Equal(t, bb.CodeCooldown, skipCode(t, err))
 	assert.Contains(t, err.Error(), "cooldown active")
 
 	// Another key's cooldown does not matter.
 	other := &bb.Cooldowns{}
-	other.Record(bb.HostBridgeCooldownKey("alice"), time.Minute)
-	_, err = cdpinspect.NewProvider(bb.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: other})
+	other.Record(hostproxy.HostBridgeCooldownKey("alice"), time.Minute)
+	_, err = cdpinspect.NewProvider(cdpinspect.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: other})
 	assert.NoError(t, err)
 
 	// After the window the candidate is back (injected clock, no sleeping).
 	now := time.Unix(1000, 0)
 	clocked := &bb.Cooldowns{Now: func() time.Time { return now }}
-	clocked.Record(bb.CooldownDesktopAuto, 30*time.Second)
-	_, err = cdpinspect.NewProvider(bb.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: clocked})
+	clocked.Record(cdpinspect.CooldownKey, 30*time.Second)
+	_, err = cdpinspect.NewProvider(cdpinspect.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: clocked})
 	assert.Equal(t, bb.CodeCooldown, skipCode(t, err))
 	now = now.Add(30 * time.Second)
-	_, err = cdpinspect.NewProvider(bb.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: clocked})
+	_, err = cdpinspect.NewProvider(cdpinspect.DefaultConfig()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: clocked})
 	assert.NoError(t, err)
 }
 
 func TestProviderPinnedIsNeverCooledDown(t *testing.T) {
 	cool := &bb.Cooldowns{}
-	cool.Record(bb.CooldownDesktopAuto, time.Hour)
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.DesktopAuto.Enabled = false
+	cool.Record(cdpinspect.CooldownKey, time.Hour)
+	cfg := cdpinspect.DefaultConfig()
+	cfg.DesktopAuto.Enabled = false
 	for _, iface := range []string{"macos", "cli", ""} {
-		c, err := cdpinspect.NewProvider(cfg).Propose(bb.Invocation{InterfaceID: iface, Mode: bb.ModeCDPInspect}, bb.Env{Pinned: true, Cooldowns: cool})
+		c, err := cdpinspect.NewProvider(cfg).Propose(bb.Invocation{InterfaceID: iface, Mode: bb.Mode("cdp-inspect")}, bb.Env{Pinned: true, Cooldowns: cool})
 		require.NoError(t, err, "interface %q", iface)
 		assert.Empty(t, c.CooldownKey)
 		assert.Zero(t, c.CooldownFor)
@@ -108,7 +109,7 @@ func TestProviderPinnedIsNeverCooledDown(t *testing.T) {
 }
 
 func TestProviderProposeIsSafeForConcurrentUse(t *testing.T) {
-	p := cdpinspect.NewProvider(bb.DefaultConfig())
+	p := cdpinspect.NewProvider(cdpinspect.DefaultConfig())
 	cool := &bb.Cooldowns{}
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -117,7 +118,7 @@ func TestProviderProposeIsSafeForConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for range 100 {
 				if i%2 == 0 {
-					cool.Record(bb.CooldownDesktopAuto, time.Millisecond)
+					cool.Record(cdpinspect.CooldownKey, time.Millisecond)
 				}
 				_, _ = p.Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: cool})
 			}
@@ -128,9 +129,9 @@ func TestProviderProposeIsSafeForConcurrentUse(t *testing.T) {
 
 func TestProviderBuildDialsAndProbeOnlyDiscovers(t *testing.T) {
 	b := chromiumtest.Start(t)
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect = cfgFor(b.Port)
-	cfg.CDPInspect.Enabled = true
+	cfg := cdpinspect.DefaultConfig()
+	cfg = cfgFor(b.Port)
+	cfg.Enabled = true
 	p := cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs())
 	c, err := p.Propose(bb.Invocation{InterfaceID: "cli"}, bb.Env{Cooldowns: &bb.Cooldowns{}})
 	require.NoError(t, err)
@@ -149,8 +150,8 @@ func TestProviderBuildDialsAndProbeOnlyDiscovers(t *testing.T) {
 }
 
 func TestProviderBuildWithoutBrowserIsTransportError(t *testing.T) {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect = cfgFor(closedPort(t))
+	cfg := cdpinspect.DefaultConfig()
+	cfg = cfgFor(closedPort(t))
 	c, err := cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs()).Propose(bb.Invocation{InterfaceID: "macos"}, bb.Env{Cooldowns: &bb.Cooldowns{}})
 	require.NoError(t, err)
 	_, err = c.Build(context.Background())

@@ -38,13 +38,13 @@ func TestSelectorServesLargeScreenshotThroughCDPInspect(t *testing.T) {
 		enabled bool
 		mode    bb.Mode
 	}{
-		"pinned":       {enabled: false, mode: bb.ModeCDPInspect},
+		"pinned":       {enabled: false, mode: bb.Mode("cdp-inspect")},
 		"auto enabled": {enabled: true, mode: bb.ModeAuto},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := bb.DefaultConfig()
-			cfg.CDPInspect = cfgFor(b.Port)
-			cfg.CDPInspect.Enabled = tc.enabled
+			cfg := cdpinspect.DefaultConfig()
+			cfg = cfgFor(b.Port)
+			cfg.Enabled = tc.enabled
 			local := fakeLocal()
 			sel := bb.NewSelector(bb.Options{
 				Providers: []bb.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs()), local},
@@ -85,9 +85,9 @@ func TestSelectorServesLargeScreenshotThroughCDPInspect(t *testing.T) {
 }
 
 func TestSelectorDesktopAutoWithoutChromeCoolsDownAndFallsThrough(t *testing.T) {
-	cfg := bb.DefaultConfig() // desktop-auto on, 30 s cooldown
-	cfg.CDPInspect = cfgFor(closedPort(t))
-	cfg.CDPInspect.DesktopAuto = bb.DesktopAutoConfig{Enabled: true, CooldownMs: 30000}
+	cfg := cdpinspect.DefaultConfig() // desktop-auto on, 30 s cooldown
+	cfg = cfgFor(closedPort(t))
+	cfg.DesktopAuto = cdpinspect.DesktopAutoConfig{Enabled: true, CooldownMs: 30000}
 	local := fakeLocal()
 	sel := bb.NewSelector(bb.Options{
 		Providers: []bb.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs()), local},
@@ -106,8 +106,8 @@ func TestSelectorDesktopAutoWithoutChromeCoolsDownAndFallsThrough(t *testing.T) 
 	assert.Equal(t, bb.KindCDPInspect, att[0].Kind)
 	assert.Equal(t, bb.StageConstruction, att[0].Stage)
 	assert.Equal(t, bb.CodeUnreachable, att[0].Code)
-	assert.Equal(t, bb.CodeUnreachable, att[0].DiscoveryCode)
-	assert.True(t, sel.Cooldowns().Active(bb.CooldownDesktopAuto), "the desktop-auto cooldown is recorded")
+	assert.Equal(t, bb.CodeUnreachable, att[0].Detail)
+	assert.True(t, sel.Cooldowns().Active(cdpinspect.CooldownKey), "the desktop-auto cooldown is recorded")
 
 	second := sel.Client(bb.Invocation{ConversationID: "b", InterfaceID: "macos"})
 	defer second.Close()
@@ -120,7 +120,7 @@ func TestSelectorDesktopAutoWithoutChromeCoolsDownAndFallsThrough(t *testing.T) 
 	assert.Equal(t, bb.CodeCooldown, att[0].Code, "cdp-inspect is skipped inside the cooldown")
 
 	// A pinned cdp-inspect is not cooled down: it is tried and fails.
-	pinned := sel.Client(bb.Invocation{ConversationID: "c", InterfaceID: "macos", Mode: bb.ModeCDPInspect})
+	pinned := sel.Client(bb.Invocation{ConversationID: "c", InterfaceID: "macos", Mode: bb.Mode("cdp-inspect")})
 	defer pinned.Close()
 	_, err = pinned.Send(ctx, bb.Command{Method: "Runtime.evaluate"})
 	require.Error(t, err)

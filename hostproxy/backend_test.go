@@ -244,10 +244,10 @@ func TestHostBridgeProvider_Rules(t *testing.T) {
 	c, err := prov.Propose(alice, env)
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindHostBridge, c.Kind)
-	assert.Equal(t, browserbackend.HostBridgeCooldownKey("alice"), c.CooldownKey)
+	assert.Equal(t, HostBridgeCooldownKey("alice"), c.CooldownKey)
 	assert.Equal(t, DefaultHostBridgeCooldown, c.CooldownFor)
 
-	cool.Record(browserbackend.HostBridgeCooldownKey("alice"), time.Minute)
+	cool.Record(HostBridgeCooldownKey("alice"), time.Minute)
 	_, err = prov.Propose(alice, env)
 	assert.Equal(t, browserbackend.CodeCooldown, skipCode(err))
 	_, err = prov.Propose(bob, env)
@@ -267,7 +267,7 @@ func TestHostBridgeProvider_Rules(t *testing.T) {
 	c, err = prov.Propose(browserbackend.Invocation{}, browserbackend.Env{Cooldowns: &browserbackend.Cooldowns{}})
 	require.NoError(t, err)
 	assert.Equal(t, 5*time.Second, c.CooldownFor)
-	assert.Equal(t, browserbackend.HostBridgeCooldownKey(""), c.CooldownKey)
+	assert.Equal(t, HostBridgeCooldownKey(""), c.CooldownKey)
 }
 
 func TestProviders_ChangedFollowsRoster(t *testing.T) {
@@ -303,7 +303,7 @@ func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *t
 		}()
 		return done
 	}
-	key := browserbackend.HostBridgeCooldownKey("alice")
+	key := HostBridgeCooldownKey("alice")
 
 	done := send(browserbackend.Command{Method: "Page.enable"})
 	answer(t, p, mac, `{}`, false)
@@ -323,5 +323,5 @@ func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *t
 	h.remove("mac")
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrTransport)
 	assert.True(t, cool.Active(key), "the actor's host-bridge cooldown is recorded")
-	assert.False(t, cool.Active(browserbackend.HostBridgeCooldownKey("bob")))
+	assert.False(t, cool.Active(HostBridgeCooldownKey("bob")))
 }

@@ -25,7 +25,7 @@ func TestSelectorGrace_TargetExtensionConnectingDuringGraceServes(t *testing.T) 
 			Logger:    quietLogger(),
 		})
 		c := sel.Client(browserbackend.Invocation{ConversationID: "c", ActorPrincipalID: "alice",
-			Mode: browserbackend.ModeExtension, TargetClientID: "ext-1"})
+			Mode: browserbackend.Mode("extension"), TargetClientID: "ext-1"})
 		defer c.Close()
 		start := time.Now()
 		done := make(chan outcome, 1)
@@ -53,12 +53,12 @@ func TestSelectorGrace_TargetExtensionThatNeverConnectsFailsAfterGrace(t *testin
 			Providers: []browserbackend.Provider{p.ExtensionProvider(ProviderOptions{}), p.HostBridgeProvider(ProviderOptions{})},
 			Logger:    quietLogger(),
 		})
-		c := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", Mode: browserbackend.ModeExtension, TargetClientID: "ext-1"})
+		c := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", Mode: browserbackend.Mode("extension"), TargetClientID: "ext-1"})
 		defer c.Close()
 		start := time.Now()
 		_, err := c.Send(context.Background(), browserbackend.Command{Method: "Page.enable"})
 		require.Error(t, err)
-		assert.Equal(t, browserbackend.DefaultExtensionGrace, time.Since(start))
+		assert.Equal(t, browserbackend.DefaultGrace, time.Since(start))
 		assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
 		h.clients["mac"].empty(t)
 	})

@@ -14,14 +14,71 @@ import (
 // SEL-12 (30 s).
 const DefaultHostBridgeCooldown = 30 * time.Second
 
-// CodeExtensionConnected is the skip code of the host-bridge provider when a
-// chrome-extension client of the actor is connected (the extension candidate
-// is proposed instead; SEL-3 never lists both).
-const CodeExtensionConnected = "extension_connected"
+// Skip codes of the host-bridge provider. Both are yields
+// (browserbackend.Yield): nothing is wrong, another candidate serves.
+const (
+	// CodeExtensionConnected: a chrome-extension client of the actor is
+	// connected, so the extension candidate is proposed instead (SEL-3 never
+	// lists both).
+	CodeExtensionConnected = "extension_connected"
+	// CodeTargetClient: the invocation is aimed at a target client, which
+	// only the extension candidate serves (SEL-3).
+	CodeTargetClient = "target_client"
+)
 
-// CodeTargetClient is the skip code of the host-bridge provider for an
-// invocation aimed at a target client (SEL-3: only the extension candidate).
-const CodeTargetClient = "target_client"
+// HostBridgeCooldownKey returns the per-actor host-bridge cooldown key
+// (SEL-6b); an empty actor maps to browserbackend.DefaultActorKey.
+func HostBridgeCooldownKey(actor string) string {
+	if actor == "" {
+		actor = browserbackend.DefaultActorKey
+	}
+	return "host-bridge:" + actor
+}
+
+// ExtensionDescriptor declares the extension kind (SEL-2): pinned by
+// browser_mode "extension", serves target clients, waits out the reconnect
+// grace (SEL-8), transport label "extension-ws" (the seed's browser_status
+// name), and its remediation.
+var ExtensionDescriptor = browserbackend.Descriptor{
+	Kind:          browserbackend.KindExtension,
+	Mode:          "extension",
+	Transport:     "extension-ws",
+	TargetClients: true,
+	Grace:         true,
+	Remediation:   extensionRemediation,
+}
+
+// HostBridgeDescriptor declares the host-bridge kind (SEL-2): no mode (it is
+// reached through auto and the conversation memo only), transport label
+// "host-bridge-sse", and its remediation.
+var HostBridgeDescriptor = browserbackend.Descriptor{
+	Kind:        browserbackend.KindHostBridge,
+	Transport:   "host-bridge-sse",
+	Remediation: hostBridgeRemediation,
+}
+
+func extensionRemediation(a browserbackend.Attempt) []string {
+	switch a.Code {
+	case browserbackend.CodeNoClient, browserbackend.CodeTargetUnavailable:
+		return []string{
+			"Install the browserchain Chrome extension (load examples/extension unpacked) and pair it with the assistant.",
+			"Open the extension popup and check that it shows \"connected\"; press Connect if it is paused.",
+		}
+	case browserbackend.CodeExtensionRequired:
+		return []string{"This operation needs the Chrome extension; pair the extension or use browser_mode \"auto\"."}
+	}
+	return []string{
+		"Ensure the Chrome extension is installed, paired and shows \"connected\" in its popup.",
+		"If the popup says \"auth required\", pair it again.",
+	}
+}
+
+func hostBridgeRemediation(a browserbackend.Attempt) []string {
+	return []string{
+		"Ensure the desktop app (bridge) is running and connected to the assistant.",
+		"Ensure Chrome on the desktop has remote debugging enabled for the bridge (chrome://inspect/#remote-debugging).",
+	}
+}
 
 // ProviderOptions configures ExtensionProvider and HostBridgeProvider.
 type ProviderOptions struct {
@@ -38,13 +95,12 @@ type ProviderOptions struct {
 // client to (re)appear without polling (SEL-8).
 type HubProvider struct {
 	p       *Proxy
-	kind    browserbackend.Kind
-	opts    ProviderOptions
+	desc    browserbackend.Descriptor
 	propose func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error)
 }
 
-// Kind implements browserbackend.Provider.
-func (h *HubProvider) Kind() browserbackend.Kind { return h.kind }
+// Describe implements browserbackend.Provider.
+func (h *HubProvider) Describe() browserbackend.Descriptor { return h.desc }
 
 // Propose implements browserbackend.Provider; it reads the live roster and
 // never blocks.
@@ -60,11 +116,11 @@ var (
 	_ browserbackend.Watcher  = (*HubProvider)(nil)
 )
 
-// actorClients returns the connected host_browser clients of actor (every
-// actor's when actor is empty), most recently active first, split into
-// chrome-extension clients and desktop bridges.
-func (p *Proxy) actorClients(actor string) (ext, bridges []eventhub.ClientInfo) {
-	for _, c := range p.hub.Roster() {
+// splitClients returns roster's host_browser clients of actor (every
+// actor's when actor is empty), in roster order, split into chrome-extension
+// clients and desktop bridges.
+func splitClients(roster []eventhub.ClientInfo, actor string) (ext, bridges []eventhub.ClientInfo) {
+	for _, c := range roster {
 		if !c.Has(eventhub.CapHostBrowser) || (actor != "" && c.ActorPrincipalID != actor) {
 			continue
 		}
@@ -77,113 +133,127 @@ func (p *Proxy) actorClients(actor string) (ext, bridges []eventhub.ClientInfo) 
 	return ext, bridges
 }
 
-// ExtensionProvider returns the SEL-3 provider of the extension candidate. It
-// proposes when a chrome-extension client of the invocation's actor is
-// connected (skip with code no_client otherwise). With inv.TargetClientID it
-// proposes exactly one candidate aimed at that client, or returns a
-// non-skip *browserbackend.Error (ClassUnavailable, code no_client) when that
-// client is not a connected chrome-extension client of the actor. The
+// ExtensionRule is the SEL-3 rule of the extension candidate, as a pure
+// function of the roster (most preferred client first, as Hub.Roster orders
+// it): it returns the candidate without Build or Probe and the client it is
+// aimed at. It proposes when a chrome-extension client of inv's actor is
+// connected (a skip with code no_client otherwise). With inv.TargetClientID
+// it proposes exactly that client, or returns a non-skip
+// *browserbackend.Error (ClassUnavailable, code target_unavailable) when
+// that client is not a connected chrome-extension client of the actor. The
 // extension candidate is never cooled down.
-func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
-	h := &HubProvider{p: p, kind: browserbackend.KindExtension, opts: opts}
-	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-		ext, _ := p.actorClients(inv.ActorPrincipalID)
-		var reason string
-		if inv.TargetClientID != "" {
-			for _, c := range ext {
-				if c.ClientID == inv.TargetClientID {
-					reason = fmt.Sprintf("target client %s (chrome-extension)", c.ClientID)
-				}
-			}
-			if reason == "" {
-				return browserbackend.Candidate{}, &browserbackend.Error{
-					Class: browserbackend.ClassUnavailable, Code: browserbackend.CodeNoClient,
-					Backend: browserbackend.KindExtension,
-					Message: fmt.Sprintf("target client %q is not a connected chrome-extension client of this actor", inv.TargetClientID),
-				}
-			}
-		} else {
-			if len(ext) == 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeNoClient,
-					"no chrome-extension client of this actor is connected")
-			}
-			reason = fmt.Sprintf("chrome-extension client %s connected", ext[0].ClientID)
+func ExtensionRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation) (browserbackend.Candidate, eventhub.ClientInfo, error) {
+	ext, _ := splitClients(roster, inv.ActorPrincipalID)
+	cand := browserbackend.Candidate{Kind: browserbackend.KindExtension}
+	if inv.TargetClientID == "" {
+		if len(ext) == 0 {
+			return cand, eventhub.ClientInfo{}, browserbackend.Skip(browserbackend.CodeNoClient,
+				"no chrome-extension client of this actor is connected")
 		}
-		return browserbackend.Candidate{
-			Kind:   browserbackend.KindExtension,
-			Reason: reason,
-			Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
-				return p.NewExtensionBackend(inv, h.opts.Backend), nil
-			},
-			Probe: func(ctx context.Context) error {
-				_, err := p.Choose(Req{Method: "Probe", TargetClientID: inv.TargetClientID,
-					SourceActor: inv.ActorPrincipalID, Route: RouteExtension, Backend: browserbackend.KindExtension})
-				return err
-			},
-		}, nil
+		cand.Reason = fmt.Sprintf("chrome-extension client %s connected", ext[0].ClientID)
+		return cand, ext[0], nil
+	}
+	for _, c := range ext {
+		if c.ClientID == inv.TargetClientID {
+			cand.Reason = fmt.Sprintf("target client %s (chrome-extension)", c.ClientID)
+			return cand, c, nil
+		}
+	}
+	return cand, eventhub.ClientInfo{}, &browserbackend.Error{
+		Class: browserbackend.ClassUnavailable, Code: browserbackend.CodeTargetUnavailable,
+		Backend: browserbackend.KindExtension,
+		Message: fmt.Sprintf("target client %q is not a connected chrome-extension client of this actor", inv.TargetClientID),
+	}
+}
+
+// HostBridgeRule is the SEL-3/SEL-6b rule of the host-bridge candidate, as a
+// pure function of the roster and the cooldowns: it returns the candidate
+// without Build or Probe (but with its cooldown key and cooldown) and the
+// desktop client it is aimed at. It yields for an invocation with a target
+// client (code target_client) or when a chrome-extension client of the actor
+// is connected (code extension_connected); it skips while the actor's
+// host-bridge cooldown (HostBridgeCooldownKey) is active (code cooldown), or
+// when no desktop host_browser client of the actor is connected (code
+// no_client). cooldown <= 0 disables the cooldown.
+func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation, env browserbackend.Env, cooldown time.Duration) (browserbackend.Candidate, eventhub.ClientInfo, error) {
+	cand := browserbackend.Candidate{Kind: browserbackend.KindHostBridge}
+	none := eventhub.ClientInfo{}
+	if inv.TargetClientID != "" {
+		return cand, none, browserbackend.Yield(CodeTargetClient, "the invocation targets one extension client")
+	}
+	ext, bridges := splitClients(roster, inv.ActorPrincipalID)
+	if len(ext) > 0 {
+		return cand, none, browserbackend.Yield(CodeExtensionConnected,
+			"a chrome-extension client of this actor is connected; the extension candidate is used instead")
+	}
+	key := HostBridgeCooldownKey(inv.ActorPrincipalID)
+	if env.Cooldowns != nil {
+		if left := env.Cooldowns.Remaining(key); left > 0 {
+			return cand, none, browserbackend.Skip(browserbackend.CodeCooldown,
+				fmt.Sprintf("host-bridge cooldown active for %s (%s left)", key, left.Round(time.Millisecond)))
+		}
+	}
+	if len(bridges) == 0 {
+		return cand, none, browserbackend.Skip(browserbackend.CodeNoClient,
+			"no host_browser desktop client of this actor is connected")
+	}
+	cand.Reason = fmt.Sprintf("desktop client %s (%s) connected, no chrome-extension client",
+		bridges[0].ClientID, bridges[0].InterfaceID)
+	cand.CooldownKey, cand.CooldownFor = key, max(cooldown, 0)
+	return cand, bridges[0], nil
+}
+
+// ExtensionProvider returns the SEL-3 provider of the extension candidate:
+// ExtensionRule over the live roster, building an extension backend
+// (NewExtensionBackend) when tried, described by ExtensionDescriptor.
+func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
+	h := &HubProvider{p: p, desc: ExtensionDescriptor}
+	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
+		cand, _, err := ExtensionRule(p.hub.Roster(), inv)
+		if err != nil {
+			return browserbackend.Candidate{}, err
+		}
+		cand.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
+			return p.NewExtensionBackend(inv, opts.Backend), nil
+		}
+		cand.Probe = func(ctx context.Context) error {
+			_, err := p.Choose(Req{Method: "Probe", TargetClientID: inv.TargetClientID,
+				SourceActor: inv.ActorPrincipalID, Route: RouteExtension, Backend: browserbackend.KindExtension})
+			return err
+		}
+		return cand, nil
 	}
 	return h
 }
 
-// HostBridgeProvider returns the SEL-3 provider of the host-bridge candidate.
-// It skips an invocation with a target client (code target_client), or when a
-// chrome-extension client of the actor is connected (code
-// extension_connected), or while the actor's host-bridge cooldown
-// (browserbackend.HostBridgeCooldownKey) is active in env.Cooldowns (code
-// cooldown), or when no desktop host_browser client of the actor is connected
-// (code no_client). Its candidate carries that cooldown key and
-// ProviderOptions.HostBridgeCooldown, so the selector records the cooldown
-// after every transport failure of the candidate, during the walk and after
-// it became sticky, except cdp_session_not_found (one tab went away), and the
+// HostBridgeProvider returns the SEL-3 provider of the host-bridge candidate:
+// HostBridgeRule over the live roster with ProviderOptions.HostBridgeCooldown,
+// building a host-bridge backend (NewHostBridgeBackend) when tried, described
+// by HostBridgeDescriptor. The selector records the actor's cooldown after
+// every transport failure of the candidate, during the walk and after it
+// became sticky, except cdp_session_not_found (one tab went away), so the
 // actor's next invocation skips host-bridge (SEL-6b).
 func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 	cool := opts.HostBridgeCooldown
-	switch {
-	case cool == 0:
+	if cool == 0 {
 		cool = DefaultHostBridgeCooldown
-	case cool < 0:
-		cool = 0
 	}
-	h := &HubProvider{p: p, kind: browserbackend.KindHostBridge, opts: opts}
+	h := &HubProvider{p: p, desc: HostBridgeDescriptor}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-		if inv.TargetClientID != "" {
-			return browserbackend.Candidate{}, browserbackend.Skip(CodeTargetClient,
-				"the invocation targets one extension client")
-		}
-		ext, bridges := p.actorClients(inv.ActorPrincipalID)
-		if len(ext) > 0 {
-			return browserbackend.Candidate{}, browserbackend.Skip(CodeExtensionConnected,
-				"a chrome-extension client of this actor is connected; the extension candidate is used instead")
-		}
-		key := browserbackend.HostBridgeCooldownKey(inv.ActorPrincipalID)
-		if env.Cooldowns != nil {
-			if left := env.Cooldowns.Remaining(key); left > 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeCooldown,
-					fmt.Sprintf("host-bridge cooldown active for %s (%s left)", key, left.Round(time.Millisecond)))
-			}
-		}
-		if len(bridges) == 0 {
-			return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeNoClient,
-				"no host_browser desktop client of this actor is connected")
+		cand, _, err := HostBridgeRule(p.hub.Roster(), inv, env, cool)
+		if err != nil {
+			return browserbackend.Candidate{}, err
 		}
 		inv.TargetClientID = ""
-		return browserbackend.Candidate{
-			Kind: browserbackend.KindHostBridge,
-			Reason: fmt.Sprintf("desktop client %s (%s) connected, no chrome-extension client",
-				bridges[0].ClientID, bridges[0].InterfaceID),
-			// The selector records the actor's cooldown (CooldownKey) on
-			// every transport failure, also after the backend became sticky.
-			Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
-				return p.NewHostBridgeBackend(inv, h.opts.Backend), nil
-			},
-			Probe: func(ctx context.Context) error {
-				_, err := p.Choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
-					Route: RouteBridge, Backend: browserbackend.KindHostBridge})
-				return err
-			},
-			CooldownKey: key,
-			CooldownFor: cool,
-		}, nil
+		cand.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
+			return p.NewHostBridgeBackend(inv, opts.Backend), nil
+		}
+		cand.Probe = func(ctx context.Context) error {
+			_, err := p.Choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
+				Route: RouteBridge, Backend: browserbackend.KindHostBridge})
+			return err
+		}
+		return cand, nil
 	}
 	return h
 }

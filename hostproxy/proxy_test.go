@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/eventhub"
 )
 
@@ -369,7 +369,8 @@ func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	h := newFakeHub()
 	h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
 	h.publishErr = errors.New("broker down")
-	logs, logger := browserbackendtest.NewLogRecorder()
+	var buf syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := New(Options{Hub: h, Logger: logger})
 	_, err := p.Request(context.Background(), Req{Method: "Page.navigate"})
 	var e *browserbackend.Error
@@ -377,11 +378,11 @@ func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	assert.Equal(t, browserbackend.ClassTransport, e.Class)
 	assert.False(t, e.Dispatched)
 	assert.ErrorContains(t, err, "broker down")
-	recs := logs.Find("host_browser_request publish failed")
+	recs := buf.find(t, "host_browser_request publish failed")
 	require.Len(t, recs, 1)
-	assert.Equal(t, slog.LevelWarn, recs[0].Level)
-	assert.Equal(t, "mac", recs[0].Attrs["clientId"])
-	assert.Equal(t, "hostproxy", recs[0].Attrs["module"])
+	assert.Equal(t, "WARN", recs[0]["level"])
+	assert.Equal(t, "mac", recs[0]["clientId"])
+	assert.Equal(t, "hostproxy", recs[0]["module"])
 	assert.Equal(t, 0, p.Tracker().Len())
 }
 
@@ -465,4 +466,36 @@ func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
 		out := <-done
 		assert.ErrorIs(t, out.err, browserbackend.ErrTimeout)
 	})
+}
+
+// syncBuffer collects JSON log lines; the package's internal tests cannot use
+// browserbackendtest's recorder (that kit imports this package).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// find returns the records whose msg is msg.
+func (b *syncBuffer) find(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(b.buf.Bytes(), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(line, &rec))
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
 }

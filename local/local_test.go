@@ -40,7 +40,7 @@ func TestNothingLaunchedBeforeFirstSend(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindLocal, cand.Kind)
 	assert.Equal(t, ReasonAlwaysLast, cand.Reason)
-	pinned, err := prov.Propose(browserbackend.Invocation{ConversationID: "c1", Mode: browserbackend.ModeLocal},
+	pinned, err := prov.Propose(browserbackend.Invocation{ConversationID: "c1", Mode: browserbackend.Mode("local")},
 		browserbackend.Env{Pinned: true, Cooldowns: &browserbackend.Cooldowns{}})
 	require.NoError(t, err)
 	assert.Equal(t, ReasonPinned, pinned.Reason)

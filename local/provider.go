@@ -33,26 +33,46 @@ func NewProvider(b *Browser) browserbackend.Provider {
 
 type provider struct{ b *Browser }
 
-func (provider) Kind() browserbackend.Kind { return browserbackend.KindLocal }
+// Descriptor declares the local kind (SEL-2): browser_mode "local" (alias
+// "playwright"), transport label "playwright", and the LOC-2 remediation.
+var Descriptor = browserbackend.Descriptor{
+	Kind:      browserbackend.KindLocal,
+	Mode:      "local",
+	Aliases:   []string{"playwright"},
+	Transport: "playwright",
+	Remediation: func(browserbackend.Attempt) []string {
+		return []string{
+			"Install Chromium (Debian: apt-get install chromium) and the Playwright driver: run scripts/setup.sh.",
+			"If Chromium lives elsewhere, set the local backend's executable path (local.Options.ExecutablePath or BROWSERCHAIN_CHROMIUM).",
+		}
+	},
+}
 
-func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
+// Rule is the SEL-3 rule of the local candidate: always proposed, last in
+// the reference order; the reason says whether it was pinned. It returns the
+// candidate without Build or Probe.
+func Rule(_ browserbackend.Invocation, env browserbackend.Env) browserbackend.Candidate {
 	reason := ReasonAlwaysLast
 	if env.Pinned {
 		reason = ReasonPinned
 	}
-	return browserbackend.Candidate{
-		Kind:   browserbackend.KindLocal,
-		Reason: reason,
-		Build: func(ctx context.Context) (browserbackend.ScopedClient, error) {
-			c := p.b.Client(inv.ConversationID)
-			if err := c.Open(ctx); err != nil {
-				_ = c.Close()
-				return nil, err
-			}
-			return c, nil
-		},
-		Probe: p.b.Preflight,
-	}, nil
+	return browserbackend.Candidate{Kind: browserbackend.KindLocal, Reason: reason}
+}
+
+func (provider) Describe() browserbackend.Descriptor { return Descriptor }
+
+func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
+	c := Rule(inv, env)
+	c.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
+		cl := p.b.Client(inv.ConversationID)
+		if err := cl.Open(ctx); err != nil {
+			_ = cl.Close()
+			return nil, err
+		}
+		return cl, nil
+	}
+	c.Probe = p.b.Preflight
+	return c, nil
 }
 
 // Preflight checks, without starting anything, that the browser executable

@@ -6,6 +6,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 // A host app tests its selector wiring against a fake roster: alice's
@@ -15,7 +16,7 @@ func ExampleReference() {
 	roster := bbt.NewRoster(bbt.HubClient{ID: "ext-1", InterfaceID: bbt.InterfaceChromeExtension, Actor: "alice"})
 	farm := (&bbt.Farm{}).FailSend(bb.KindExtension, bbt.TransportErr(bb.CodeUnreachable))
 	sel := bb.NewSelector(bb.Options{
-		Providers: bbt.Reference{Roster: roster, Config: bb.DefaultConfig(), Farm: farm}.Providers(),
+		Providers: bbt.Reference{Roster: roster, Config: cdpinspect.DefaultConfig(), Farm: farm}.Providers(),
 		Logger:    bbt.DiscardLogger(),
 	})
 

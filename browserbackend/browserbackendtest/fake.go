@@ -135,6 +135,9 @@ type Provider struct {
 	// Available, when non-nil, is consulted on every Propose; false skips
 	// with code no_client.
 	Available func() bool
+	// Desc, when set, is the provider's descriptor (its Kind defaults to K);
+	// nil means ReferenceDescriptor(K).
+	Desc *browserbackend.Descriptor
 
 	mu       sync.Mutex
 	proposed int
@@ -143,8 +146,17 @@ type Provider struct {
 	pinned   []bool
 }
 
-// Kind implements Provider.
-func (p *Provider) Kind() browserbackend.Kind { return p.K }
+// Describe implements Provider: Desc when set, else ReferenceDescriptor(K).
+func (p *Provider) Describe() browserbackend.Descriptor {
+	if p.Desc != nil {
+		d := *p.Desc
+		if d.Kind == "" {
+			d.Kind = p.K
+		}
+		return d
+	}
+	return ReferenceDescriptor(p.K)
+}
 
 // Propose implements Provider.
 func (p *Provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {

@@ -11,6 +11,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -105,7 +106,7 @@ func TestReferenceProvidersFollowSEL3(t *testing.T) {
 		bbt.HubClient{ID: "ext-a", InterfaceID: bbt.InterfaceChromeExtension, Actor: "a"},
 		bbt.HubClient{ID: "mac-b", InterfaceID: bbt.InterfaceMacOS, Actor: "b"},
 	)
-	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{Roster: r, Config: bb.DefaultConfig()}.Providers()})
+	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{Roster: r, Config: cdpinspect.DefaultConfig()}.Providers()})
 	for _, tc := range []struct {
 		inv  bb.Invocation
 		want []bb.Kind
@@ -114,7 +115,7 @@ func TestReferenceProvidersFollowSEL3(t *testing.T) {
 		{bb.Invocation{ActorPrincipalID: "b", InterfaceID: "web"}, []bb.Kind{bb.KindHostBridge, bb.KindLocal}},
 		{bb.Invocation{ActorPrincipalID: "c", InterfaceID: "cli"}, []bb.Kind{bb.KindLocal}},
 		{bb.Invocation{ActorPrincipalID: "a", TargetClientID: "ext-a"}, []bb.Kind{bb.KindExtension}},
-		{bb.Invocation{ActorPrincipalID: "a", Mode: bb.ModeCDPInspect}, []bb.Kind{bb.KindCDPInspect}},
+		{bb.Invocation{ActorPrincipalID: "a", Mode: bb.Mode("cdp-inspect")}, []bb.Kind{bb.KindCDPInspect}},
 	} {
 		assert.Equal(t, tc.want, sel.Plan(tc.inv).Kinds(), "%+v", tc.inv)
 	}

@@ -2,19 +2,22 @@ package browserbackendtest
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/local"
 )
 
-// Interface ids used by the reference providers (SPEC §0, HUB-2).
+// Interface ids of the fake roster's clients (the hub's, HUB-2).
 const (
-	InterfaceChromeExtension = "chrome-extension"
-	InterfaceMacOS           = "macos"
-	InterfaceWindows         = "windows"
+	InterfaceChromeExtension = eventhub.InterfaceChromeExtension
+	InterfaceMacOS           = eventhub.InterfaceMacOS
+	InterfaceWindows         = eventhub.InterfaceWindows
 )
 
 // HubClient is one client on a fake hub roster: a Chrome extension install or
@@ -27,14 +30,9 @@ type HubClient struct {
 }
 
 // HostBrowser reports whether the client's interface grants the host_browser
-// capability (HUB-2): chrome-extension, macos and windows do; web, cli and
-// unknown interfaces do not.
+// capability (HUB-2, eventhub.Supports).
 func (c HubClient) HostBrowser() bool {
-	switch c.InterfaceID {
-	case InterfaceChromeExtension, InterfaceMacOS, InterfaceWindows:
-		return true
-	}
-	return false
+	return eventhub.Supports(c.InterfaceID, eventhub.CapHostBrowser)
 }
 
 // Roster is a fake hub roster: the connected clients, and a change channel
@@ -94,26 +92,6 @@ func (r *Roster) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.changed
-}
-
-// actorClients splits actor's host_browser clients into extensions and
-// desktop bridges. Only clients whose Actor equals actor count (an unknown,
-// empty actor sees only clients with no actor).
-func (r *Roster) actorClients(actor string) (ext, bridges []HubClient) {
-	if r == nil {
-		return nil, nil
-	}
-	for _, c := range r.Clients() {
-		if c.Actor != actor || !c.HostBrowser() {
-			continue
-		}
-		if c.InterfaceID == InterfaceChromeExtension {
-			ext = append(ext, c)
-		} else {
-			bridges = append(bridges, c)
-		}
-	}
-	return ext, bridges
 }
 
 // BuildRecord is one candidate build a Farm performed.
@@ -209,45 +187,18 @@ func (f *Farm) Backends() []*Backend {
 	return slices.Clone(f.backends)
 }
 
-// Candidate reasons of the reference providers.
-const (
-	ReasonDesktopAuto = "desktopAuto: macos turn"
-	ReasonConfigured  = "cdpInspect.enabled"
-	ReasonPinned      = "pinned"
-	ReasonLocal       = "always last"
-)
-
-// Skip codes of the reference providers besides the library's own.
-const (
-	CodeExtensionConnected = "extension_connected"
-	CodeTargetClient       = "target_client"
-)
-
-// Reference builds providers that follow the SEL-3 rules against a fake
-// Roster, building through a Farm. They are reference-like stand-ins for the
-// real providers (hostproxy, cdpinspect, local), so a host app can test its
-// selector wiring without a hub or a browser:
-//
-//   - extension: a chrome-extension client of the invoking actor is
-//     connected (skip no_client otherwise); with a target client id, exactly
-//     that client, or a non-skip ClassUnavailable/no_client error. Never
-//     cooled down. Implements browserbackend.Watcher through the roster.
-//   - host-bridge: no chrome-extension client of the actor is connected
-//     (skip extension_connected otherwise), the actor's host-bridge cooldown
-//     is not active (skip cooldown), and a desktop host_browser client of the
-//     actor is connected (skip no_client). The candidate carries the per-actor
-//     cooldown key and HostBridgeCooldown.
-//   - cdp-inspect: pinned, or Config.CDPInspect.Enabled (no cooldown key), or
-//     a macos turn with DesktopAuto.Enabled and the desktop-auto cooldown not
-//     active (reason "desktopAuto: …", cooldown key CooldownDesktopAuto for
-//     DesktopAuto.Cooldown()); skip not_configured or cooldown otherwise.
-//   - local: always.
+// Reference builds the four reference providers from the real rules and
+// descriptors (hostproxy.ExtensionRule and HostBridgeRule over a fake Roster,
+// cdpinspect.Rule over Config, local.Rule), building through a Farm instead of
+// a hub or a browser. A host app can test its selector wiring with exactly the
+// rules it will run in production, without a hub or a browser.
 type Reference struct {
 	Roster *Roster
-	Config browserbackend.Config
+	Config cdpinspect.Config
 	Farm   *Farm
 	// HostBridgeCooldown is the host-bridge window; 0 means the desktop-auto
-	// window (Config.CDPInspect.DesktopAuto.Cooldown()), negative disables.
+	// window (Config.DesktopAuto.Cooldown()), as the reference server wires
+	// it; negative disables.
 	HostBridgeCooldown time.Duration
 }
 
@@ -260,13 +211,13 @@ func (r Reference) Providers() []browserbackend.Provider {
 // RefProvider is a reference provider; it implements browserbackend.Watcher
 // when it reads a roster.
 type RefProvider struct {
-	kind    browserbackend.Kind
+	desc    browserbackend.Descriptor
 	roster  *Roster
 	propose func(browserbackend.Invocation, browserbackend.Env) (browserbackend.Candidate, error)
 }
 
-// Kind implements browserbackend.Provider.
-func (p *RefProvider) Kind() browserbackend.Kind { return p.kind }
+// Describe implements browserbackend.Provider with the real descriptor.
+func (p *RefProvider) Describe() browserbackend.Descriptor { return p.desc }
 
 // Propose implements browserbackend.Provider.
 func (p *RefProvider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
@@ -292,29 +243,30 @@ func (r Reference) build(k browserbackend.Kind, clientID string) func(context.Co
 	}
 }
 
+// hubRoster renders the fake roster as the hub would list it, in connection
+// order, every client equally active.
+func (r Reference) hubRoster() []eventhub.ClientInfo {
+	if r.Roster == nil {
+		return nil
+	}
+	var out []eventhub.ClientInfo
+	for _, c := range r.Roster.Clients() {
+		out = append(out, eventhub.ClientInfo{ClientID: c.ID, InterfaceID: c.InterfaceID,
+			Capabilities: eventhub.Capabilities(c.InterfaceID), ActorPrincipalID: c.Actor, Healthy: true})
+	}
+	return out
+}
+
 // Extension returns the reference extension provider.
 func (r Reference) Extension() *RefProvider {
-	return &RefProvider{kind: browserbackend.KindExtension, roster: r.Roster,
+	return &RefProvider{desc: hostproxy.ExtensionDescriptor, roster: r.Roster,
 		propose: func(inv browserbackend.Invocation, _ browserbackend.Env) (browserbackend.Candidate, error) {
-			ext, _ := r.Roster.actorClients(inv.ActorPrincipalID)
-			if inv.TargetClientID != "" {
-				for _, c := range ext {
-					if c.ID == inv.TargetClientID {
-						return browserbackend.Candidate{Kind: browserbackend.KindExtension,
-							Reason: "target client " + c.ID, Build: r.build(browserbackend.KindExtension, c.ID)}, nil
-					}
-				}
-				return browserbackend.Candidate{}, &browserbackend.Error{Class: browserbackend.ClassUnavailable,
-					Code: browserbackend.CodeNoClient, Backend: browserbackend.KindExtension,
-					Message: fmt.Sprintf("target client %q is not a connected chrome-extension client of this actor", inv.TargetClientID)}
+			c, client, err := hostproxy.ExtensionRule(r.hubRoster(), inv)
+			if err != nil {
+				return browserbackend.Candidate{}, err
 			}
-			if len(ext) == 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeNoClient,
-					"no chrome-extension client of this actor is connected")
-			}
-			return browserbackend.Candidate{Kind: browserbackend.KindExtension,
-				Reason: "chrome-extension client " + ext[0].ID + " connected",
-				Build:  r.build(browserbackend.KindExtension, ext[0].ID)}, nil
+			c.Build = r.build(browserbackend.KindExtension, client.ClientID)
+			return c, nil
 		}}
 }
 
@@ -322,67 +274,56 @@ func (r Reference) Extension() *RefProvider {
 func (r Reference) HostBridge() *RefProvider {
 	cool := r.HostBridgeCooldown
 	if cool == 0 {
-		cool = r.Config.CDPInspect.DesktopAuto.Cooldown()
+		cool = r.Config.DesktopAuto.Cooldown()
 	}
-	return &RefProvider{kind: browserbackend.KindHostBridge, roster: r.Roster,
+	return &RefProvider{desc: hostproxy.HostBridgeDescriptor, roster: r.Roster,
 		propose: func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-			if inv.TargetClientID != "" {
-				return browserbackend.Candidate{}, browserbackend.Skip(CodeTargetClient, "the invocation targets one extension client")
+			c, client, err := hostproxy.HostBridgeRule(r.hubRoster(), inv, env, cool)
+			if err != nil {
+				return browserbackend.Candidate{}, err
 			}
-			ext, bridges := r.Roster.actorClients(inv.ActorPrincipalID)
-			if len(ext) > 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(CodeExtensionConnected,
-					"a chrome-extension client of this actor is connected")
-			}
-			key := browserbackend.HostBridgeCooldownKey(inv.ActorPrincipalID)
-			if left := env.Cooldowns.Remaining(key); left > 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeCooldown,
-					fmt.Sprintf("host-bridge cooldown active for %s (%s left)", key, left))
-			}
-			if len(bridges) == 0 {
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeNoClient,
-					"no desktop host_browser client of this actor is connected")
-			}
-			return browserbackend.Candidate{Kind: browserbackend.KindHostBridge,
-				Reason:      "desktop client " + bridges[0].ID + " connected, no chrome-extension client",
-				Build:       r.build(browserbackend.KindHostBridge, bridges[0].ID),
-				CooldownKey: key, CooldownFor: max(cool, 0)}, nil
+			c.Build = r.build(browserbackend.KindHostBridge, client.ClientID)
+			return c, nil
 		}}
 }
 
 // CDPInspect returns the reference cdp-inspect provider.
 func (r Reference) CDPInspect() *RefProvider {
-	ci := r.Config.CDPInspect
-	return &RefProvider{kind: browserbackend.KindCDPInspect,
+	return &RefProvider{desc: cdpinspect.Descriptor(r.Config),
 		propose: func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-			c := browserbackend.Candidate{Kind: browserbackend.KindCDPInspect,
-				Build: r.build(browserbackend.KindCDPInspect, "")}
-			switch {
-			case env.Pinned:
-				c.Reason = ReasonPinned
-			case ci.Enabled:
-				c.Reason = ReasonConfigured
-			case inv.InterfaceID == InterfaceMacOS && ci.DesktopAuto.Enabled:
-				if left := env.Cooldowns.Remaining(browserbackend.CooldownDesktopAuto); left > 0 {
-					return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeCooldown,
-						fmt.Sprintf("desktop-auto cdp-inspect cooldown active (%s left)", left))
-				}
-				c.Reason = ReasonDesktopAuto
-				c.CooldownKey = browserbackend.CooldownDesktopAuto
-				c.CooldownFor = ci.DesktopAuto.Cooldown()
-			default:
-				return browserbackend.Candidate{}, browserbackend.Skip(browserbackend.CodeNotConfigured,
-					"cdp-inspect is off and the turn is not a macos desktop-auto turn")
+			c, err := cdpinspect.Rule(r.Config, inv, env)
+			if err != nil {
+				return browserbackend.Candidate{}, err
 			}
+			c.Build = r.build(browserbackend.KindCDPInspect, "")
 			return c, nil
 		}}
 }
 
 // Local returns the reference local provider: always a candidate.
 func (r Reference) Local() *RefProvider {
-	return &RefProvider{kind: browserbackend.KindLocal,
-		propose: func(browserbackend.Invocation, browserbackend.Env) (browserbackend.Candidate, error) {
-			return browserbackend.Candidate{Kind: browserbackend.KindLocal, Reason: ReasonLocal,
-				Build: r.build(browserbackend.KindLocal, "")}, nil
+	return &RefProvider{desc: local.Descriptor,
+		propose: func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
+			c := local.Rule(inv, env)
+			c.Build = r.build(browserbackend.KindLocal, "")
+			return c, nil
 		}}
+}
+
+// ReferenceDescriptor returns the real descriptor of one of the four
+// reference kinds (cdp-inspect's for DefaultConfig), and for any other kind
+// a plain descriptor that is pinned by browser_mode equal to the kind's name,
+// so a fake of any kind is selectable and pinnable.
+func ReferenceDescriptor(k browserbackend.Kind) browserbackend.Descriptor {
+	switch k {
+	case browserbackend.KindExtension:
+		return hostproxy.ExtensionDescriptor
+	case browserbackend.KindHostBridge:
+		return hostproxy.HostBridgeDescriptor
+	case browserbackend.KindCDPInspect:
+		return cdpinspect.Descriptor(cdpinspect.DefaultConfig())
+	case browserbackend.KindLocal:
+		return local.Descriptor
+	}
+	return browserbackend.Descriptor{Kind: k, Mode: browserbackend.Mode(k), Transport: "fake"}
 }

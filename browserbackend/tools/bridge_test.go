@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy/auth"
@@ -24,7 +23,7 @@ func startBridge(t testing.TB, h *hubStack) {
 	b := chromiumtest.Start(t)
 	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: eventhub.InterfaceMacOS, ClientID: "mac-1"})
 	require.NoError(t, err)
-	cfg := browserbackend.DefaultConfig().CDPInspect
+	cfg := cdpinspect.DefaultConfig()
 	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", b.Port, 5000
 	br, err := bridge.New(bridge.Options{
 		ServerURL: h.url, Token: tok.Token, ClientID: "mac-1", InterfaceID: eventhub.InterfaceMacOS,

@@ -75,7 +75,7 @@ func (t *Tools) Close(ctx context.Context, inv browserbackend.Invocation, in Rel
 }
 
 func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput, op string, closing bool) (ReleaseResult, error) {
-	mode, err := parseMode(op, in.BrowserMode, inv)
+	mode, err := parseMode(t.sel, op, in.BrowserMode, inv)
 	if err != nil {
 		return ReleaseResult{}, err
 	}
@@ -92,11 +92,11 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	defer t.sel.Forget(inv.ConversationID)
 
 	var firstErr error
-	extensionMode := mode == browserbackend.ModeAuto || mode == browserbackend.ModeExtension
+	extensionMode := mode == browserbackend.ModeAuto || mode == browserbackend.Mode("extension")
 	if pin, ok := t.pins.get(keyOf(inv)); ok && extensionMode {
 		t.pins.del(keyOf(inv))
 		ext := inv
-		ext.Mode = browserbackend.ModeExtension
+		ext.Mode = browserbackend.Mode("extension")
 		c := t.sel.Client(ext)
 		res.TabID = pin.tabID
 		if closing && pin.owned {
@@ -144,7 +144,7 @@ type StatusInput struct {
 // Status is the browser_status tool (SEL-13); see the package-level Status.
 func (t *Tools) Status(ctx context.Context, inv browserbackend.Invocation, in StatusInput) (StatusReport, error) {
 	const op = "status"
-	mode, err := parseMode(op, in.BrowserMode, inv)
+	mode, err := parseMode(t.sel, op, in.BrowserMode, inv)
 	if err != nil {
 		return StatusReport{}, err
 	}

@@ -40,8 +40,8 @@ func TestTypedTextNeverReachesTheLogs(t *testing.T) {
 	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := chromiumtest.Start(t)
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled, cfg.CDPInspect.Host, cfg.CDPInspect.Port, cfg.CDPInspect.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(log))
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: log})
 	tl := tools.New(tools.Options{Selector: sel, Logger: log, ScreenshotDir: t.TempDir()})

@@ -26,7 +26,7 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 	}
 
 	t.Run("a Page runs on a plain ScopedClient without a selector", func(t *testing.T) {
-		cfg := browserbackend.DefaultConfig().CDPInspect
+		cfg := cdpinspect.DefaultConfig()
 		cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", browser.Port, 5000
 		be, err := cdpinspect.Dial(stepCtx(t), cfg, cdpinspect.WithWebSocketURL(browser.BrowserWSURL), cdpinspect.WithUserDataDirs())
 		require.NoError(t, err)

@@ -3,10 +3,11 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/coder/websocket"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,9 +71,9 @@ func TestNavigateEdgeResponsesEndWithoutWaitingForTheDeadline(t *testing.T) {
 // call ends with the backend's session error, not at its deadline.
 func TestWaitForNavigationEndsWhenTheTabIsClosed(t *testing.T) {
 	b := chromiumtest.Start(t)
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled, cfg.CDPInspect.Host, cfg.CDPInspect.Port = true, "127.0.0.1", b.Port
-	cfg.CDPInspect.ProbeTimeoutMs = 5000
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", b.Port
+	cfg.ProbeTimeoutMs = 5000
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL))
 	stuck := make(chan struct{}, 1)
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger(),

@@ -134,11 +134,11 @@ func findNode(t *testing.T, snap tools.SnapshotResult, role, name string) tools.
 // headless Chromium.
 func cdpInspectTools(t testing.TB) (*tools.Tools, *chromiumtest.Browser) {
 	b := chromiumtest.Start(t)
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled = true
-	cfg.CDPInspect.Host = "127.0.0.1"
-	cfg.CDPInspect.Port = b.Port
-	cfg.CDPInspect.ProbeTimeoutMs = 5000 // a loaded test machine must not turn an answer into a timeout
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = true
+	cfg.Host = "127.0.0.1"
+	cfg.Port = b.Port
+	cfg.ProbeTimeoutMs = 5000 // a loaded test machine must not turn an answer into a timeout
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b

@@ -22,10 +22,6 @@ const (
 	VerifiedProbe = "probe"
 )
 
-// CodeNoProvider is the code of a backend kind no provider of the selector
-// offers.
-const CodeNoProvider = "no_provider"
-
 // StatusOptions configures Status.
 type StatusOptions struct {
 	// Probe runs the Probe of every proposed candidate that has one, in
@@ -38,13 +34,14 @@ type StatusOptions struct {
 // BackendStatus is the availability of one backend kind.
 type BackendStatus struct {
 	Kind browserbackend.Kind `json:"kind"`
-	// Mode is the browser_mode that pins this backend; "" for host-bridge,
-	// which is reached through auto only.
+	// Mode is the browser_mode that pins this backend (its
+	// Descriptor.Mode); "" for a kind reached through auto only
+	// (host-bridge).
 	Mode browserbackend.Mode `json:"mode,omitempty"`
-	// Transport names how the backend is reached: "extension-ws" for the
-	// extension (the label the seed's browser_status keeps although the
-	// transport is now SSE plus POSTed results), "host-bridge-sse",
-	// "cdp-ws", "playwright".
+	// Transport names how the backend is reached (its
+	// Descriptor.Transport): "extension-ws" for the extension (the label the
+	// seed's browser_status keeps although the transport is now SSE plus
+	// POSTed results), "host-bridge-sse", "cdp-ws", "playwright".
 	Transport string `json:"transport"`
 	Available bool   `json:"available"`
 	// VerifiedBy is VerifiedPreflight or VerifiedProbe.
@@ -56,11 +53,15 @@ type BackendStatus struct {
 	// Code is the skip code (no_client, cooldown, not_configured …) or the
 	// probe's failure code (unreachable, timeout …).
 	Code string `json:"code,omitempty"`
-	// DiscoveryCode is cdp-inspect's discovery outcome, when known.
-	DiscoveryCode string `json:"discoveryCode,omitempty"`
+	// Detail is the backend's finer code (cdp-inspect's discovery outcome),
+	// when known.
+	Detail string `json:"detail,omitempty"`
+	// Yielded is set when the provider stood aside for another candidate
+	// (browserbackend.Yield): unavailable, but nothing to fix.
+	Yielded bool `json:"yielded,omitempty"`
 	Message       string `json:"message,omitempty"`
-	// UserActions is what a person can do to make it available
-	// (browserbackend.Remediation).
+	// UserActions is what a person can do to make it available (the kind's
+	// Descriptor.Remediation).
 	UserActions []string `json:"userActions,omitempty"`
 }
 
@@ -71,8 +72,9 @@ type StatusReport struct {
 	Mode browserbackend.Mode `json:"mode"`
 	// AutoOrder is the auto chain for this invocation, in try order.
 	AutoOrder []browserbackend.Kind `json:"autoOrder"`
-	// Backends lists every backend kind, in the reference order extension,
-	// host-bridge, cdp-inspect, local.
+	// Backends lists every kind the selector's providers describe, in
+	// provider order (the reference order is extension, host-bridge,
+	// cdp-inspect, local).
 	Backends []BackendStatus `json:"backends"`
 	// StickyKind is the conversation's remembered backend (SEL-9), "" when
 	// none.
@@ -83,7 +85,7 @@ type StatusReport struct {
 	RecommendedKind browserbackend.Kind `json:"recommendedKind,omitempty"`
 	RecommendedMode browserbackend.Mode `json:"recommendedMode,omitempty"`
 	// UserActions gathers the actions of the unavailable backends that come
-	// before the recommended one in the reference order (what would give a
+	// before the recommended one in provider order (what would give a
 	// better browser), or of all of them when none is available; no
 	// duplicates.
 	UserActions []string `json:"userActions,omitempty"`
@@ -101,34 +103,6 @@ func (r StatusReport) Backend(k browserbackend.Kind) (BackendStatus, bool) {
 	return BackendStatus{}, false
 }
 
-// noActionCodes are unavailability codes a person need not act on: the
-// host-bridge is left out because the extension serves instead, or because
-// the call targets one extension client (hostproxy's skip codes).
-var noActionCodes = map[string]bool{CodeNoProvider: true, "extension_connected": true, "target_client": true}
-
-var referenceKinds = []browserbackend.Kind{
-	browserbackend.KindExtension, browserbackend.KindHostBridge, browserbackend.KindCDPInspect, browserbackend.KindLocal,
-}
-
-var transports = map[browserbackend.Kind]string{
-	browserbackend.KindExtension:  "extension-ws",
-	browserbackend.KindHostBridge: "host-bridge-sse",
-	browserbackend.KindCDPInspect: "cdp-ws",
-	browserbackend.KindLocal:      "playwright",
-}
-
-func modeOf(k browserbackend.Kind) browserbackend.Mode {
-	switch k {
-	case browserbackend.KindExtension:
-		return browserbackend.ModeExtension
-	case browserbackend.KindCDPInspect:
-		return browserbackend.ModeCDPInspect
-	case browserbackend.KindLocal:
-		return browserbackend.ModeLocal
-	}
-	return ""
-}
-
 // Status reports, for the invocation inv, which backends are available and how
 // that was verified, the auto order, the conversation's sticky kind, a
 // recommended mode and what a person can do (SEL-13). It never builds a
@@ -140,7 +114,7 @@ func modeOf(k browserbackend.Kind) browserbackend.Mode {
 // ctx plus one probe timeout.
 func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbackend.Invocation, opts StatusOptions) (StatusReport, error) {
 	const op = "status"
-	mode, err := parseMode(op, "", inv)
+	mode, err := parseMode(sel, op, "", inv)
 	if err != nil {
 		return StatusReport{}, err
 	}
@@ -162,55 +136,11 @@ func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbacken
 		st    BackendStatus
 		probe func(context.Context) error
 	}
-	entries := make([]*entry, len(referenceKinds))
-	for i, k := range referenceKinds {
-		e := &entry{st: BackendStatus{Kind: k, Mode: modeOf(k), Transport: transports[k], VerifiedBy: VerifiedPreflight}}
-		entries[i] = e
-		found := false
-		for _, c := range auto.Candidates {
-			if c.Kind == k {
-				e.st.Available, e.st.InAutoOrder, e.st.Reason, e.probe = true, true, c.Reason, c.Probe
-				found = true
-				break
-			}
-		}
-		if !found {
-			for _, a := range auto.Skipped {
-				if a.Kind == k {
-					e.st.Reason, e.st.Code, e.st.Message, e.st.DiscoveryCode = a.Reason, a.Code, a.Message, a.DiscoveryCode
-					found = true
-				}
-			}
-		}
-		// A pinnable kind the auto chain leaves out may still serve a
-		// pinned call (e.g. cdp-inspect not enabled for auto).
-		if m := modeOf(k); m != "" && (!e.st.Available) {
-			pinInv := inv
-			pinInv.Mode = m
-			if k != browserbackend.KindExtension {
-				pinInv.TargetClientID = ""
-			}
-			pinned := sel.Plan(pinInv)
-			if len(pinned.Candidates) > 0 {
-				c := pinned.Candidates[0]
-				e.st.Available, e.st.Reason, e.probe = true, c.Reason, c.Probe
-				e.st.Code, e.st.Message = "", "pinned mode only"
-				found = true
-			} else if !found {
-				for _, a := range pinned.Skipped {
-					e.st.Reason, e.st.Code, e.st.Message = a.Reason, a.Code, a.Message
-					found = true
-				}
-				var be *browserbackend.Error
-				if !found && errors.As(pinned.Err, &be) {
-					e.st.Code, e.st.Message = be.Code, be.Message
-					found = true
-				}
-			}
-		}
-		if !found {
-			e.st.Code, e.st.Message = CodeNoProvider, "no provider offers this backend"
-		}
+	var entries []*entry
+	for _, d := range sel.Descriptors() {
+		e := &entry{st: BackendStatus{Kind: d.Kind, Mode: d.Mode, Transport: d.Transport, VerifiedBy: VerifiedPreflight}}
+		entries = append(entries, e)
+		e.probe = availability(&e.st, d, auto, sel, inv)
 	}
 
 	if opts.Probe {
@@ -232,7 +162,7 @@ func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbacken
 						be = &browserbackend.Error{Code: browserbackend.CodeTimeout, Message: "probe timed out"}
 					}
 					e.st.Available = false
-					e.st.Code, e.st.DiscoveryCode, e.st.Message = be.Code, be.DiscoveryCode, be.Message
+					e.st.Code, e.st.Detail, e.st.Message = be.Code, be.Detail, be.Message
 					if e.st.Message == "" {
 						e.st.Message = err.Error()
 					}
@@ -243,12 +173,9 @@ func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbacken
 	}
 
 	for _, e := range entries {
-		if !e.st.Available && !noActionCodes[e.st.Code] {
-			code := e.st.Code
-			if e.st.DiscoveryCode != "" {
-				code = e.st.DiscoveryCode
-			}
-			e.st.UserActions = browserbackend.Remediation(e.st.Kind, code)
+		if !e.st.Available && !e.st.Yielded {
+			e.st.UserActions = sel.Remediation(browserbackend.Attempt{Kind: e.st.Kind, Stage: browserbackend.StageCandidateSelection,
+				Code: e.st.Code, Detail: e.st.Detail, Message: e.st.Message})
 		}
 		rep.Backends = append(rep.Backends, e.st)
 	}
@@ -275,4 +202,55 @@ func Status(ctx context.Context, sel *browserbackend.Selector, inv browserbacken
 		}
 	}
 	return rep, nil
+}
+
+// availability fills st from the auto plan, or, for a pinnable kind the auto
+// chain leaves out (cdp-inspect not enabled for auto), from its pinned plan;
+// it returns the candidate's Probe when one was proposed.
+func availability(st *BackendStatus, d browserbackend.Descriptor, auto browserbackend.Plan, sel *browserbackend.Selector, inv browserbackend.Invocation) func(context.Context) error {
+	for _, c := range auto.Candidates {
+		if c.Kind == d.Kind {
+			st.Available, st.InAutoOrder, st.Reason = true, true, c.Reason
+			return c.Probe
+		}
+	}
+	found := skipped(st, d.Kind, auto.Skipped)
+	if d.Mode == "" {
+		return nil
+	}
+	pinInv := inv
+	pinInv.Mode = d.Mode
+	if !d.TargetClients {
+		pinInv.TargetClientID = ""
+	}
+	pinned := sel.Plan(pinInv)
+	if len(pinned.Candidates) > 0 {
+		c := pinned.Candidates[0]
+		st.Available, st.Reason, st.Yielded = true, c.Reason, false
+		st.Code, st.Message = "", "pinned mode only"
+		return c.Probe
+	}
+	if found {
+		return nil
+	}
+	if skipped(st, d.Kind, pinned.Skipped) {
+		return nil
+	}
+	var be *browserbackend.Error
+	if errors.As(pinned.Err, &be) {
+		st.Code, st.Message = be.Code, be.Message
+	}
+	return nil
+}
+
+// skipped copies the last skip of kind k into st; false when there is none.
+func skipped(st *BackendStatus, k browserbackend.Kind, as []browserbackend.Attempt) bool {
+	found := false
+	for _, a := range as {
+		if a.Kind == k {
+			st.Reason, st.Code, st.Message, st.Detail, st.Yielded = a.Reason, a.Code, a.Message, a.Detail, a.Yielded
+			found = true
+		}
+	}
+	return found
 }

@@ -36,11 +36,11 @@ func referenceChain(t *testing.T, port int) *browserbackend.Selector {
 	hub := eventhub.New(eventhub.WithLogger(quietLogger()))
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: quietLogger()})
 	t.Cleanup(func() { proxy.Close(); hub.Close() })
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled = true
-	cfg.CDPInspect.Host = "127.0.0.1"
-	cfg.CDPInspect.Port = port
-	cfg.CDPInspect.ProbeTimeoutMs = 5000
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = true
+	cfg.Host = "127.0.0.1"
+	cfg.Port = port
+	cfg.ProbeTimeoutMs = 5000
 	lb := local.New(local.Options{Logger: quietLogger()})
 	t.Cleanup(func() { lb.Close() })
 	return browserbackend.NewSelector(browserbackend.Options{Logger: quietLogger(), Providers: []browserbackend.Provider{
@@ -62,7 +62,7 @@ func TestStatusWithoutExtensionAndWithClosedDebugPort(t *testing.T) {
 	assert.False(t, ext.Available, "no extension client is connected")
 	assert.Equal(t, tools.VerifiedPreflight, ext.VerifiedBy, "known without touching the network")
 	assert.Equal(t, browserbackend.CodeNoClient, ext.Code)
-	assert.Equal(t, browserbackend.Remediation(browserbackend.KindExtension, browserbackend.CodeNoClient), ext.UserActions)
+	assert.Equal(t, sel.Remediation(browserbackend.Attempt{Kind: browserbackend.KindExtension, Code: browserbackend.CodeNoClient}), ext.UserActions)
 	assert.False(t, ext.InAutoOrder)
 	assert.Equal(t, "extension-ws", ext.Transport, "the seed's browser_status label")
 
@@ -70,7 +70,7 @@ func TestStatusWithoutExtensionAndWithClosedDebugPort(t *testing.T) {
 	assert.False(t, cdpi.Available, "the debug port is closed")
 	assert.Equal(t, tools.VerifiedProbe, cdpi.VerifiedBy)
 	assert.Equal(t, browserbackend.CodeUnreachable, cdpi.Code)
-	assert.Equal(t, browserbackend.CodeUnreachable, cdpi.DiscoveryCode, "the discovery code is reported")
+	assert.Equal(t, browserbackend.CodeUnreachable, cdpi.Detail, "the discovery code is reported")
 	assert.NotEmpty(t, cdpi.UserActions)
 	assert.Contains(t, cdpi.UserActions[0], "--remote-debugging-port")
 	assert.True(t, cdpi.InAutoOrder, "it is configured on, so auto still lists it")
@@ -81,7 +81,7 @@ func TestStatusWithoutExtensionAndWithClosedDebugPort(t *testing.T) {
 
 	assert.Equal(t, []browserbackend.Kind{browserbackend.KindCDPInspect, browserbackend.KindLocal}, rep.AutoOrder)
 	assert.Equal(t, browserbackend.KindLocal, rep.RecommendedKind, "the first available backend in auto order")
-	assert.Equal(t, browserbackend.ModeLocal, rep.RecommendedMode)
+	assert.Equal(t, browserbackend.Mode("local"), rep.RecommendedMode)
 	assert.Subset(t, rep.UserActions, ext.UserActions, "what would give a better browser")
 	assert.Subset(t, rep.UserActions, cdpi.UserActions)
 	assert.Empty(t, rep.StickyKind)
@@ -103,7 +103,7 @@ func TestStatusRecommendsTheFirstAvailableInAutoOrder(t *testing.T) {
 	assert.True(t, cdpi.Available, "a listening Chrome is found by the probe")
 	assert.Equal(t, tools.VerifiedProbe, cdpi.VerifiedBy)
 	assert.Equal(t, browserbackend.KindCDPInspect, rep.RecommendedKind, "cdp-inspect comes before local in auto order")
-	assert.Equal(t, browserbackend.ModeCDPInspect, rep.RecommendedMode)
+	assert.Equal(t, browserbackend.Mode("cdp-inspect"), rep.RecommendedMode)
 	ext, _ := rep.Backend(browserbackend.KindExtension)
 	hb, _ := rep.Backend(browserbackend.KindHostBridge)
 	assert.Equal(t, append(ext.UserActions, hb.UserActions...), rep.UserActions,
@@ -116,7 +116,7 @@ func TestStatusFollowsProviderOrderStickyKindAndPinnedOnlyBackends(t *testing.T)
 	loc := &browserbackendtest.Provider{K: browserbackend.KindLocal}
 	// cdp-inspect not enabled for auto: the reference provider proposes only
 	// when pinned.
-	cdpi := cdpinspect.NewProvider(browserbackend.DefaultConfig(), cdpinspect.WithUserDataDirs())
+	cdpi := cdpinspect.NewProvider(cdpinspect.DefaultConfig(), cdpinspect.WithUserDataDirs())
 	sel := browserbackend.NewSelector(browserbackend.Options{Logger: quietLogger(),
 		Providers: []browserbackend.Provider{ext, cdpi, loc}})
 	inv := browserbackend.Invocation{ConversationID: "conv-t", InterfaceID: "cli"}
@@ -125,16 +125,14 @@ func TestStatusFollowsProviderOrderStickyKindAndPinnedOnlyBackends(t *testing.T)
 	require.NoError(t, err)
 	assert.Equal(t, []browserbackend.Kind{browserbackend.KindExtension, browserbackend.KindLocal}, rep.AutoOrder)
 	assert.Equal(t, browserbackend.KindExtension, rep.RecommendedKind)
-	assert.Equal(t, browserbackend.ModeExtension, rep.RecommendedMode)
+	assert.Equal(t, browserbackend.Mode("extension"), rep.RecommendedMode)
 	assert.Empty(t, rep.UserActions, "nothing better to set up")
 	c, _ := rep.Backend(browserbackend.KindCDPInspect)
 	assert.True(t, c.Available, "cdp-inspect can still be pinned")
 	assert.False(t, c.InAutoOrder)
 	assert.Equal(t, tools.VerifiedPreflight, c.VerifiedBy, "no probe was asked for")
-	hb, _ := rep.Backend(browserbackend.KindHostBridge)
-	assert.False(t, hb.Available)
-	assert.Equal(t, tools.CodeNoProvider, hb.Code)
-	assert.Empty(t, hb.UserActions)
+	_, listed := rep.Backend(browserbackend.KindHostBridge)
+	assert.False(t, listed, "a kind no provider describes is not reported")
 
 	// A call served by local makes local the conversation's sticky kind.
 	extAvail = false

@@ -175,7 +175,7 @@ func vellum(ctx context.Context, c browserbackend.ScopedClient, method string, p
 // remembers it, or the plan lists it first.
 func (t *Tools) expectsExtension(inv browserbackend.Invocation) bool {
 	switch inv.Mode {
-	case browserbackend.ModeExtension:
+	case browserbackend.Mode("extension"):
 		return true
 	case browserbackend.ModeAuto:
 	default:
@@ -208,7 +208,7 @@ func (t *Tools) open(ctx context.Context, inv browserbackend.Invocation, op stri
 		return t.sel.Client(inv), 0, nil
 	}
 	ext := inv
-	ext.Mode = browserbackend.ModeExtension
+	ext.Mode = browserbackend.Mode("extension")
 	c := t.sel.Client(ext)
 	tabID, err := t.ensureTab(ctx, c, inv, op, req)
 	if err == nil {

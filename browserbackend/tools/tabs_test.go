@@ -22,7 +22,7 @@ type tabEntry struct {
 func listTabs(t *testing.T, h *hubStack) map[int]tabEntry {
 	t.Helper()
 	inv := h.invocation("tab-lister")
-	inv.Mode = browserbackend.ModeExtension
+	inv.Mode = browserbackend.Mode("extension")
 	c := h.rt.Selector.Client(inv)
 	defer c.Close()
 	raw, err := c.Send(stepCtx(t), browserbackend.Command{Method: "Vellum.listTabs", Params: json.RawMessage(`{}`)})
@@ -91,7 +91,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	// The user closes conversation B's tab: the next navigate opens a new one.
 	closer := h.rt.Selector.Client(func() browserbackend.Invocation {
 		i := h.invocation("closer")
-		i.Mode = browserbackend.ModeExtension
+		i.Mode = browserbackend.Mode("extension")
 		return i
 	}())
 	_, err = closer.Send(ctx, browserbackend.Command{Method: "Vellum.closeTab", Params: json.RawMessage(`{"tabId":` + strconv.Itoa(b1.TabID) + `}`)})

@@ -51,7 +51,7 @@ type Options struct {
 // Tools runs the browser tools of TOOL-1 for a host application: each method
 // is one tool call, takes the invocation (conversation, interface, actor,
 // target client) and the tool's input with its browser_mode, validates
-// browser_mode with browserbackend.ParseMode and the input before any CDP
+// browser_mode with Selector.ParseMode and the input before any CDP
 // command, gets a fresh per-call Client from the Selector, runs the operation
 // on the invocation's page and closes the Client.
 //
@@ -95,11 +95,11 @@ func (t *Tools) Selector() *browserbackend.Selector { return t.sel }
 
 // parseMode validates the caller's browser_mode; it is the first thing every
 // tool does (SEL-7, TOOL-1).
-func parseMode(op, mode string, inv browserbackend.Invocation) (browserbackend.Mode, error) {
+func parseMode(sel *browserbackend.Selector, op, mode string, inv browserbackend.Invocation) (browserbackend.Mode, error) {
 	if mode == "" {
 		mode = string(inv.Mode)
 	}
-	m, err := browserbackend.ParseMode(mode)
+	m, err := sel.ParseMode(mode)
 	if err != nil {
 		return "", &Error{Op: op, Code: CodeInvalidMode, Message: "browser_mode is not accepted", Err: err}
 	}
@@ -138,7 +138,7 @@ func run[R any, PR interface {
 	callResult
 }](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
 	var zero R
-	mode, err := parseMode(s.op, s.mode, inv)
+	mode, err := parseMode(t.sel, s.op, s.mode, inv)
 	if err != nil {
 		return zero, err
 	}

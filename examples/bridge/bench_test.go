@@ -26,7 +26,7 @@ func BenchmarkEvaluateRoundTripBridgeProcess(b *testing.B) {
 	chrome := chromiumtest.Start(b)
 	cmd := bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1+1","returnByValue":true}`)}
 	b.Run("raw-cdp", func(b *testing.B) {
-		cfg := bb.DefaultConfig().CDPInspect
+		cfg := cdpinspect.DefaultConfig()
 		br, err := cdpinspect.Dial(context.Background(), cfg, cdpinspect.WithWebSocketURL(chrome.BrowserWSURL), cdpinspect.WithLogger(quiet()))
 		require.NoError(b, err)
 		defer br.Close()

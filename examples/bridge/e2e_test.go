@@ -178,8 +178,8 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 		waitClient(t, rs.Hub, id, true)
 	}
 
-	cfg := bb.DefaultConfig() // desktopAuto on: a macos turn lists cdp-inspect
-	cfg.CDPInspect.Host, cfg.CDPInspect.Port, cfg.CDPInspect.ProbeTimeoutMs = "127.0.0.1", chrome.Port, 3000
+	cfg := cdpinspect.DefaultConfig() // desktopAuto on: a macos turn lists cdp-inspect
+	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", chrome.Port, 3000
 	cooldowns := &bb.Cooldowns{}
 	sel := bb.NewSelector(bb.Options{
 		Providers: []bb.Provider{
@@ -261,8 +261,8 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	require.Error(t, r.err)
 	assert.ErrorIs(t, r.err, bb.ErrTransport, "the lost client is a transport error")
 	assert.NotErrorIs(t, r.err, bb.ErrTimeout, "it did not wait for the command timeout")
-	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("alice")), "host-bridge cooldown recorded for alice")
-	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
+	assert.True(t, cooldowns.Active(hostproxy.HostBridgeCooldownKey("alice")), "host-bridge cooldown recorded for alice")
+	assert.False(t, cooldowns.Active(hostproxy.HostBridgeCooldownKey("bob")))
 	waitClient(t, rs.Hub, "mac-alice", false)
 
 	// 4. Alice's next invocation skips host-bridge (cooldown) and is served by cdp-inspect.
@@ -297,7 +297,7 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	require.True(t, ok, attemptKinds(c5.Attempts()))
 	assert.Equal(t, bb.StageSend, hb.Stage)
 	assert.Equal(t, bb.ClassTransport, hb.Class, "a lost client is a transport error, not a timeout: %v", attemptKinds(c5.Attempts()))
-	assert.True(t, cooldowns.Active(bb.HostBridgeCooldownKey("carol")))
+	assert.True(t, cooldowns.Active(hostproxy.HostBridgeCooldownKey("carol")))
 
 	// 6. Bob is unaffected: his own bridge still serves him.
 	c4 := sel.Client(bb.Invocation{ConversationID: "c4", InterfaceID: "macos", ActorPrincipalID: "bob"})
@@ -306,5 +306,5 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `"bob-5"`, v)
 	assert.Equal(t, bb.KindHostBridge, c4.Kind())
-	assert.False(t, cooldowns.Active(bb.HostBridgeCooldownKey("bob")))
+	assert.False(t, cooldowns.Active(hostproxy.HostBridgeCooldownKey("bob")))
 }

@@ -25,7 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy/bridge"
 )
@@ -71,7 +70,7 @@ func run(args []string, stderr io.Writer) error {
 		*token = os.Getenv("BROWSERCHAIN_TOKEN")
 	}
 
-	cfg := browserbackend.DefaultConfig().CDPInspect
+	cfg := cdpinspect.DefaultConfig()
 	host, portStr, err := net.SplitHostPort(*devtools)
 	if err != nil {
 		return fmt.Errorf("-devtools %q: %w", *devtools, err)
@@ -81,7 +80,7 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-devtools %q: bad port", *devtools)
 	}
 	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = host, port, int(probe.Milliseconds())
-	if err := (browserbackend.Config{CDPInspect: cfg}).Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 

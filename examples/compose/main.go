@@ -32,8 +32,8 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	cfg := browserbackend.DefaultConfig() // or browserbackend.LoadConfig(jsonBytes)
-	hub := eventhub.New()                 // serve hub.EventsHandler() etc.: see examples/server/runtime
+	cfg := cdpinspect.DefaultConfig() // or cdpinspect.LoadConfig(jsonBytes)
+	hub := eventhub.New()             // serve hub.EventsHandler() etc.: see examples/server/runtime
 	defer hub.Close()
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub})
 	defer proxy.Close()
@@ -44,7 +44,7 @@ func run(ctx context.Context) error {
 		Providers: []browserbackend.Provider{
 			proxy.ExtensionProvider(hostproxy.ProviderOptions{}), // extension
 			proxy.HostBridgeProvider(hostproxy.ProviderOptions{ // host-bridge (never with extension)
-				HostBridgeCooldown: cfg.CDPInspect.DesktopAuto.Cooldown()}),
+				HostBridgeCooldown: cfg.DesktopAuto.Cooldown()}),
 			cdpinspect.NewProvider(cfg), // cdp-inspect
 			local.NewProvider(browser),  // local, last
 		},

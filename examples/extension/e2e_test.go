@@ -203,10 +203,10 @@ func TestResultFromAnotherClientOrActorIsForbiddenAndTheRightAnswerCompletes(t *
 func TestBrowserKilledMidRequestFailsAtOnceAndNextInvocationFallsBack(t *testing.T) {
 	// A second Chromium with a debugging port is the cdp-inspect fallback.
 	spare := chromiumtest.Start(t)
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled = true
-	cfg.CDPInspect.Host = "127.0.0.1"
-	cfg.CDPInspect.Port = spare.Port
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = true
+	cfg.Host = "127.0.0.1"
+	cfg.Port = spare.Port
 	s := startStack(t, stackOptions{
 		fallbacks: []browserbackend.Provider{cdpinspect.NewProvider(cfg)},
 		// Far beyond the test's own step timeout: a timeout is not what ends

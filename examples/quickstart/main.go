@@ -129,10 +129,6 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string) (*Result, error) {
 	start := time.Now()
-	mode, err := browserbackend.ParseMode(modeArg)
-	if err != nil {
-		return nil, err
-	}
 	if url == "" {
 		srv, err := serveFixture()
 		if err != nil {
@@ -154,11 +150,15 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 		Providers: []browserbackend.Provider{
 			proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
 			proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
-			cdpinspect.NewProvider(browserbackend.DefaultConfig(), cdpinspect.WithLogger(logger)),
+			cdpinspect.NewProvider(cdpinspect.DefaultConfig(), cdpinspect.WithLogger(logger)),
 			local.NewProvider(browser),
 		},
 		Logger: logger,
 	})
+	mode, err := sel.ParseMode(modeArg) // the modes the providers declare
+	if err != nil {
+		return nil, err
+	}
 	client := sel.Client(browserbackend.Invocation{
 		ConversationID:   "quickstart",
 		InterfaceID:      iface,

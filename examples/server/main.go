@@ -68,9 +68,9 @@ func run() error {
 		return err
 	}
 
-	cfg := browserbackend.DefaultConfig()
-	cfg.CDPInspect.Enabled = *inspect
-	cfg.CDPInspect.Port = *cdpPort
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = *inspect
+	cfg.Port = *cdpPort
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 //	go test -run XXX -bench EvaluateRoundTrip ./hostproxy/bridge/
 func BenchmarkEvaluateRoundTrip(b *testing.B) {
 	chrome := chromiumtest.Start(b)
-	cfg := browserbackend.DefaultConfig().CDPInspect
+	cfg := cdpinspect.DefaultConfig()
 	cfg.Host, cfg.Port = "127.0.0.1", chrome.Port
 	dial := CDPInspectDialer(cfg, cdpinspect.WithWebSocketURL(chrome.BrowserWSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(quiet()))
 	cmd := browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1+1","returnByValue":true}`)}

@@ -57,7 +57,7 @@ type Dialer func(ctx context.Context) (Browser, error)
 // CDPInspectDialer discovers and attaches to a local Chrome as cdp-inspect
 // does (INS-1, INS-2): cfg gives host:port and the probe timeout, opts may
 // add an explicit WebSocket URL or user-data directories.
-func CDPInspectDialer(cfg browserbackend.CDPInspectConfig, opts ...cdpinspect.Option) Dialer {
+func CDPInspectDialer(cfg cdpinspect.Config, opts ...cdpinspect.Option) Dialer {
 	return func(ctx context.Context) (Browser, error) {
 		b, err := cdpinspect.Dial(ctx, cfg, opts...)
 		if err != nil {

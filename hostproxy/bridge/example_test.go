@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy/bridge"
 )
 
 // A bridge for the local Chrome on localhost:9222, run until ctx ends. Here
 // the server does not exist, so Run just retries until the deadline.
 func ExampleBridge_Run() {
-	cfg := browserbackend.DefaultConfig().CDPInspect
+	cfg := cdpinspect.DefaultConfig()
 	b, err := bridge.New(bridge.Options{
 		ServerURL: "http://127.0.0.1:1",
 		ClientID:  "example-bridge",

@@ -40,12 +40,12 @@ func closedPort(t *testing.T) int {
 	return port
 }
 
-func inspectConfig(port int, enabled bool) bb.Config {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.Host = "127.0.0.1"
-	cfg.CDPInspect.Port = port
-	cfg.CDPInspect.Enabled = enabled
-	cfg.CDPInspect.ProbeTimeoutMs = 2000
+func inspectConfig(port int, enabled bool) cdpinspect.Config {
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	cfg.Port = port
+	cfg.Enabled = enabled
+	cfg.ProbeTimeoutMs = 2000
 	return cfg
 }
 
@@ -81,7 +81,7 @@ func TestMacOSTurnWithoutChromeCoolsDownCDPInspectAndLocalServes(t *testing.T) {
 	assert.Equal(t, bb.StageConstruction, attempts[0].Stage)
 	assert.Equal(t, bb.ClassTransport, attempts[0].Class)
 	assert.Equal(t, bb.CodeUnreachable, attempts[0].Code)
-	assert.True(t, sel.Cooldowns().Active(bb.CooldownDesktopAuto), "desktop-auto cooldown recorded")
+	assert.True(t, sel.Cooldowns().Active(cdpinspect.CooldownKey), "desktop-auto cooldown recorded")
 	assert.Len(t, rec.Find("cooldown recorded after transport failure"), 1)
 
 	// A second macos turn of another conversation inside the cooldown skips
@@ -128,7 +128,7 @@ func TestChromiumKilledBeforeFirstCommandFailsOverToLocal(t *testing.T) {
 	assert.Equal(t, bb.KindCDPInspect, attempts[0].Kind)
 	assert.Equal(t, bb.ClassTransport, attempts[0].Class)
 	// An explicitly enabled cdp-inspect is never cooled down (SEL-6).
-	assert.False(t, sel.Cooldowns().Active(bb.CooldownDesktopAuto))
+	assert.False(t, sel.Cooldowns().Active(cdpinspect.CooldownKey))
 }
 
 func TestChromiumKilledMidCommandFailsAtOnceAndNextInvocationFailsOver(t *testing.T) {

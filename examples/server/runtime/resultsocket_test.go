@@ -60,7 +60,7 @@ func TestResultSocketIsMountedAndCompletesAnExtensionCommand(t *testing.T) {
 	var mu sync.Mutex
 	var transports []hostproxy.Transport
 	cfg := runtime.Config{Key: bytes.Repeat([]byte("s"), 32), AllowedOrigins: []string{origin},
-		SelectorOptions: browserbackend.Options{ExtensionGrace: -1},
+		SelectorOptions: browserbackend.Options{Grace: -1},
 		OnResult: func(r hostproxy.ResultReceipt) {
 			mu.Lock()
 			transports = append(transports, r.Transport)

@@ -207,7 +207,7 @@ type CommandError struct {
 // the result with the attempt sequence. It is what the command endpoint
 // calls.
 func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse, error) {
-	mode, err := browserbackend.ParseMode(req.BrowserMode)
+	mode, err := rt.Selector.ParseMode(req.BrowserMode)
 	if err != nil {
 		return CommandResponse{Attempts: []browserbackend.Attempt{}}, err
 	}

@@ -49,7 +49,7 @@ func (c *clock) Advance(d time.Duration) {
 func newServer(t *testing.T, clk *clock, fallbacks ...browserbackend.Provider) (*runtime.Runtime, *httptest.Server) {
 	t.Helper()
 	cfg := runtime.Config{Key: bytes.Repeat([]byte("s"), 32), AllowedOrigins: []string{origin}, Fallbacks: fallbacks,
-		SelectorOptions: browserbackend.Options{ExtensionGrace: -1}}
+		SelectorOptions: browserbackend.Options{Grace: -1}}
 	if clk != nil {
 		cfg.Now = clk.Now
 	}

@@ -1,21 +1,19 @@
-package browserbackend
+package cdpinspect
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 )
 
-// Config holds the host-browser settings (SEL-12), with the seed's keys. Use
-// DefaultConfig or LoadConfig: the zero value disables desktop-auto.
+// Config configures the cdp-inspect backend: the "hostBrowser.cdpInspect"
+// keys of SEL-12 (INS-1). Use DefaultConfig or LoadConfig: the zero value
+// disables desktop-auto and has no port.
 type Config struct {
-	CDPInspect CDPInspectConfig `json:"cdpInspect"`
-}
-
-// CDPInspectConfig configures the cdp-inspect backend (SEL-12, INS-1).
-type CDPInspectConfig struct {
 	// Enabled adds cdp-inspect to every auto invocation (default false).
 	Enabled bool `json:"enabled"`
 	// Host is the DevTools HTTP host (default "localhost"); it must resolve to
@@ -34,24 +32,27 @@ type DesktopAutoConfig struct {
 	// Enabled (default true) adds cdp-inspect to macos turns.
 	Enabled bool `json:"enabled"`
 	// CooldownMs, 0–300000 (default 30000), skips desktop-auto cdp-inspect
-	// after a transport failure; 0 disables the cooldown. Also the host-bridge
-	// cooldown unless the host app sets that apart.
+	// after a transport failure; 0 disables the cooldown. The reference
+	// server uses the same window for the host-bridge cooldown (SEL-6b).
 	CooldownMs int `json:"cooldownMs"`
 }
 
 // DefaultConfig returns the defaults of SEL-12.
 func DefaultConfig() Config {
-	return Config{CDPInspect: CDPInspectConfig{
+	return Config{
 		Enabled:        false,
 		Host:           "localhost",
 		Port:           9222,
 		ProbeTimeoutMs: 500,
 		DesktopAuto:    DesktopAutoConfig{Enabled: true, CooldownMs: 30000},
-	}}
+	}
 }
 
+// Addr returns "host:port".
+func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
 // ProbeTimeout returns ProbeTimeoutMs as a duration.
-func (c CDPInspectConfig) ProbeTimeout() time.Duration {
+func (c Config) ProbeTimeout() time.Duration {
 	return time.Duration(c.ProbeTimeoutMs) * time.Millisecond
 }
 
@@ -65,9 +66,9 @@ func (c DesktopAutoConfig) Cooldown() time.Duration {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(field, rule string, got any) {
-		errs = append(errs, fmt.Errorf("browserbackend: hostBrowser.cdpInspect.%s: %s, got %v", field, rule, got))
+		errs = append(errs, fmt.Errorf("cdpinspect: hostBrowser.cdpInspect.%s: %s, got %v", field, rule, got))
 	}
-	ci := c.CDPInspect
+	ci := c
 	if ci.Host == "" {
 		bad("host", "must not be empty", `""`)
 	}
@@ -83,23 +84,31 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// LoadConfig reads the "hostBrowser" object of a JSON document, fills unset
-// keys with DefaultConfig, rejects unknown keys, and validates the result.
-// A document without "hostBrowser" yields the defaults.
+// LoadConfig reads "hostBrowser.cdpInspect" from a JSON document, fills unset
+// keys with DefaultConfig, rejects unknown keys (also unknown keys of
+// "hostBrowser"), and validates the result. A document without "hostBrowser"
+// yields the defaults.
 func LoadConfig(data []byte) (Config, error) {
 	var doc struct {
 		HostBrowser json.RawMessage `json:"hostBrowser"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return Config{}, fmt.Errorf("browserbackend: config: %w", err)
+		return Config{}, fmt.Errorf("cdpinspect: config: %w", err)
 	}
-	cfg := DefaultConfig()
+	hb := struct {
+		CDPInspect *Config `json:"cdpInspect"`
+	}{CDPInspect: new(Config)}
+	*hb.CDPInspect = DefaultConfig()
 	if len(doc.HostBrowser) > 0 && !bytes.Equal(doc.HostBrowser, []byte("null")) {
 		dec := json.NewDecoder(bytes.NewReader(doc.HostBrowser))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return Config{}, fmt.Errorf("browserbackend: config: hostBrowser: %w", err)
+		if err := dec.Decode(&hb); err != nil {
+			return Config{}, fmt.Errorf("cdpinspect: config: hostBrowser: %w", err)
 		}
+	}
+	cfg := DefaultConfig()
+	if hb.CDPInspect != nil { // "cdpInspect": null keeps the defaults
+		cfg = *hb.CDPInspect
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err

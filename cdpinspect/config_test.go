@@ -1,4 +1,4 @@
-package browserbackend_test
+package cdpinspect_test
 
 import (
 	"strings"
@@ -8,42 +8,42 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
 )
 
 // SEL-12: configuration.
 
 func TestDefaultConfigHasTheSeedDefaults(t *testing.T) {
-	c := bb.DefaultConfig()
-	assert.False(t, c.CDPInspect.Enabled)
-	assert.Equal(t, "localhost", c.CDPInspect.Host)
-	assert.Equal(t, 9222, c.CDPInspect.Port)
-	assert.Equal(t, 500, c.CDPInspect.ProbeTimeoutMs)
-	assert.Equal(t, 500*time.Millisecond, c.CDPInspect.ProbeTimeout())
-	assert.True(t, c.CDPInspect.DesktopAuto.Enabled)
-	assert.Equal(t, 30000, c.CDPInspect.DesktopAuto.CooldownMs)
-	assert.Equal(t, 30*time.Second, c.CDPInspect.DesktopAuto.Cooldown())
+	c := cdpinspect.DefaultConfig()
+	assert.False(t, c.Enabled)
+	assert.Equal(t, "localhost", c.Host)
+	assert.Equal(t, 9222, c.Port)
+	assert.Equal(t, 500, c.ProbeTimeoutMs)
+	assert.Equal(t, 500*time.Millisecond, c.ProbeTimeout())
+	assert.True(t, c.DesktopAuto.Enabled)
+	assert.Equal(t, 30000, c.DesktopAuto.CooldownMs)
+	assert.Equal(t, 30*time.Second, c.DesktopAuto.Cooldown())
 	assert.NoError(t, c.Validate())
 }
 
 func TestLoadConfigReadsHostBrowserAndFillsDefaults(t *testing.T) {
-	c, err := bb.LoadConfig([]byte(`{
+	c, err := cdpinspect.LoadConfig([]byte(`{
 		"other": {"ignored": true},
 		"hostBrowser": {"cdpInspect": {"enabled": true, "port": 9333, "desktopAuto": {"cooldownMs": 0}}}
 	}`))
 	require.NoError(t, err)
-	want := bb.DefaultConfig()
-	want.CDPInspect.Enabled = true
-	want.CDPInspect.Port = 9333
-	want.CDPInspect.DesktopAuto.CooldownMs = 0
+	want := cdpinspect.DefaultConfig()
+	want.Enabled = true
+	want.Port = 9333
+	want.DesktopAuto.CooldownMs = 0
 	assert.Equal(t, want, c, "unset keys keep their defaults, desktopAuto.enabled included")
 }
 
 func TestLoadConfigWithoutHostBrowserGivesDefaults(t *testing.T) {
 	for _, doc := range []string{`{}`, `{"hostBrowser": null}`, `{"hostBrowser": {}}`, `{"hostBrowser": {"cdpInspect": {}}}`} {
-		c, err := bb.LoadConfig([]byte(doc))
+		c, err := cdpinspect.LoadConfig([]byte(doc))
 		require.NoError(t, err, doc)
-		assert.Equal(t, bb.DefaultConfig(), c, doc)
+		assert.Equal(t, cdpinspect.DefaultConfig(), c, doc)
 	}
 }
 
@@ -60,20 +60,20 @@ func TestLoadConfigValidatesEachField(t *testing.T) {
 		{`{"desktopAuto": {"cooldownMs": 300001}}`, "hostBrowser.cdpInspect.desktopAuto.cooldownMs: must be 0–300000, got 300001"},
 		{`{"host": ""}`, "hostBrowser.cdpInspect.host: must not be empty"},
 	} {
-		_, err := bb.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": ` + tc.doc + `}}`))
+		_, err := cdpinspect.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": ` + tc.doc + `}}`))
 		require.Error(t, err, tc.doc)
 		assert.Contains(t, err.Error(), tc.want)
 		assert.True(t, strings.HasPrefix(err.Error(), "browserbackend: "), err.Error())
 	}
 	for _, ok := range []string{`{"port": 1}`, `{"port": 65535}`, `{"probeTimeoutMs": 50}`, `{"probeTimeoutMs": 5000}`,
 		`{"desktopAuto": {"cooldownMs": 300000}}`} {
-		_, err := bb.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": ` + ok + `}}`))
+		_, err := cdpinspect.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": ` + ok + `}}`))
 		assert.NoError(t, err, ok)
 	}
 }
 
 func TestLoadConfigReportsEveryInvalidField(t *testing.T) {
-	_, err := bb.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": {"port": -1, "probeTimeoutMs": 1, "desktopAuto": {"cooldownMs": -5}}}}`))
+	_, err := cdpinspect.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": {"port": -1, "probeTimeoutMs": 1, "desktopAuto": {"cooldownMs": -5}}}}`))
 	require.Error(t, err)
 	for _, f := range []string{"cdpInspect.port", "cdpInspect.probeTimeoutMs", "cdpInspect.desktopAuto.cooldownMs"} {
 		assert.Contains(t, err.Error(), f)
@@ -86,7 +86,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 		`{"hostBrowser": {"cdpInspect": {"prot": 9222}}}`,
 		`{"hostBrowser": {"cdpInspect": {"desktopAuto": {"cooldown": 5}}}}`,
 	} {
-		_, err := bb.LoadConfig([]byte(doc))
+		_, err := cdpinspect.LoadConfig([]byte(doc))
 		require.Error(t, err, doc)
 		assert.Contains(t, err.Error(), "unknown field", doc)
 		assert.True(t, strings.HasPrefix(err.Error(), "browserbackend: config"), err.Error())
@@ -95,7 +95,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 
 func TestLoadConfigRejectsMalformedJSONAndWrongTypes(t *testing.T) {
 	for _, doc := range []string{``, `{`, `[]`, `{"hostBrowser": {"cdpInspect": {"port": "9222"}}}`, `{"hostBrowser": 5}`} {
-		_, err := bb.LoadConfig([]byte(doc))
+		_, err := cdpinspect.LoadConfig([]byte(doc))
 		assert.Error(t, err, doc)
 	}
 }
