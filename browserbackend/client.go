@@ -264,17 +264,19 @@ func (c *Client) keep(b ScopedClient) bool {
 	return true
 }
 
-// discard closes a backend that failed and forgets it.
-func (c *Client) discard(b ScopedClient) {
+// discardLast closes the backend kept last (the one the walk just tried and
+// that failed) and forgets it. Walks are serialised, so it is the last one;
+// backends are not compared (a SendFunc is not comparable).
+func (c *Client) discardLast() {
 	c.mu.Lock()
-	for i, x := range c.built {
-		if x == b {
-			c.built = append(c.built[:i], c.built[i+1:]...)
-			break
-		}
+	var b ScopedClient
+	if n := len(c.built); n > 0 {
+		b, c.built = c.built[n-1], c.built[:n-1]
 	}
 	c.mu.Unlock()
-	b.Close()
+	if b != nil {
+		_ = b.Close()
+	}
 }
 
 // stick makes b the invocation's backend and starts forwarding the events the

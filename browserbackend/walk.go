@@ -359,7 +359,7 @@ func (w *walker) try(ctx context.Context, cand Candidate, remembered, hasNext bo
 		return out
 	}
 	cancelSubs(subs)
-	c.discard(b)
+	c.discardLast()
 	return out
 }
 

@@ -63,7 +63,7 @@ func TestLoadConfigValidatesEachField(t *testing.T) {
 		_, err := cdpinspect.LoadConfig([]byte(`{"hostBrowser": {"cdpInspect": ` + tc.doc + `}}`))
 		require.Error(t, err, tc.doc)
 		assert.Contains(t, err.Error(), tc.want)
-		assert.True(t, strings.HasPrefix(err.Error(), "browserbackend: "), err.Error())
+		assert.True(t, strings.HasPrefix(err.Error(), "cdpinspect: "), err.Error())
 	}
 	for _, ok := range []string{`{"port": 1}`, `{"port": 65535}`, `{"probeTimeoutMs": 50}`, `{"probeTimeoutMs": 5000}`,
 		`{"desktopAuto": {"cooldownMs": 300000}}`} {
@@ -89,7 +89,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 		_, err := cdpinspect.LoadConfig([]byte(doc))
 		require.Error(t, err, doc)
 		assert.Contains(t, err.Error(), "unknown field", doc)
-		assert.True(t, strings.HasPrefix(err.Error(), "browserbackend: config"), err.Error())
+		assert.True(t, strings.HasPrefix(err.Error(), "cdpinspect: config"), err.Error())
 	}
 }
 

@@ -206,7 +206,7 @@ func TestExtensionProvider_TargetClient(t *testing.T) {
 	_, err = prov.Propose(inv, env)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, browserbackend.ErrSkip, "a missing target client is a selection error, not a skip")
-	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
+	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeTargetUnavailable})
 
 	// The backend sends to the target even though ext-1 is more recent.
 	ext2 := h.clients["ext-2"]

@@ -59,7 +59,7 @@ func TestSelectorGrace_TargetExtensionThatNeverConnectsFailsAfterGrace(t *testin
 		_, err := c.Send(context.Background(), browserbackend.Command{Method: "Page.enable"})
 		require.Error(t, err)
 		assert.Equal(t, browserbackend.DefaultGrace, time.Since(start))
-		assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
+		assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeTargetUnavailable})
 		h.clients["mac"].empty(t)
 	})
 }
