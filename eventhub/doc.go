@@ -62,10 +62,12 @@
 // replaces it: the old Gone closes after the new registration is in place.
 //
 // A replayed event can be stale: a request whose caller already failed on
-// the disconnect must not run on the client after all. A ReplayFilter
-// (WithReplayFilter, SetReplayFilter) is asked about each replay candidate
-// once the new registration is visible, and drops the ones it rejects;
-// hostproxy.Proxy.ReplayFilter keeps a request only while its caller waits.
+// the disconnect must not run on the client after all. The publisher says so
+// in data, never through a callback: Target.ReplayUntil ends an event's
+// replay eligibility at a deadline, and Hub.Retract ends it earlier and
+// reports whether the target's current registration holds the event. The
+// hub never reads a message to decide; several publishers (several
+// hostproxy.Proxy values) share one hub, each retracting its own events.
 //
 // # Liveness (HUB-5)
 //
