@@ -163,7 +163,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	assert.Equal(t, 7.0, msg["timeout_seconds"])
 	id := msg["requestId"].(string)
 
-	in, ok := p.Tracker().Get(id)
+	in, ok := p.Lookup(id)
 	require.True(t, ok)
 	assert.Equal(t, Interaction{RequestID: id, Kind: KindHostBrowser, ConversationID: "conv-1",
 		TargetClientID: "ext", TargetActor: "alice", Registered: in.Registered}, in)
@@ -174,7 +174,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"result":{"type":"number","value":2}}`, string(out.res))
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 	assert.Contains(t, h.touched, "ext", "a result post counts as client activity")
 }
 
@@ -206,9 +206,8 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 	h := newFakeHub()
 	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
 	h.add("ext-2", eventhub.InterfaceChromeExtension, "alice", t0)
-	tr := &Tracker{}
-	p := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr, MaxBodyBytes: 1024})
-	require.NoError(t, tr.Register(Interaction{RequestID: "bash-1", Kind: KindHostBash, ConversationID: "c"}))
+	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
+	require.NoError(t, p.Register(Interaction{RequestID: "bash-1", Kind: "host_bash", ConversationID: "c"}))
 
 	msg, done := startRequest(t, context.Background(), p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -237,7 +236,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 			var e routeError
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
 			assert.Equal(t, tc.code, e.Error.Code)
-			_, pending := tr.Get(id)
+			_, pending := p.Lookup(id)
 			assert.True(t, pending, "a rejected post must not consume the request")
 		})
 	}
@@ -255,7 +254,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 
 	rec = postResult(p, "ext", "alice", ok)
 	assert.Equal(t, http.StatusNotFound, rec.Code, "an answered request is gone")
-	_, bashPending := tr.Get("bash-1")
+	_, bashPending := p.Lookup("bash-1")
 	assert.True(t, bashPending)
 }
 
@@ -288,7 +287,7 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 		assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, cancel)
 		other.empty(t)
 		bob.empty(t)
-		assert.Equal(t, 0, p.Tracker().Len(), "the pending entry is resolved")
+		assert.Empty(t, p.Pending(nil), "the pending entry is resolved")
 
 		// A late result is refused: the request no longer exists.
 		rec := postResult(p, "ext", "alice", ResultBody{RequestID: msg["requestId"].(string), Content: "{}"})
@@ -324,7 +323,7 @@ func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	assert.Equal(t, browserbackend.CodeCancelled, e.Code)
 	assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, ext.next(t))
 	other.empty(t)
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 }
 
 func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
@@ -342,7 +341,7 @@ func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 	}
 	assert.Equal(t, m1["requestId"], ext.next(t)["requestId"])
 	assert.Equal(t, m2["requestId"], mac.next(t)["requestId"])
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 	_, err := p.Request(context.Background(), Req{Method: "A.a"})
 	assert.ErrorIs(t, err, browserbackend.ErrClosed)
 }
@@ -361,7 +360,7 @@ func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 		require.ErrorAs(t, out.err, &e)
 		assert.Equal(t, browserbackend.ClassTransport, e.Class)
 		assert.True(t, browserbackend.DefaultFailover(e, browserbackend.StageSend), "failover-eligible")
-		assert.Equal(t, 0, p.Tracker().Len())
+		assert.Empty(t, p.Pending(nil))
 	})
 }
 
@@ -382,7 +381,7 @@ func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	assert.Equal(t, slog.LevelWarn, recs[0].Level)
 	assert.Equal(t, "mac", recs[0].Attrs["clientId"])
 	assert.Equal(t, "hostproxy", recs[0].Attrs["module"])
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 }
 
 func TestClassifyResult_FollowsWireContract(t *testing.T) {
@@ -427,13 +426,13 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 	assert.ErrorIs(t, err, browserbackend.ErrMethodNotFound)
 }
 
-func TestTracker_RegisterResolveLookups(t *testing.T) {
-	var tr Tracker
-	require.NoError(t, tr.Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
-	require.NoError(t, tr.Register(Interaction{RequestID: "2", Kind: KindHostBash, ConversationID: "a", Registered: t0.Add(time.Second)}))
-	require.NoError(t, tr.Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
-	assert.ErrorIs(t, tr.Register(Interaction{RequestID: "1", Kind: KindHostCU}), ErrDuplicateRequest)
-	assert.Error(t, tr.Register(Interaction{}))
+func TestPending_RegisterResolveLookups(t *testing.T) {
+	p := New(Options{Hub: newFakeHub(), Logger: quietLogger()})
+	require.NoError(t, p.Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
+	require.NoError(t, p.Register(Interaction{RequestID: "2", Kind: "host_bash", ConversationID: "a", Registered: t0.Add(time.Second)}))
+	require.NoError(t, p.Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
+	assert.ErrorIs(t, p.Register(Interaction{RequestID: "1", Kind: "host_cu"}), ErrDuplicateRequest)
+	assert.Error(t, p.Register(Interaction{}))
 
 	ids := func(ins []Interaction) (out []string) {
 		for _, in := range ins {
@@ -441,16 +440,19 @@ func TestTracker_RegisterResolveLookups(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"1", "2"}, ids(tr.ByConversation("a")))
-	assert.Equal(t, []string{"1", "3"}, ids(tr.ByKind(KindHostBrowser)))
+	byConversation := func(c string) func(Interaction) bool {
+		return func(in Interaction) bool { return in.ConversationID == c }
+	}
+	assert.Equal(t, []string{"1", "2"}, ids(p.Pending(byConversation("a"))))
+	assert.Equal(t, []string{"1", "3"}, ids(p.Pending(func(in Interaction) bool { return in.Kind == KindHostBrowser })))
 
-	in, ok := tr.Resolve("1")
+	in, ok := p.Resolve("1")
 	assert.True(t, ok)
 	assert.Equal(t, KindHostBrowser, in.Kind)
-	_, ok = tr.Resolve("1")
+	_, ok = p.Resolve("1")
 	assert.False(t, ok, "resolve is idempotent")
-	assert.Equal(t, []string{"2"}, ids(tr.ByConversation("a")))
-	assert.Equal(t, 2, tr.Len())
+	assert.Equal(t, []string{"2"}, ids(p.Pending(byConversation("a"))))
+	assert.Len(t, p.Pending(nil), 2)
 }
 
 func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {

@@ -71,7 +71,7 @@ func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
 	err := <-errc
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
 	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
-	assert.Equal(t, 0, w.proxy.Tracker().Len())
+	assert.Empty(t, w.proxy.Pending(nil))
 }
 
 func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
@@ -122,4 +122,109 @@ func TestRealHub_ResultRouteOverHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusOK, post("ext-1", "alice"))
 	assert.JSONEq(t, `{"v":1}`, string(<-resc))
 	assert.Equal(t, http.StatusNotFound, post("ext-1", "alice"))
+}
+
+// Two Proxy values on one hub (say two host apps' modules, each serving its
+// own result route) each publish, retract and receive only their own
+// requests: a reconnect's replay brings every request whose caller still
+// waits, from both proxies, and none whose caller has finished; a result
+// reaches only the proxy that sent the request. Real in-process hub, real
+// HTTP routes on loopback, a raw SSE client standing in for the extension.
+func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
+	discard := slog.New(slog.DiscardHandler)
+	hub := eventhub.New(eventhub.WithLogger(discard))
+	pa := hostproxy.New(hostproxy.Options{Hub: hub, Logger: discard})
+	pb := hostproxy.New(hostproxy.Options{Hub: hub, Logger: discard})
+	t.Cleanup(func() { _ = pa.Close(); _ = pb.Close() })
+	srvA := eventhubtest.NewServer(t, hub, pa.Mount)
+	srvB := eventhubtest.NewServer(t, hub, pb.Mount)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a broken test only
+	defer cancel()
+
+	dial := func(lastEventID string) *eventhubtest.Stream {
+		s, err := eventhubtest.Dial(ctx, srvA.EventsURL(), eventhubtest.DialOptions{ClientID: "ext-1",
+			InterfaceID: eventhub.InterfaceChromeExtension, LastEventID: lastEventID, Header: eventhubtest.ActorHeader("alice")})
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		_, _, err = s.NextHeartbeat(ctx) // registered once the first heartbeat is read
+		require.NoError(t, err)
+		return s
+	}
+	post := func(srv *eventhubtest.Server, requestID string) int {
+		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: requestID, Content: `{"ok":true}`})
+		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+hostproxy.PathResult, bytes.NewReader(body))
+		r.Header.Set(hostproxy.HeaderClientID, "ext-1")
+		r.Header.Set(eventhubtest.TestActorHeader, "alice")
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	type outcome struct {
+		res json.RawMessage
+		err error
+	}
+	start := func(p *hostproxy.Proxy, rctx context.Context, method string) <-chan outcome {
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := p.Request(rctx, hostproxy.Req{Method: method, TargetClientID: "ext-1", SourceActor: "alice", Timeout: time.Hour})
+			done <- outcome{res, err}
+		}()
+		return done
+	}
+
+	s1 := dial("")
+	_, err := hub.Publish(ctx, eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	require.Equal(t, "marker", nextMessage(t, s1)["type"])
+	resume := s1.LastEventID
+
+	// Still waiting: one request from each proxy.
+	waitA := start(pa, ctx, "Page.navigate")
+	reqA := nextMessage(t, s1)
+	waitB := start(pb, ctx, "Runtime.evaluate")
+	reqB := nextMessage(t, s1)
+	// Finished: B's answered request, and A's request whose caller gave up.
+	answeredB := start(pb, ctx, "Page.reload")
+	doneB := nextMessage(t, s1)
+	require.Equal(t, http.StatusNotFound, post(srvA, doneB["requestId"].(string)), "A has no caller for B's request")
+	require.Equal(t, http.StatusOK, post(srvB, doneB["requestId"].(string)))
+	require.NoError(t, (<-answeredB).err)
+	giveUp, stop := context.WithCancel(ctx)
+	abortedA := start(pa, giveUp, "Input.dispatchKeyEvent")
+	gaveUp := nextMessage(t, s1)
+	stop()
+	require.ErrorIs(t, (<-abortedA).err, browserbackend.ErrAborted)
+	require.Equal(t, hostproxy.TypeCancel, nextMessage(t, s1)["type"])
+
+	// The client reconnects as if it had read nothing after the marker.
+	s2 := dial(resume)
+	_, err = hub.Publish(ctx, eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "after"})
+	require.NoError(t, err)
+	var replay []string
+	for {
+		m := nextMessage(t, s2)
+		if m["type"] == "after" {
+			break
+		}
+		replay = append(replay, m["type"].(string)+" "+m["requestId"].(string))
+	}
+	assert.Equal(t, []string{
+		hostproxy.TypeRequest + " " + reqA["requestId"].(string),
+		hostproxy.TypeRequest + " " + reqB["requestId"].(string),
+		hostproxy.TypeCancel + " " + gaveUp["requestId"].(string),
+	}, replay, "both proxies' waiting requests, neither finished one")
+
+	// Each result reaches only the proxy that sent the request; a post to
+	// the other one is refused and consumes nothing.
+	assert.Equal(t, http.StatusNotFound, post(srvB, reqA["requestId"].(string)))
+	assert.Equal(t, http.StatusOK, post(srvA, reqA["requestId"].(string)))
+	assert.Equal(t, http.StatusOK, post(srvB, reqB["requestId"].(string)))
+	for _, w := range []<-chan outcome{waitA, waitB} {
+		out := <-w
+		require.NoError(t, out.err)
+		assert.JSONEq(t, `{"ok":true}`, string(out.res))
+	}
+	assert.Empty(t, pa.Pending(nil))
+	assert.Empty(t, pb.Pending(nil))
 }

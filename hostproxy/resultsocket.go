@@ -315,7 +315,7 @@ type resultReject struct {
 // the one code path of POST /v1/host-browser-result and the result socket;
 // nil means accepted. A refused result leaves the request pending.
 func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
-	in, ok := p.tracker.Get(body.RequestID)
+	in, ok := p.Lookup(body.RequestID)
 	if !ok {
 		return &resultReject{http.StatusNotFound, "unknown_request",
 			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}

@@ -167,7 +167,7 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 		assert.Equal(t, id, m["requestId"])
 		assert.Equal(t, float64(http.StatusForbidden), m["status"])
 		assert.Equal(t, tc.code, m["code"])
-		_, pending := f.p.Tracker().Get(id)
+		_, pending := f.p.Lookup(id)
 		require.True(t, pending, "a refused message must not consume the request")
 		// The socket stays usable after a refusal.
 		send(t, c, result("nope", "{}"))
@@ -197,7 +197,7 @@ func TestResultSocket_MalformedOrUntypedMessagesAreAnswered400AndTheSocketStaysO
 	assert.Equal(t, "bad_type", m["code"])
 	send(t, c, map[string]any{"type": SocketResult, "content": "{}"})
 	assert.Equal(t, "missing_request_id", recv(t, c)["code"])
-	_, pending := f.p.Tracker().Get(id)
+	_, pending := f.p.Lookup(id)
 	require.True(t, pending)
 
 	send(t, c, result(id, `{}`))
@@ -274,7 +274,7 @@ func TestResultSocket_OversizedMessageClosesWithMessageTooBigAndLeavesTheRequest
 	send(t, c, result(id, `{"data":"`+strings.Repeat("A", 8192)+`"}`))
 	_, err := recvErr(c)
 	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), err)
-	_, pending := f.p.Tracker().Get(id)
+	_, pending := f.p.Lookup(id)
 	require.True(t, pending)
 
 	// Closing the socket affected nothing pending: a POST still completes it.

@@ -105,8 +105,8 @@ func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
 //   - 413: body larger than Options.MaxBodyBytes.
 //
 // A rejected post leaves the request pending. A request this Proxy has no
-// caller waiting for (one registered by another Proxy sharing the Tracker)
-// is answered 404 and left pending. An accepted post counts as
+// caller waiting for (one the host app registered with Register, or another
+// Proxy's request) is answered 404 and, if pending here, left pending. An accepted post counts as
 // activity of the client (Hub.Touch, HUB-5). ResultSocketHandler runs the
 // same checks on results sent over a WebSocket.
 func (p *Proxy) ResultHandler() http.Handler {

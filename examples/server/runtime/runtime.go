@@ -104,10 +104,9 @@ func New(cfg Config) (*Runtime, error) {
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
 		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
-	// hostproxy.New has installed the proxy's replay filter in the hub: a
-	// reconnect replays a host_browser_request only while its caller still
-	// waits, never one whose caller already failed on the disconnect (HUB-3,
-	// HUB-5).
+	// The proxy publishes each host_browser_request with its deadline as
+	// its replay bound and retracts it when its caller stops waiting: a
+	// reconnect never replays one whose caller already failed (HUB-3, HUB-5).
 	so := cfg.SelectorOptions
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
