@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
 )
 
@@ -16,9 +18,6 @@ const (
 	ReasonConfigured  = "configured: cdpInspect.enabled"
 	ReasonDesktopAuto = "desktopAuto: macos turn"
 )
-
-// MacOSInterface is the interface id of desktop-auto turns (SEL-3).
-const MacOSInterface = "macos"
 
 // Provider proposes the cdp-inspect candidate (SEL-2, SEL-3, SEL-6a). It
 // never touches the network in Propose: the candidate's Build discovers and
@@ -63,7 +62,7 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 		return p.candidate(ReasonPinned, "", 0), nil
 	case ci.Enabled:
 		return p.candidate(ReasonConfigured, "", 0), nil
-	case inv.InterfaceID == MacOSInterface && ci.DesktopAuto.Enabled:
+	case inv.InterfaceID == wire.InterfaceMacOS && ci.DesktopAuto.Enabled:
 		if env.Cooldowns != nil {
 			if left := env.Cooldowns.Remaining(bb.CooldownDesktopAuto); left > 0 {
 				return bb.Candidate{}, bb.Skip(bb.CodeCooldown,
@@ -71,7 +70,7 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 			}
 		}
 		return p.candidate(ReasonDesktopAuto, bb.CooldownDesktopAuto, ci.DesktopAuto.Cooldown()), nil
-	case inv.InterfaceID == MacOSInterface:
+	case inv.InterfaceID == wire.InterfaceMacOS:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured, "cdpInspect.enabled is off and desktopAuto.enabled is off")
 	default:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured,

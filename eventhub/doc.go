@@ -25,8 +25,8 @@
 //	defer hub.Close()
 //	limiter := eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: logger})
 //	mux := http.NewServeMux()
-//	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
-//	mux.Handle(eventhub.PingPath, hub.PingHandler())
+//	mux.Handle(wire.PathEvents, hub.EventsHandler())
+//	mux.Handle(wire.PathPing, hub.PingHandler())
 //	srv := &http.Server{Handler: auth(limiter.Handler(mux))}
 //
 // The events route is exempt from the limiter by path; the stream's memory is

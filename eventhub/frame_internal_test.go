@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/browserchain/browserchain/wire"
 )
 
 // FuzzRenderFrameRoundTrip: every frame the hub renders — any conversation
@@ -32,7 +34,7 @@ func FuzzRenderFrameRoundTrip(f *testing.F) {
 		if len(got) != 1 {
 			t.Fatalf("%d frames from %q", len(got), fr.data)
 		}
-		if got[0].Event != EventType || got[0].ID != fr.id {
+		if got[0].Event != wire.EventTypeAssistant || got[0].ID != fr.id {
 			t.Fatalf("frame header %+v", got[0])
 		}
 		env, err := got[0].Envelope()

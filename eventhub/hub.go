@@ -6,15 +6,6 @@ import (
 	"time"
 )
 
-// Interface ids (SPEC §0, HUB-2): the transport interface a client or a turn
-// speaks through.
-const (
-	InterfaceChromeExtension = "chrome-extension"
-	InterfaceMacOS           = "macos"
-	InterfaceWindows         = "windows"
-	InterfaceWeb             = "web"
-	InterfaceCLI             = "cli"
-)
 
 // Capability is a host-proxy capability a client's interface grants (HUB-2).
 type Capability string

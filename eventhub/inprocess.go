@@ -16,11 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/browserchain/browserchain/wire"
+
 	sse "github.com/tmaxmax/go-sse"
 )
-
-// EventType is the SSE event name of every hub event (HUB-3).
-const EventType = "assistant_event"
 
 // InProcess is the default Hub (HUB-1): an in-memory registry of streams
 // with bounded per-stream queues (HUB-4), a replay ring (HUB-3) and liveness
@@ -443,7 +442,7 @@ func renderFrame(epoch string, seq uint64, conversationID string, conv []byte, a
 	msgAt := env.Len()
 	env.Write(raw)
 	env.WriteString(`}`)
-	msg := &sse.Message{ID: sse.ID(id), Type: sse.Type(EventType)}
+	msg := &sse.Message{ID: sse.ID(id), Type: sse.Type(wire.EventTypeAssistant)}
 	msg.AppendData(env.String())
 	var out bytes.Buffer
 	out.Grow(env.Len() + len(id) + 48)

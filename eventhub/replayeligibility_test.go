@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,7 +23,7 @@ import (
 func TestReplayEligibility_RetractedAndExpiredEventsAreLeftOutOfAnSSEReplayButNotOutOfLiveDelivery(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
-	s1 := f.dial(t, "ext", eventhub.InterfaceChromeExtension, "alice")
+	s1 := f.dial(t, "ext", wire.InterfaceChromeExtension, "alice")
 	publish := func(msg string, until time.Time) string {
 		t.Helper()
 		id, err := f.hub.Publish(ctx, eventhub.Target{ClientID: "ext", ReplayUntil: until}, "c", msg)
@@ -43,7 +45,7 @@ func TestReplayEligibility_RetractedAndExpiredEventsAreLeftOutOfAnSSEReplayButNo
 	assert.True(t, held, "queued live to the client's current registration")
 	f.clock.Advance(2 * time.Second) // expired-1 is past its ReplayUntil
 
-	o := dialAs("ext", eventhub.InterfaceChromeExtension, "alice")
+	o := dialAs("ext", wire.InterfaceChromeExtension, "alice")
 	o.LastEventID = resume
 	s2, err := f.dialOpts(t, o)
 	require.NoError(t, err)
@@ -69,7 +71,7 @@ func TestReplayEligibility_RetractReportsWhetherTheTargetsCurrentRegistrationHol
 	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
 	t.Cleanup(func() { _ = hub.Close() })
 	ctx := testCtx(t)
-	req := eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice"}
+	req := eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: wire.InterfaceChromeExtension, Actor: "alice"}
 	sub1, err := hub.Subscribe(req)
 	require.NoError(t, err)
 	_, err = hub.Publish(ctx, eventhub.Target{ClientID: "ext"}, "", "first")
@@ -114,7 +116,7 @@ func TestReplayEligibility_RetractReportsWhetherTheTargetsCurrentRegistrationHol
 	// Another actor reusing the client id does not hold it; unknown ids are
 	// not an error.
 	sub3.Close()
-	sub4, err := hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "mallory"})
+	sub4, err := hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: wire.InterfaceChromeExtension, Actor: "mallory"})
 	require.NoError(t, err)
 	defer sub4.Close()
 	held, err = hub.Retract(ctx, a)
@@ -131,7 +133,7 @@ func TestReplayEligibility_RetractStillAnswersForAnAwaitedEventThatLeftTheRing(t
 	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)), eventhub.WithReplay(eventhub.ReplayLimits{Count: 1}))
 	t.Cleanup(func() { _ = hub.Close() })
 	ctx := testCtx(t)
-	sub, err := hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice"})
+	sub, err := hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext", InterfaceID: wire.InterfaceChromeExtension, Actor: "alice"})
 	require.NoError(t, err)
 	defer sub.Close()
 	awaited, err := hub.Publish(ctx, eventhub.Target{ClientID: "ext", ReplayUntil: time.Now().Add(time.Hour)}, "", "req")

@@ -7,20 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/browserchain/browserchain/browserbackend"
-)
+	"github.com/browserchain/browserchain/wire"
 
-// Vellum.* pseudo-methods: tab operations implemented only by the chrome
-// extension (PXY-6). Their params are JSON objects (see the helpers on
-// Backend and doc.go).
-const (
-	MethodListTabs  = "Vellum.listTabs"
-	MethodSelectTab = "Vellum.selectTab"
-	MethodCloseTab  = "Vellum.closeTab"
-	MethodCreateTab = "Vellum.createTab"
-	MethodFindTab   = "Vellum.findTab"
-	MethodAttach    = "Vellum.attach"
-	MethodDetach    = "Vellum.detach"
+	"github.com/browserchain/browserchain/browserbackend"
 )
 
 // Backend is the extension or host-bridge backend (PXY-6): a
@@ -124,7 +113,7 @@ func (b *Backend) bind(req Req) (string, error) {
 // decoded result body (no copy of multi-MB screenshots): read it, copy it,
 // but do not modify it in place.
 func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
-	if b.kind != browserbackend.KindExtension && IsPseudoMethod(cmd.Method) {
+	if b.kind != browserbackend.KindExtension && wire.IsPseudoMethod(cmd.Method) {
 		return nil, b.notSupported(cmd.Method)
 	}
 	req := Req{
@@ -222,18 +211,18 @@ func (b *Backend) ListTabs(ctx context.Context) ([]Tab, error) {
 	var out struct {
 		Tabs []Tab `json:"tabs"`
 	}
-	err := b.tabOp(ctx, MethodListTabs, struct{}{}, &out)
+	err := b.tabOp(ctx, wire.MethodListTabs, struct{}{}, &out)
 	return out.Tabs, err
 }
 
 // SelectTab sends Vellum.selectTab {"tabId"}.
 func (b *Backend) SelectTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodSelectTab, map[string]int{"tabId": tabID}, nil)
+	return b.tabOp(ctx, wire.MethodSelectTab, map[string]int{"tabId": tabID}, nil)
 }
 
 // CloseTab sends Vellum.closeTab {"tabId"}.
 func (b *Backend) CloseTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodCloseTab, map[string]int{"tabId": tabID}, nil)
+	return b.tabOp(ctx, wire.MethodCloseTab, map[string]int{"tabId": tabID}, nil)
 }
 
 // CreateTab sends Vellum.createTab {"url","active"} and decodes {"tab":Tab}.
@@ -241,7 +230,7 @@ func (b *Backend) CreateTab(ctx context.Context, url string, active bool) (Tab, 
 	var out struct {
 		Tab Tab `json:"tab"`
 	}
-	err := b.tabOp(ctx, MethodCreateTab, map[string]any{"url": url, "active": active}, &out)
+	err := b.tabOp(ctx, wire.MethodCreateTab, map[string]any{"url": url, "active": active}, &out)
 	return out.Tab, err
 }
 
@@ -258,7 +247,7 @@ func (b *Backend) FindTab(ctx context.Context, url, title string) (tab Tab, foun
 	if title != "" {
 		params["title"] = title
 	}
-	if err := b.tabOp(ctx, MethodFindTab, params, &out); err != nil || out.Tab == nil {
+	if err := b.tabOp(ctx, wire.MethodFindTab, params, &out); err != nil || out.Tab == nil {
 		return Tab{}, false, err
 	}
 	return *out.Tab, true, nil
@@ -267,12 +256,12 @@ func (b *Backend) FindTab(ctx context.Context, url, title string) (tab Tab, foun
 // Attach sends Vellum.attach {"tabId"}: later sessionless commands go to
 // that tab.
 func (b *Backend) Attach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodAttach, map[string]int{"tabId": tabID}, nil)
+	return b.tabOp(ctx, wire.MethodAttach, map[string]int{"tabId": tabID}, nil)
 }
 
 // Detach sends Vellum.detach {"tabId"}.
 func (b *Backend) Detach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodDetach, map[string]int{"tabId": tabID}, nil)
+	return b.tabOp(ctx, wire.MethodDetach, map[string]int{"tabId": tabID}, nil)
 }
 
 var (

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 )
@@ -171,12 +173,8 @@ func (p *Proxy) closed() bool {
 	}
 }
 
-// IsPseudoMethod reports whether method is a Vellum.* pseudo-method that only
-// chrome-extension clients implement (PXY-2).
-func IsPseudoMethod(method string) bool { return strings.HasPrefix(method, "Vellum.") }
-
 func isExtension(c eventhub.ClientInfo) bool {
-	return c.InterfaceID == eventhub.InterfaceChromeExtension
+	return c.InterfaceID == wire.InterfaceChromeExtension
 }
 
 // Choose picks the client a Request would go to now, from the live roster
@@ -214,7 +212,7 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 		}
 		eligible = append(eligible, c)
 	}
-	pseudo := IsPseudoMethod(req.Method)
+	pseudo := wire.IsPseudoMethod(req.Method)
 	if req.TargetClientID != "" {
 		for _, c := range eligible {
 			if c.ClientID != req.TargetClientID {
@@ -329,7 +327,7 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 
 	gone := p.hub.Gone(client.ClientID)
 	msg := RequestMessage{
-		Type:           TypeRequest,
+		Type:           wire.TypeHostBrowserRequest,
 		RequestID:      id,
 		ConversationID: req.ConversationID,
 		CDPMethod:      req.Method,
@@ -465,7 +463,7 @@ func (p *Proxy) cancel(id, clientID, why string) {
 	// The request's own context may be done; the cancel gets a short one.
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	_, err := p.hub.Publish(ctx, eventhub.Target{ClientID: clientID}, "", CancelMessage{Type: TypeCancel, RequestID: id})
+	_, err := p.hub.Publish(ctx, eventhub.Target{ClientID: clientID}, "", CancelMessage{Type: wire.TypeHostBrowserCancel, RequestID: id})
 	if err != nil {
 		p.log.Warn("host_browser_cancel publish failed", "requestId", id, "clientId", clientID, "why", why, "error", err)
 		return

@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -32,8 +34,8 @@ func newTestProxy(h eventhub.Hub) *Proxy {
 
 func TestChoose_PrefersExtensionOverBridge(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0.Add(time.Hour)) // more recent
-	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0.Add(time.Hour)) // more recent
+	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	c, err := p.Choose(Req{Method: "Runtime.evaluate"})
 	require.NoError(t, err)
@@ -42,11 +44,11 @@ func TestChoose_PrefersExtensionOverBridge(t *testing.T) {
 
 func TestChoose_MostRecentlyActiveFirstWithinGroup(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-old", eventhub.InterfaceChromeExtension, "alice", t0)
-	h.add("ext-new", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	h.add("mac-old", eventhub.InterfaceMacOS, "bob", t0)
-	h.add("mac-new", eventhub.InterfaceMacOS, "bob", t0.Add(time.Minute))
-	h.add("web", eventhub.InterfaceWeb, "bob", t0.Add(time.Hour)) // no host_browser
+	h.add("ext-old", wire.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-new", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	h.add("mac-old", wire.InterfaceMacOS, "bob", t0)
+	h.add("mac-new", wire.InterfaceMacOS, "bob", t0.Add(time.Minute))
+	h.add("web", wire.InterfaceWeb, "bob", t0.Add(time.Hour)) // no host_browser
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate"})
@@ -60,8 +62,8 @@ func TestChoose_MostRecentlyActiveFirstWithinGroup(t *testing.T) {
 
 func TestChoose_TargetClientPins(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-a", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	h.add("ext-b", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-a", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	h.add("ext-b", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate", TargetClientID: "ext-b"})
@@ -78,8 +80,8 @@ func TestChoose_TargetClientPins(t *testing.T) {
 
 func TestChoose_SourceActorRestricts(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-alice", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
-	h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+	h.add("ext-alice", wire.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate", SourceActor: "bob"})
@@ -93,17 +95,17 @@ func TestChoose_SourceActorRestricts(t *testing.T) {
 
 func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0.Add(time.Hour))
-	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0.Add(time.Hour))
+	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: MethodListTabs})
+	c, err := p.Choose(Req{Method: wire.MethodListTabs})
 	require.NoError(t, err)
 	assert.Equal(t, "ext", c.ClientID)
 
 	// Only a desktop bridge: extension_required, protocol class, no failover.
 	h.remove("ext")
-	_, err = p.Choose(Req{Method: MethodListTabs})
+	_, err = p.Choose(Req{Method: wire.MethodListTabs})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol)
@@ -111,11 +113,11 @@ func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	assert.False(t, browserbackend.DefaultFailover(browserbackend.Classify(err, false), browserbackend.StageSend))
 
 	// Pinning the bridge does not help either.
-	_, err = p.Choose(Req{Method: MethodSelectTab, TargetClientID: "mac"})
+	_, err = p.Choose(Req{Method: wire.MethodSelectTab, TargetClientID: "mac"})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 
 	// Through Request: nothing is published.
-	_, err = p.Request(context.Background(), Req{Method: MethodListTabs})
+	_, err = p.Request(context.Background(), Req{Method: wire.MethodListTabs})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 	h.clients["mac"].empty(t)
 }
@@ -149,13 +151,13 @@ func startRequest(t *testing.T, ctx context.Context, p *Proxy, req Req, target *
 
 func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	msg, done := startRequest(t, context.Background(), p, Req{
 		ConversationID: "conv-1", Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1+1"}`),
 		SessionID: "S1", Timeout: 7 * time.Second, SourceActor: "alice",
 	}, ext)
-	assert.Equal(t, TypeRequest, msg["type"])
+	assert.Equal(t, wire.TypeHostBrowserRequest, msg["type"])
 	assert.Equal(t, "conv-1", msg["conversationId"])
 	assert.Equal(t, "Runtime.evaluate", msg["cdpMethod"])
 	assert.Equal(t, map[string]any{"expression": "1+1"}, msg["cdpParams"])
@@ -192,7 +194,7 @@ func postResult(p *Proxy, clientID, actor string, body any) *httptest.ResponseRe
 func post(h http.Handler, clientID, actor string, raw []byte) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(raw))
 	if clientID != "" {
-		r.Header.Set(HeaderClientID, clientID)
+		r.Header.Set(wire.HeaderClientID, clientID)
 	}
 	if actor != "" {
 		r = r.WithContext(eventhub.WithActor(r.Context(), actor))
@@ -204,8 +206,8 @@ func post(h http.Handler, clientID, actor string, raw []byte) *httptest.Response
 
 func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
-	h.add("ext-2", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-2", wire.InterfaceChromeExtension, "alice", t0)
 	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
 	require.NoError(t, p.Register(Interaction{RequestID: "bash-1", Kind: "host_bash", ConversationID: "c"}))
 
@@ -268,9 +270,9 @@ func TestResultRoute_WrongMethodIs405(t *testing.T) {
 func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-		other := h.add("ext-other", eventhub.InterfaceChromeExtension, "alice", t0)
-		bob := h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+		other := h.add("ext-other", wire.InterfaceChromeExtension, "alice", t0)
+		bob := h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 		p := newTestProxy(h)
 
 		start := time.Now()
@@ -284,7 +286,7 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 		assert.True(t, e.Dispatched)
 
 		cancel := ext.next(t)
-		assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, cancel)
+		assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, cancel)
 		other.empty(t)
 		bob.empty(t)
 		assert.Empty(t, p.Pending(nil), "the pending entry is resolved")
@@ -298,7 +300,7 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 func TestRequest_PerRequestTimeoutOverridesDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", t0)
 		p := New(Options{Hub: h, Logger: quietLogger(), DefaultTimeout: time.Minute})
 		start := time.Now()
 		_, done := startRequest(t, context.Background(), p, Req{Method: "X.y", Timeout: 2 * time.Second}, ext)
@@ -310,8 +312,8 @@ func TestRequest_PerRequestTimeoutOverridesDefault(t *testing.T) {
 
 func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	other := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	other := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate"}, ext)
@@ -321,15 +323,15 @@ func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	require.ErrorAs(t, out.err, &e)
 	assert.Equal(t, browserbackend.ClassAborted, e.Class)
 	assert.Equal(t, browserbackend.CodeCancelled, e.Code)
-	assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, ext.next(t))
+	assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, ext.next(t))
 	other.empty(t)
 	assert.Empty(t, p.Pending(nil))
 }
 
 func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	mac := h.add("mac", eventhub.InterfaceMacOS, "bob", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	mac := h.add("mac", wire.InterfaceMacOS, "bob", t0)
 	p := newTestProxy(h)
 	m1, d1 := startRequest(t, context.Background(), p, Req{Method: "A.a", SourceActor: "alice"}, ext)
 	m2, d2 := startRequest(t, context.Background(), p, Req{Method: "B.b", SourceActor: "bob"}, mac)
@@ -349,7 +351,7 @@ func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+		mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 		p := newTestProxy(h)
 		start := time.Now()
 		_, done := startRequest(t, context.Background(), p, Req{Method: "Page.navigate"}, mac)
@@ -366,7 +368,7 @@ func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 
 func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	h.publishErr = errors.New("broker down")
 	logs, logger := browserbackendtest.NewLogRecorder()
 	p := New(Options{Hub: h, Logger: logger})
@@ -458,7 +460,7 @@ func TestPending_RegisterResolveLookups(t *testing.T) {
 func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", t0)
 		p := newTestProxy(h)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

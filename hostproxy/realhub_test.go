@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,7 +58,7 @@ func nextMessage(t *testing.T, s *eventhubtest.Stream) map[string]any {
 
 func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
 	w := newRealWorld(t)
-	s := w.dial(t, "mac-1", eventhub.InterfaceMacOS, "alice")
+	s := w.dial(t, "mac-1", wire.InterfaceMacOS, "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -66,7 +68,7 @@ func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
 		errc <- err
 	}()
 	req := nextMessage(t, s)
-	require.Equal(t, hostproxy.TypeRequest, req["type"])
+	require.Equal(t, wire.TypeHostBrowserRequest, req["type"])
 	s.Close() // the client's stream goes away mid-request
 	err := <-errc
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
@@ -76,9 +78,9 @@ func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
 
 func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
 	w := newRealWorld(t)
-	target := w.dial(t, "ext-1", eventhub.InterfaceChromeExtension, "alice")
-	other := w.dial(t, "mac-1", eventhub.InterfaceMacOS, "alice")
-	bob := w.dial(t, "ext-bob", eventhub.InterfaceChromeExtension, "bob")
+	target := w.dial(t, "ext-1", wire.InterfaceChromeExtension, "alice")
+	other := w.dial(t, "mac-1", wire.InterfaceMacOS, "alice")
+	bob := w.dial(t, "ext-bob", wire.InterfaceChromeExtension, "bob")
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -88,7 +90,7 @@ func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
 	req := nextMessage(t, target)
 	cancel()
 	assert.ErrorIs(t, <-errc, browserbackend.ErrAborted)
-	assert.Equal(t, map[string]any{"type": hostproxy.TypeCancel, "requestId": req["requestId"]}, nextMessage(t, target))
+	assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": req["requestId"]}, nextMessage(t, target))
 
 	// A marker published to everyone after the cancel is the first thing the
 	// others see: they got neither the request nor the cancel.
@@ -100,7 +102,7 @@ func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
 
 func TestRealHub_ResultRouteOverHTTP(t *testing.T) {
 	w := newRealWorld(t)
-	s := w.dial(t, "ext-1", eventhub.InterfaceChromeExtension, "alice")
+	s := w.dial(t, "ext-1", wire.InterfaceChromeExtension, "alice")
 	resc := make(chan json.RawMessage, 1)
 	go func() {
 		res, err := w.proxy.Request(context.Background(), hostproxy.Req{Method: "Runtime.evaluate"})
@@ -110,8 +112,8 @@ func TestRealHub_ResultRouteOverHTTP(t *testing.T) {
 	req := nextMessage(t, s)
 	post := func(clientID, actor string) int {
 		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: req["requestId"].(string), Content: `{"v":1}`})
-		r, _ := http.NewRequest(http.MethodPost, w.srv.URL+hostproxy.PathResult, bytes.NewReader(body))
-		r.Header.Set(hostproxy.HeaderClientID, clientID)
+		r, _ := http.NewRequest(http.MethodPost, w.srv.URL+wire.PathHostBrowserResult, bytes.NewReader(body))
+		r.Header.Set(wire.HeaderClientID, clientID)
 		r.Header.Set(eventhubtest.TestActorHeader, actor)
 		resp, err := http.DefaultClient.Do(r)
 		require.NoError(t, err)
@@ -143,7 +145,7 @@ func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
 
 	dial := func(lastEventID string) *eventhubtest.Stream {
 		s, err := eventhubtest.Dial(ctx, srvA.EventsURL(), eventhubtest.DialOptions{ClientID: "ext-1",
-			InterfaceID: eventhub.InterfaceChromeExtension, LastEventID: lastEventID, Header: eventhubtest.ActorHeader("alice")})
+			InterfaceID: wire.InterfaceChromeExtension, LastEventID: lastEventID, Header: eventhubtest.ActorHeader("alice")})
 		require.NoError(t, err)
 		t.Cleanup(s.Close)
 		_, _, err = s.NextHeartbeat(ctx) // registered once the first heartbeat is read
@@ -152,8 +154,8 @@ func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
 	}
 	post := func(srv *eventhubtest.Server, requestID string) int {
 		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: requestID, Content: `{"ok":true}`})
-		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+hostproxy.PathResult, bytes.NewReader(body))
-		r.Header.Set(hostproxy.HeaderClientID, "ext-1")
+		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+wire.PathHostBrowserResult, bytes.NewReader(body))
+		r.Header.Set(wire.HeaderClientID, "ext-1")
 		r.Header.Set(eventhubtest.TestActorHeader, "alice")
 		resp, err := http.DefaultClient.Do(r)
 		require.NoError(t, err)
@@ -195,7 +197,7 @@ func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
 	gaveUp := nextMessage(t, s1)
 	stop()
 	require.ErrorIs(t, (<-abortedA).err, browserbackend.ErrAborted)
-	require.Equal(t, hostproxy.TypeCancel, nextMessage(t, s1)["type"])
+	require.Equal(t, wire.TypeHostBrowserCancel, nextMessage(t, s1)["type"])
 
 	// The client reconnects as if it had read nothing after the marker.
 	s2 := dial(resume)
@@ -210,9 +212,9 @@ func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
 		replay = append(replay, m["type"].(string)+" "+m["requestId"].(string))
 	}
 	assert.Equal(t, []string{
-		hostproxy.TypeRequest + " " + reqA["requestId"].(string),
-		hostproxy.TypeRequest + " " + reqB["requestId"].(string),
-		hostproxy.TypeCancel + " " + gaveUp["requestId"].(string),
+		wire.TypeHostBrowserRequest + " " + reqA["requestId"].(string),
+		wire.TypeHostBrowserRequest + " " + reqB["requestId"].(string),
+		wire.TypeHostBrowserCancel + " " + gaveUp["requestId"].(string),
 	}, replay, "both proxies' waiting requests, neither finished one")
 
 	// Each result reaches only the proxy that sent the request; a post to

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,7 +39,7 @@ func newReplayWorld(t testing.TB) *replayWorld {
 func (w *replayWorld) connect(t testing.TB, lastEventID string) *eventhub.Subscription {
 	t.Helper()
 	sub, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
-		InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: lastEventID})
+		InterfaceID: wire.InterfaceChromeExtension, Actor: "alice", LastEventID: lastEventID})
 	require.NoError(t, err)
 	t.Cleanup(sub.Close)
 	return sub
@@ -83,7 +85,7 @@ func (w *replayWorld) start(t testing.TB) (*eventhub.Subscription, string, map[s
 	// The request reaches the stream, but the client does not process it:
 	// its Last-Event-ID stays at the marker.
 	_, req := next(t, sub)
-	require.Equal(t, TypeRequest, req["type"])
+	require.Equal(t, wire.TypeHostBrowserRequest, req["type"])
 	return sub, env.ID, req, done
 }
 
@@ -116,7 +118,7 @@ func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompl
 	// proxy sees the client connected again whenever it looks.
 	sub2 := w.connect(t, markerID)
 	_, m := next(t, sub2)
-	require.Equal(t, TypeRequest, m["type"], "replayed to the reconnect")
+	require.Equal(t, wire.TypeHostBrowserRequest, m["type"], "replayed to the reconnect")
 	require.Equal(t, req["requestId"], m["requestId"])
 
 	rec := postResult(w.p, "ext-1", "alice", ResultBody{RequestID: m["requestId"].(string), Content: `{"clicked":true}`})
@@ -148,9 +150,9 @@ func TestReplay_RequestsThatAreNoLongerPendingAreDroppedAndOtherEventsKept(t *te
 	_, err := w.p.Request(context.Background(), Req{Method: "Page.reload", TargetClientID: "ext-1", Timeout: time.Millisecond})
 	require.ErrorIs(t, err, browserbackend.ErrTimeout)
 	_, timedOut := next(t, sub1)
-	require.Equal(t, TypeRequest, timedOut["type"])
+	require.Equal(t, wire.TypeHostBrowserRequest, timedOut["type"])
 	_, cancelMsg := next(t, sub1)
-	require.Equal(t, TypeCancel, cancelMsg["type"])
+	require.Equal(t, wire.TypeHostBrowserCancel, cancelMsg["type"])
 	w.mark(t, "other")
 
 	sub2 := w.connect(t, markerID)
@@ -165,8 +167,8 @@ func TestReplay_RequestsThatAreNoLongerPendingAreDroppedAndOtherEventsKept(t *te
 		replay = append(replay, m["type"].(string)+" "+id)
 	}
 	assert.Equal(t, []string{
-		TypeRequest + " " + pendingReq["requestId"].(string),
-		TypeCancel + " " + timedOut["requestId"].(string),
+		wire.TypeHostBrowserRequest + " " + pendingReq["requestId"].(string),
+		wire.TypeHostBrowserCancel + " " + timedOut["requestId"].(string),
 		"other ",
 	}, replay)
 
@@ -194,7 +196,7 @@ func TestReplay_RacingDisconnectAndReconnectNeverBothFailsTheCallerAndReplaysThe
 			defer wg.Done()
 			<-gate
 			s, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
-				InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: markerID})
+				InterfaceID: wire.InterfaceChromeExtension, Actor: "alice", LastEventID: markerID})
 			if assert.NoError(t, err) {
 				sub2 = s
 			}
@@ -211,7 +213,7 @@ func TestReplay_RacingDisconnectAndReconnectNeverBothFailsTheCallerAndReplaysThe
 			if m["type"] == "after" {
 				break
 			}
-			if m["type"] == TypeRequest && m["requestId"] == req["requestId"] {
+			if m["type"] == wire.TypeHostBrowserRequest && m["requestId"] == req["requestId"] {
 				gotRequest = true
 			}
 		}

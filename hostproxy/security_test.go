@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 // A result posted to a Proxy that has no caller waiting for that request
@@ -21,7 +22,7 @@ import (
 // the real caller then blocked forever past its deadline.
 func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	owner := New(Options{Hub: h, Logger: quietLogger()})
 	other := New(Options{Hub: h, Logger: quietLogger()})
 
@@ -52,7 +53,7 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 // forever once its context ends: it gets the aborted error.
 func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
@@ -77,7 +78,7 @@ func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *te
 // (a caller bug: no failover).
 func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	for _, params := range []string{`[1,2]`, `"x"`, `7`, `true`, `{"a":`, `{"a":1} {}`} {
 		_, err := p.Request(context.Background(), Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),

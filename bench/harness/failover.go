@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 )
@@ -151,7 +153,7 @@ func MeasureFailover(ctx context.Context, w *World, n, nBlack int) ([]FailoverRe
 			cd.Record(bb.CooldownDesktopAuto, time.Hour)
 		}
 		sel := bb.NewSelector(bb.Options{Logger: discard, Providers: s.providers, Cooldowns: cd})
-		c := sel.Client(bb.Invocation{ConversationID: conv, InterfaceID: cdpinspect.MacOSInterface, ActorPrincipalID: "bench"})
+		c := sel.Client(bb.Invocation{ConversationID: conv, InterfaceID: wire.InterfaceMacOS, ActorPrincipalID: "bench"})
 		defer c.Close()
 		t0 := time.Now()
 		_, err := c.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: EvalParams})

@@ -7,14 +7,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
 // Interface ids used by the reference providers (SPEC §0, HUB-2).
 const (
-	InterfaceChromeExtension = "chrome-extension"
-	InterfaceMacOS           = "macos"
-	InterfaceWindows         = "windows"
+	InterfaceChromeExtension = wire.InterfaceChromeExtension
+	InterfaceMacOS           = wire.InterfaceMacOS
+	InterfaceWindows         = wire.InterfaceWindows
 )
 
 // HubClient is one client on a fake hub roster: a Chrome extension install or

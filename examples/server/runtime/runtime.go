@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -125,26 +127,26 @@ func New(cfg Config) (*Runtime, error) {
 	}
 
 	authed := http.NewServeMux()
-	authed.Handle("GET "+eventhub.EventsPath, hub.EventsHandler())
-	authed.Handle("POST "+eventhub.PingPath, hub.PingHandler())
+	authed.Handle("GET "+wire.PathEvents, hub.EventsHandler())
+	authed.Handle("POST "+wire.PathPing, hub.PingHandler())
 	proxy.Mount(authed)
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/pair", a.PairHandler())
-	mux.Handle("POST /v1/pair/refresh", a.RefreshHandler())
+	mux.Handle("POST "+wire.PathPair, a.PairHandler())
+	mux.Handle("POST "+wire.PathPairRefresh, a.RefreshHandler())
 	mux.Handle("POST "+CommandPath, a.LocalOnly(http.HandlerFunc(rt.serveCommand)))
 	// Identify lets the limiter see the actor; Middleware then refuses
 	// anything without a valid token.
 	protected := a.Identify(rt.Limiter.Handler(a.Middleware(authed)))
-	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
-		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
+	for _, p := range []string{wire.PathEvents, wire.PathPing, wire.PathHostBrowserResult,
+		wire.PathHostBrowserEvent, wire.PathHostBrowserSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
 	// The result socket authenticates with its first message (a browser
 	// cannot set headers on a WebSocket), so it sits outside Middleware;
 	// like pairing it is local-only, and its handshake is rate-limited
 	// like any unauthenticated request.
-	mux.Handle("GET "+hostproxy.PathResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
 		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true}))))
 	rt.Handler = mux
 	return rt, nil
@@ -212,7 +214,7 @@ func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse
 	}
 	iface := req.InterfaceID
 	if iface == "" {
-		iface = eventhub.InterfaceCLI
+		iface = wire.InterfaceCLI
 	}
 	timeout := 30 * time.Second
 	if req.TimeoutMs > 0 {
