@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/hostproxy/tabs"
+
 	"github.com/browserchain/browserchain/wire"
 
 	"github.com/stretchr/testify/assert"
@@ -59,7 +61,7 @@ func TestHostBridgeBackend_TabOperationsNotSupported(t *testing.T) {
 	p := newTestProxy(h)
 	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
 	defer b.Close()
-	_, err := b.ListTabs(context.Background())
+	_, err := tabs.List(context.Background(), b)
 	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
 	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
 	_, err = b.Send(context.Background(), browserbackend.Command{Method: wire.MethodAttach})
@@ -75,19 +77,19 @@ func TestExtensionBackend_TabOperationsAndClassification(t *testing.T) {
 	defer b.Close()
 
 	type tabsOut struct {
-		tabs []Tab
+		tabs []tabs.Tab
 		err  error
 	}
 	got := make(chan tabsOut, 1)
 	go func() {
-		tabs, err := b.ListTabs(context.Background())
-		got <- tabsOut{tabs, err}
+		list, err := tabs.List(context.Background(), b)
+		got <- tabsOut{list, err}
 	}()
 	msg := answer(t, p, ext, `{"tabs":[{"id":7,"url":"https://a.test/","title":"A","active":true}]}`, false)
 	assert.Equal(t, wire.MethodListTabs, msg["cdpMethod"])
 	o := <-got
 	require.NoError(t, o.err)
-	assert.Equal(t, []Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
+	assert.Equal(t, []tabs.Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
 
 	done := sendAsync(b, browserbackend.Command{Method: "Nope.nope"})
 	answer(t, p, ext, `{"code":-32601,"message":"'Nope.nope' wasn't found"}`, true)

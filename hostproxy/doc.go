@@ -102,7 +102,8 @@
 // # Tab operations
 //
 // The extension implements these pseudo-methods (never sent to a desktop
-// bridge; PXY-2). Params → result:
+// bridge; PXY-2). Package tabs sends them through any Backend or per-call
+// Client and decodes their results, in one place. Params → result:
 //
 //	Vellum.listTabs  {}                          → {"tabs":[{"id","url","title","active"}…]}
 //	Vellum.selectTab {"tabId"}                   → {}
