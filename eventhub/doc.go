@@ -11,7 +11,9 @@
 //   - InProcess.EventsHandler serves GET /v1/events (HUB-3);
 //     InProcess.PingHandler serves POST /v1/ping (HUB-5);
 //     InProcess.Subscribe opens the same kind of stream in process.
-//   - RateLimiter is the per-IP sliding-window middleware (HUB-6).
+//   - The wire names (headers, paths, interface ids, the assistant_event
+//     event type) are in package wire; the rate limiter of HUB-6 is package
+//     ratelimit, mounted by the host app, not part of the hub.
 //   - ReadFrames parses an SSE stream on the client side; package
 //     eventhubtest wraps it in a test/tool client (Stream), a manual Clock,
 //     and a loopback Server.
@@ -19,11 +21,12 @@
 // # Mounting
 //
 // Auth runs first (it puts the actor into the context with WithActor), then
-// the rate limiter (it picks the budget from ActorFrom), then the routes:
+// the host app's rate limiter (package ratelimit picks the budget from
+// ActorFrom), then the routes:
 //
 //	hub := eventhub.New(eventhub.WithLogger(logger))
 //	defer hub.Close()
-//	limiter := eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: logger})
+//	limiter := ratelimit.New(ratelimit.Config{Logger: logger})
 //	mux := http.NewServeMux()
 //	mux.Handle(wire.PathEvents, hub.EventsHandler())
 //	mux.Handle(wire.PathPing, hub.PingHandler())

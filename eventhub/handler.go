@@ -39,7 +39,7 @@ func validHeaderValue(v string) error {
 
 // EventsHandler returns the GET /v1/events handler (HUB-3). Mount it behind
 // the host app's auth middleware (which sets WithActor) and outside the rate
-// limiter's budget (RateLimit exempts it by path).
+// limiter's budget (ratelimit.DefaultExempt exempts it by path).
 //
 // Request: X-Vellum-Client-Id registers the stream as that client, and then
 // X-Vellum-Interface-Id is required (400 without); X-Vellum-Machine-Name is

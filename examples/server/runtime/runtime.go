@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/ratelimit"
+
 	"github.com/browserchain/browserchain/wire"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -82,7 +84,7 @@ type Runtime struct {
 	Hub      *eventhub.InProcess
 	Proxy    *hostproxy.Proxy
 	Auth     *auth.Authority
-	Limiter  *eventhub.RateLimiter
+	Limiter  *ratelimit.Limiter
 	Selector *browserbackend.Selector
 	Handler  http.Handler
 
@@ -117,7 +119,7 @@ func New(cfg Config) (*Runtime, error) {
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
-		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log}),
+		Limiter: ratelimit.New(ratelimit.Config{Logger: log}),
 		log:     log,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
