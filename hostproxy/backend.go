@@ -3,6 +3,7 @@ package hostproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,15 +34,19 @@ type Backend struct {
 	route   Route
 	timeout time.Duration
 
-	closeCtx  context.Context
-	closeStop context.CancelFunc
-	bus       browserbackend.EventBus
+	bus browserbackend.EventBus
 
 	mu       sync.Mutex
 	clientID string
 	unlisten func()
 	closed   bool
+	// inflight holds the cancel of every Send in progress; Close cancels
+	// them with errBackendClosed.
+	inflight map[*context.CancelCauseFunc]struct{}
 }
+
+// errBackendClosed is the cancellation cause of Sends cut short by Close.
+var errBackendClosed = errors.New("hostproxy: backend closed")
 
 // BackendOptions configures NewExtensionBackend and NewHostBridgeBackend.
 type BackendOptions struct {
@@ -66,9 +71,8 @@ func (p *Proxy) NewHostBridgeBackend(inv browserbackend.Invocation, opts Backend
 }
 
 func (p *Proxy) newBackend(kind browserbackend.Kind, inv browserbackend.Invocation, route Route, opts BackendOptions) *Backend {
-	b := &Backend{p: p, kind: kind, inv: inv, route: route, timeout: opts.Timeout}
-	b.closeCtx, b.closeStop = context.WithCancel(context.Background())
-	return b
+	return &Backend{p: p, kind: kind, inv: inv, route: route, timeout: opts.Timeout,
+		inflight: make(map[*context.CancelCauseFunc]struct{})}
 }
 
 // Kind returns KindExtension or KindHostBridge.
@@ -132,15 +136,33 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	unhook := context.AfterFunc(b.closeCtx, stop)
-	defer unhook()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !b.track(&cancel, true) {
+		return nil, b.closedErr(cmd.Method)
+	}
+	defer b.track(&cancel, false)
 	res, err := b.p.Request(ctx, req)
-	if err != nil && b.closeCtx.Err() != nil {
+	if err != nil && errors.Is(context.Cause(ctx), errBackendClosed) {
 		return nil, b.closedErr(cmd.Method)
 	}
 	return res, err
+}
+
+// track adds (add true) or removes a Send's cancel; adding fails once the
+// backend is closed.
+func (b *Backend) track(cancel *context.CancelCauseFunc, add bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !add {
+		delete(b.inflight, cancel)
+		return true
+	}
+	if b.closed {
+		return false
+	}
+	b.inflight[cancel] = struct{}{}
+	return true
 }
 
 func (b *Backend) notSupported(method string) error {
@@ -167,8 +189,12 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	unlisten := b.unlisten
+	inflight := b.inflight
+	b.inflight = nil
 	b.mu.Unlock()
-	b.closeStop()
+	for cancel := range inflight {
+		(*cancel)(errBackendClosed)
+	}
 	if unlisten != nil {
 		unlisten()
 	}
