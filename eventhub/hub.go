@@ -6,7 +6,6 @@ import (
 	"time"
 )
 
-
 // Capability is a host-proxy capability a client's interface grants (HUB-2).
 type Capability string
 
