@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
 )
 
@@ -16,9 +18,6 @@ const (
 	ReasonConfigured  = "configured: cdpInspect.enabled"
 	ReasonDesktopAuto = "desktopAuto: macos turn"
 )
-
-// MacOSInterface is the interface id of desktop-auto turns (SEL-3).
-const MacOSInterface = "macos"
 
 // CooldownKey is the key of the desktop-auto cdp-inspect cooldown (SEL-6a).
 const CooldownKey = "desktop-auto"
@@ -112,7 +111,7 @@ func Rule(cfg Config, inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		c.Reason = ReasonPinned
 	case cfg.Enabled:
 		c.Reason = ReasonConfigured
-	case inv.InterfaceID == MacOSInterface && cfg.DesktopAuto.Enabled:
+	case inv.InterfaceID == wire.InterfaceMacOS && cfg.DesktopAuto.Enabled:
 		if env.Cooldowns != nil {
 			if left := env.Cooldowns.Remaining(CooldownKey); left > 0 {
 				return bb.Candidate{}, bb.Skip(bb.CodeCooldown,
@@ -120,7 +119,7 @@ func Rule(cfg Config, inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 			}
 		}
 		c.Reason, c.CooldownKey, c.CooldownFor = ReasonDesktopAuto, CooldownKey, cfg.DesktopAuto.Cooldown()
-	case inv.InterfaceID == MacOSInterface:
+	case inv.InterfaceID == wire.InterfaceMacOS:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured, "cdpInspect.enabled is off and desktopAuto.enabled is off")
 	default:
 		return bb.Candidate{}, bb.Skip(bb.CodeNotConfigured,

@@ -1,6 +1,10 @@
 package eventhub
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
+)
 
 // allCapabilities is every host-proxy capability, in a stable order.
 var allCapabilities = []Capability{
@@ -13,11 +17,11 @@ var allCapabilities = []Capability{
 // The result is a fresh slice the caller may keep.
 func Capabilities(interfaceID string) []Capability {
 	switch interfaceID {
-	case InterfaceChromeExtension:
+	case wire.InterfaceChromeExtension:
 		return []Capability{CapHostBrowser}
-	case InterfaceMacOS:
+	case wire.InterfaceMacOS:
 		return slices.Clone(allCapabilities)
-	case InterfaceWindows:
+	case wire.InterfaceWindows:
 		return slices.DeleteFunc(slices.Clone(allCapabilities), func(c Capability) bool {
 			return c == CapHostAppControl
 		})
@@ -35,5 +39,5 @@ func Supports(interfaceID string, c Capability) bool {
 // is a full desktop client (macos, windows). chrome-extension is not: it
 // grants host_browser only.
 func IsDesktop(interfaceID string) bool {
-	return interfaceID == InterfaceMacOS || interfaceID == InterfaceWindows
+	return interfaceID == wire.InterfaceMacOS || interfaceID == wire.InterfaceWindows
 }

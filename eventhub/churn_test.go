@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/browserchain/browserchain/eventhub"
@@ -59,7 +61,7 @@ func TestConcurrentPublishAndReconnectKeepsPerStreamOrder(t *testing.T) {
 			defer wg.Done()
 			resume, lastSeq := "", uint64(0)
 			for range reconnects {
-				o := dialAs(fmt.Sprintf("c%d", c), eventhub.InterfaceChromeExtension, "alice")
+				o := dialAs(fmt.Sprintf("c%d", c), wire.InterfaceChromeExtension, "alice")
 				o.LastEventID = resume
 				s, err := eventhubtest.Dial(ctx, f.srv.EventsURL(), o)
 				if !assert.NoError(t, err) {

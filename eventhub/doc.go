@@ -11,7 +11,9 @@
 //   - InProcess.EventsHandler serves GET /v1/events (HUB-3);
 //     InProcess.PingHandler serves POST /v1/ping (HUB-5);
 //     InProcess.Subscribe opens the same kind of stream in process.
-//   - RateLimiter is the per-IP sliding-window middleware (HUB-6).
+//   - The wire names (headers, paths, interface ids, the assistant_event
+//     event type) are in package wire; the rate limiter of HUB-6 is package
+//     ratelimit, mounted by the host app, not part of the hub.
 //   - ReadFrames parses an SSE stream on the client side; package
 //     eventhubtest wraps it in a test/tool client (Stream), a manual Clock,
 //     and a loopback Server.
@@ -19,14 +21,15 @@
 // # Mounting
 //
 // Auth runs first (it puts the actor into the context with WithActor), then
-// the rate limiter (it picks the budget from ActorFrom), then the routes:
+// the host app's rate limiter (package ratelimit picks the budget from
+// ActorFrom), then the routes:
 //
 //	hub := eventhub.New(eventhub.WithLogger(logger))
 //	defer hub.Close()
-//	limiter := eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: logger})
+//	limiter := ratelimit.New(ratelimit.Config{Logger: logger})
 //	mux := http.NewServeMux()
-//	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
-//	mux.Handle(eventhub.PingPath, hub.PingHandler())
+//	mux.Handle(wire.PathEvents, hub.EventsHandler())
+//	mux.Handle(wire.PathPing, hub.PingHandler())
 //	srv := &http.Server{Handler: auth(limiter.Handler(mux))}
 //
 // The events route is exempt from the limiter by path; the stream's memory is
@@ -62,10 +65,12 @@
 // replaces it: the old Gone closes after the new registration is in place.
 //
 // A replayed event can be stale: a request whose caller already failed on
-// the disconnect must not run on the client after all. A ReplayFilter
-// (WithReplayFilter, SetReplayFilter) is asked about each replay candidate
-// once the new registration is visible, and drops the ones it rejects;
-// hostproxy.Proxy.ReplayFilter keeps a request only while its caller waits.
+// the disconnect must not run on the client after all. The publisher says so
+// in data, never through a callback: Target.ReplayUntil ends an event's
+// replay eligibility at a deadline, and Hub.Retract ends it earlier and
+// reports whether the target's current registration holds the event. The
+// hub never reads a message to decide; several publishers (several
+// hostproxy.Proxy values) share one hub, each retracting its own events.
 //
 // # Liveness (HUB-5)
 //

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,7 +34,7 @@ func statusOf(err error) int {
 func TestHeartbeatAtOnceAndPeriodically(t *testing.T) {
 	f := newFixture(t) // default 7 s interval
 	ctx := testCtx(t)
-	s, err := eventhubtest.Dial(ctx, f.srv.EventsURL(), dialAs("x", eventhub.InterfaceMacOS, "alice"))
+	s, err := eventhubtest.Dial(ctx, f.srv.EventsURL(), dialAs("x", wire.InterfaceMacOS, "alice"))
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, "text/event-stream", s.Response().Header.Get("Content-Type"))
@@ -70,11 +72,11 @@ func TestHeartbeatAtOnceAndPeriodically(t *testing.T) {
 func TestReconnectWithSameClientIDReplacesOldStream(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
-	old := f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	old := f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	oldGone := f.hub.Gone("x")
 	changed := f.hub.Changed()
 
-	fresh := f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	fresh := f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	assert.True(t, isClosed(oldGone), "the old registration's Gone fires")
 	assert.True(t, isClosed(changed))
 	assert.False(t, isClosed(f.hub.Gone("x")), "the new registration is live")
@@ -97,9 +99,9 @@ func TestReconnectWithSameClientIDReplacesOldStream(t *testing.T) {
 
 func TestReconnectUnderAnotherActorIsRefused(t *testing.T) {
 	f := newFixture(t)
-	f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	gone := f.hub.Gone("x")
-	_, err := f.dialOpts(t, dialAs("x", eventhub.InterfaceMacOS, "mallory"))
+	_, err := f.dialOpts(t, dialAs("x", wire.InterfaceMacOS, "mallory"))
 	assert.Equal(t, http.StatusConflict, statusOf(err))
 	assert.False(t, isClosed(gone), "alice's stream survives")
 }
@@ -110,11 +112,11 @@ func TestSubscriberCapEvictsOldest(t *testing.T) {
 		OnShed: func(si eventhub.ShedInfo) { sheds <- si },
 	}))
 	ctx := testCtx(t)
-	a := f.dial(t, "a", eventhub.InterfaceMacOS, "alice")
+	a := f.dial(t, "a", wire.InterfaceMacOS, "alice")
 	f.clock.Advance(time.Second)
-	f.dial(t, "b", eventhub.InterfaceMacOS, "alice")
+	f.dial(t, "b", wire.InterfaceMacOS, "alice")
 	goneA := f.hub.Gone("a")
-	f.dial(t, "c", eventhub.InterfaceMacOS, "alice")
+	f.dial(t, "c", wire.InterfaceMacOS, "alice")
 	assert.True(t, isClosed(goneA), "the oldest stream was evicted")
 	assert.ElementsMatch(t, []string{"b", "c"}, rosterIDs(f.hub))
 	for {
@@ -136,7 +138,7 @@ func TestSubscriberCapEvictsOldest(t *testing.T) {
 
 func TestSubscriberCapZeroAnswers503(t *testing.T) {
 	f := newFixture(t, eventhub.WithMaxSubscribers(0))
-	_, err := f.dialOpts(t, dialAs("a", eventhub.InterfaceMacOS, "alice"))
+	_, err := f.dialOpts(t, dialAs("a", wire.InterfaceMacOS, "alice"))
 	assert.Equal(t, http.StatusServiceUnavailable, statusOf(err))
 	_, err = f.dialOpts(t, eventhubtest.DialOptions{})
 	assert.Equal(t, http.StatusServiceUnavailable, statusOf(err), "plain subscribers too")
@@ -146,7 +148,7 @@ func TestMissingInterfaceHeaderIs400(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.dialOpts(t, eventhubtest.DialOptions{ClientID: "a"})
 	assert.Equal(t, http.StatusBadRequest, statusOf(err))
-	assert.Contains(t, err.Error(), eventhub.HeaderInterfaceID)
+	assert.Contains(t, err.Error(), wire.HeaderInterfaceID)
 	_, err = f.dialOpts(t, eventhubtest.DialOptions{ClientID: "a", InterfaceID: "mac\tos"})
 	assert.Equal(t, http.StatusBadRequest, statusOf(err), "control characters")
 	_, err = f.dialOpts(t, eventhubtest.DialOptions{ClientID: strings.Repeat("a", 300), InterfaceID: "macos"})
@@ -164,8 +166,8 @@ func TestMissingInterfaceHeaderIs400(t *testing.T) {
 func TestEventFrameShapeAndTargets(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
-	ext := f.dial(t, "ext", eventhub.InterfaceChromeExtension, "alice")
-	mac := f.dial(t, "mac", eventhub.InterfaceMacOS, "bob")
+	ext := f.dial(t, "ext", wire.InterfaceChromeExtension, "alice")
+	mac := f.dial(t, "mac", wire.InterfaceMacOS, "bob")
 	ui, err := f.dialOpts(t, eventhubtest.DialOptions{ConversationID: "conv-1"})
 	require.NoError(t, err)
 
@@ -173,7 +175,7 @@ func TestEventFrameShapeAndTargets(t *testing.T) {
 	require.NoError(t, err)
 	fr, err := ext.Next(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, eventhub.EventType, fr.Event)
+	assert.Equal(t, wire.EventTypeAssistant, fr.Event)
 	assert.Equal(t, id, fr.ID)
 	env, err := fr.Envelope()
 	require.NoError(t, err)
@@ -212,7 +214,7 @@ func TestEventFrameShapeAndTargets(t *testing.T) {
 func TestLastEventIDDeliversRequestPublishedWhileReconnecting(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
-	s1 := f.dial(t, "ext", eventhub.InterfaceChromeExtension, "alice")
+	s1 := f.dial(t, "ext", wire.InterfaceChromeExtension, "alice")
 	_, err := f.hub.Publish(ctx, eventhub.Target{ClientID: "ext"}, "c", "first")
 	require.NoError(t, err)
 	_, err = s1.NextEvent(ctx)
@@ -225,7 +227,7 @@ func TestLastEventIDDeliversRequestPublishedWhileReconnecting(t *testing.T) {
 	// never read. The client reconnects with its Last-Event-ID.
 	reqID, err := f.hub.Publish(ctx, eventhub.Target{ClientID: "ext"}, "c", "request-during-gap")
 	require.NoError(t, err)
-	o := dialAs("ext", eventhub.InterfaceChromeExtension, "alice")
+	o := dialAs("ext", wire.InterfaceChromeExtension, "alice")
 	o.LastEventID = resume
 	s2, err := f.dialOpts(t, o)
 	require.NoError(t, err)
@@ -260,7 +262,7 @@ func TestLastEventIDDeliversRequestPublishedWhileReconnecting(t *testing.T) {
 
 	// Another actor reusing the client id never gets alice's replay.
 	f.hub.Unregister("ext")
-	o2 := dialAs("ext", eventhub.InterfaceChromeExtension, "mallory")
+	o2 := dialAs("ext", wire.InterfaceChromeExtension, "mallory")
 	o2.LastEventID = resume
 	s4, err := f.dialOpts(t, o2)
 	require.NoError(t, err)
@@ -271,7 +273,7 @@ func TestLastEventIDDeliversRequestPublishedWhileReconnecting(t *testing.T) {
 	assert.JSONEq(t, `"for-mallory"`, string(env.Message), "no replay of another actor's events")
 
 	// A malformed or foreign Last-Event-ID replays nothing and is not an error.
-	o3 := dialAs("ext2", eventhub.InterfaceChromeExtension, "alice")
+	o3 := dialAs("ext2", wire.InterfaceChromeExtension, "alice")
 	for _, bad := range []string{"garbage", "0000ffff-1", "-1", strings.Repeat("9", 100)} {
 		o3.LastEventID = bad
 		s5, err := f.dialOpts(t, o3)
@@ -287,7 +289,7 @@ func TestLastEventIDDeliversRequestPublishedWhileReconnecting(t *testing.T) {
 func TestPingAcknowledgesHeartbeatAndChecksActor(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
-	s := f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	s := f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	tok := s.LastHeartbeat
 	require.NotEmpty(t, tok)
 	f.clock.Advance(5 * time.Second)
@@ -312,7 +314,7 @@ func TestPingAcknowledgesHeartbeatAndChecksActor(t *testing.T) {
 	// Oversized and malformed bodies.
 	post := func(body string) int {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.PingURL(), strings.NewReader(body))
-		req.Header.Set(eventhub.HeaderClientID, "x")
+		req.Header.Set(wire.HeaderClientID, "x")
 		req.Header.Set(eventhubtest.TestActorHeader, "alice")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)

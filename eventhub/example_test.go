@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/eventhubtest"
 )
@@ -16,14 +18,14 @@ import (
 func Example() {
 	hub := eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
+	mux.Handle(wire.PathEvents, hub.EventsHandler())
 	srv := httptest.NewServer(mux) // 127.0.0.1
 	defer srv.Close()
 	defer hub.Close()
 
 	ctx := context.Background()
-	stream, err := eventhubtest.Dial(ctx, srv.URL+eventhub.EventsPath, eventhubtest.DialOptions{
-		ClientID: "desktop-1", InterfaceID: eventhub.InterfaceMacOS,
+	stream, err := eventhubtest.Dial(ctx, srv.URL+wire.PathEvents, eventhubtest.DialOptions{
+		ClientID: "desktop-1", InterfaceID: wire.InterfaceMacOS,
 	})
 	if err != nil {
 		panic(err)
@@ -52,9 +54,9 @@ func Example() {
 
 // The capability table (HUB-2).
 func ExampleCapabilities() {
-	fmt.Println(eventhub.Capabilities(eventhub.InterfaceChromeExtension))
-	fmt.Println(eventhub.Supports(eventhub.InterfaceWindows, eventhub.CapHostAppControl))
-	fmt.Println(eventhub.IsDesktop(eventhub.InterfaceChromeExtension), eventhub.IsDesktop(eventhub.InterfaceMacOS))
+	fmt.Println(eventhub.Capabilities(wire.InterfaceChromeExtension))
+	fmt.Println(eventhub.Supports(wire.InterfaceWindows, eventhub.CapHostAppControl))
+	fmt.Println(eventhub.IsDesktop(wire.InterfaceChromeExtension), eventhub.IsDesktop(wire.InterfaceMacOS))
 	// Output:
 	// [host_browser]
 	// false

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
 )
 
 // FuzzRenderFrameRoundTrip: every frame the hub renders — any conversation
@@ -21,7 +23,7 @@ func FuzzRenderFrameRoundTrip(f *testing.F) {
 		}
 		raw, _ := json.Marshal(map[string]string{"text": text})
 		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-		fr := renderFrame("abcd1234", seq, convJSON, at, raw)
+		fr := renderFrame("abcd1234", seq, conv, convJSON, at, raw)
 		var got []Frame
 		for x, err := range ReadFrames(bytes.NewReader(fr.data), 0) {
 			if err != nil {
@@ -32,7 +34,7 @@ func FuzzRenderFrameRoundTrip(f *testing.F) {
 		if len(got) != 1 {
 			t.Fatalf("%d frames from %q", len(got), fr.data)
 		}
-		if got[0].Event != EventType || got[0].ID != fr.id {
+		if got[0].Event != wire.EventTypeAssistant || got[0].ID != fr.id {
 			t.Fatalf("frame header %+v", got[0])
 		}
 		env, err := got[0].Envelope()
@@ -47,6 +49,13 @@ func FuzzRenderFrameRoundTrip(f *testing.F) {
 		wantConv := string([]rune(conv))
 		if env.ID != fr.id || env.Seq != seq || !env.EmittedAt.Equal(at) || env.ConversationID != wantConv || msg["text"] != wantText {
 			t.Fatalf("round trip mismatch: %+v %q", env, msg["text"])
+		}
+		// What an in-process Subscription returns, taken from the render
+		// without parsing, equals what a client parses.
+		own := fr.envelope()
+		if own.ID != env.ID || own.Seq != env.Seq || !own.EmittedAt.Equal(env.EmittedAt) ||
+			own.ConversationID != env.ConversationID || !bytes.Equal(own.Message, env.Message) || !bytes.Equal(own.Message, raw) {
+			t.Fatalf("own envelope %+v (message %q) differs from the parsed %+v", own, own.Message, env)
 		}
 	})
 }

@@ -11,29 +11,9 @@ import (
 	"strings"
 	"time"
 
-	sse "github.com/tmaxmax/go-sse"
-)
+	"github.com/browserchain/browserchain/eventhub/wire"
 
-// Wire names (HUB-3, HUB-5), defined once.
-const (
-	// HeaderClientID names the connecting client; its presence registers the
-	// stream as a client.
-	HeaderClientID = "X-Vellum-Client-Id"
-	// HeaderInterfaceID is the client's interface id; required with
-	// HeaderClientID.
-	HeaderInterfaceID = "X-Vellum-Interface-Id"
-	// HeaderMachineName is an optional display name of the client's machine.
-	HeaderMachineName = "X-Vellum-Machine-Name"
-	// HeaderLastEventID is the standard SSE resume header.
-	HeaderLastEventID = "Last-Event-ID"
-	// QueryConversationID filters a stream to one conversation's events.
-	QueryConversationID = "conversationId"
-	// EventsPath and PingPath are the conventional mount points.
-	EventsPath = "/v1/events"
-	PingPath   = "/v1/ping"
-	// HeartbeatPrefix starts the text of every heartbeat comment:
-	// ": heartbeat <token>". Echo the token to the ping route (HUB-5).
-	HeartbeatPrefix = "heartbeat "
+	sse "github.com/tmaxmax/go-sse"
 )
 
 // maxHeaderValue bounds client-supplied ids and names.
@@ -59,7 +39,7 @@ func validHeaderValue(v string) error {
 
 // EventsHandler returns the GET /v1/events handler (HUB-3). Mount it behind
 // the host app's auth middleware (which sets WithActor) and outside the rate
-// limiter's budget (RateLimit exempts it by path).
+// limiter's budget (ratelimit.DefaultExempt exempts it by path).
 //
 // Request: X-Vellum-Client-Id registers the stream as that client, and then
 // X-Vellum-Interface-Id is required (400 without); X-Vellum-Machine-Name is
@@ -85,11 +65,11 @@ func (h *InProcess) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := SubscribeRequest{
-		ClientID:       r.Header.Get(HeaderClientID),
-		InterfaceID:    r.Header.Get(HeaderInterfaceID),
-		MachineName:    r.Header.Get(HeaderMachineName),
-		ConversationID: r.URL.Query().Get(QueryConversationID),
-		LastEventID:    r.Header.Get(HeaderLastEventID),
+		ClientID:       r.Header.Get(wire.HeaderClientID),
+		InterfaceID:    r.Header.Get(wire.HeaderInterfaceID),
+		MachineName:    r.Header.Get(wire.HeaderMachineName),
+		ConversationID: r.URL.Query().Get(wire.QueryConversationID),
+		LastEventID:    r.Header.Get(wire.HeaderLastEventID),
 	}
 	req.Actor, _ = ActorFrom(r.Context())
 	for _, v := range []string{req.ClientID, req.InterfaceID, req.MachineName, req.ConversationID} {
@@ -99,7 +79,7 @@ func (h *InProcess) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if req.ClientID != "" && req.InterfaceID == "" {
-		http.Error(w, "eventhub: "+HeaderInterfaceID+" is required with "+HeaderClientID, http.StatusBadRequest)
+		http.Error(w, "eventhub: "+wire.HeaderInterfaceID+" is required with "+wire.HeaderClientID, http.StatusBadRequest)
 		return
 	}
 	if !req.registered() {
@@ -216,7 +196,7 @@ func (sw *streamWriter) write(frames []*frame) bool {
 func (sw *streamWriter) heartbeat() bool {
 	tok := sw.h.heartbeatToken(sw.s)
 	msg := &sse.Message{}
-	msg.AppendComment(HeartbeatPrefix + tok)
+	msg.AppendComment(wire.HeartbeatPrefix + tok)
 	if err := sw.do(func() error { _, err := msg.WriteTo(sw.w); return err }); err != nil {
 		return false
 	}
@@ -308,9 +288,9 @@ func (h *InProcess) PingHandler() http.Handler {
 			http.Error(w, "eventhub: method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		clientID := r.Header.Get(HeaderClientID)
+		clientID := r.Header.Get(wire.HeaderClientID)
 		if clientID == "" {
-			http.Error(w, "eventhub: "+HeaderClientID+" is required", http.StatusBadRequest)
+			http.Error(w, "eventhub: "+wire.HeaderClientID+" is required", http.StatusBadRequest)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPingBody))

@@ -6,16 +6,6 @@ import (
 	"time"
 )
 
-// Interface ids (SPEC §0, HUB-2): the transport interface a client or a turn
-// speaks through.
-const (
-	InterfaceChromeExtension = "chrome-extension"
-	InterfaceMacOS           = "macos"
-	InterfaceWindows         = "windows"
-	InterfaceWeb             = "web"
-	InterfaceCLI             = "cli"
-)
-
 // Capability is a host-proxy capability a client's interface grants (HUB-2).
 type Capability string
 
@@ -90,19 +80,51 @@ type Target struct {
 	// ActorPrincipalID restricts delivery to one actor's streams. It is not a
 	// selector on its own: set it together with one of the fields above.
 	ActorPrincipalID string
+	// ReplayUntil, when not zero, ends the event's replay eligibility at
+	// that instant (HUB-3): a stream that registers later never receives it
+	// in its replay. Live delivery is not affected. A publisher that waits
+	// for an answer sets it to its deadline and calls Hub.Retract when it
+	// stops waiting earlier. It is plain data, so it means the same in a
+	// hub that spans processes.
+	ReplayUntil time.Time
 }
 
 // Hub is the event hub abstraction (HUB-1). The in-process implementation is
 // the default; a distributed one can implement the same interface. All
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. The hub never interprets a message:
+// what it does with an event (recipients, replay eligibility) comes from the
+// Target and Retract calls of its publisher.
 type Hub interface {
 	// Publish sends message (marshalled to JSON) to the target's clients and
 	// returns the envelope id. It never blocks on a recipient (HUB-4). A
 	// ClientID target that is not connected fails at once with
 	// ErrNotConnected; a Capability or InterfaceID target with no recipient
-	// at all is ErrNoRecipients. A ConversationID target with no current
-	// subscriber succeeds: the event is kept for replay (HUB-3).
+	// at all is ErrNoRecipients; an empty target is ErrEmptyTarget; a
+	// message that does not marshal is an error wrapping the marshal error;
+	// after the hub is closed, ErrClosed. A ConversationID target with no
+	// current subscriber succeeds: the event is kept for replay (HUB-3).
+	// ctx bounds the publish itself (an in-process hub only checks it).
 	Publish(ctx context.Context, target Target, conversationID string, message any) (string, error)
+	// Retract ends the replay eligibility of a published event (envelopeID
+	// as returned by Publish) before its Target.ReplayUntil: no registration
+	// that starts after Retract returns receives it in its replay (HUB-3).
+	// Live delivery already made is not undone. Retract is linearizable with
+	// registrations: each registration's replay is decided wholly before or
+	// wholly after it.
+	//
+	// For an event published to one client (Target.ClientID), held reports
+	// whether that client's current registration, under the actor of the
+	// publish, holds the event: it was queued to that registration live or
+	// in its replay, or the registration resumed with a Last-Event-ID at or
+	// after it. A publisher waiting for an answer calls Retract when the
+	// target's registration ends (Gone) and keeps waiting only when held is
+	// true, so a client never runs a request whose caller has already
+	// failed (HUB-5). Retract is idempotent. held is false for an unknown
+	// id, for an event that is neither in the replay ring nor before its
+	// ReplayUntil, and after Close. The error is ctx's, or a failure to
+	// record the retraction in a hub that spans processes (then the event
+	// may still be replayed until its ReplayUntil).
+	Retract(ctx context.Context, envelopeID string) (held bool, err error)
 	// Roster returns the connected clients, most recently active first.
 	Roster() []ClientInfo
 	// Client returns one connected client.

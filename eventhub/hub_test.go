@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,13 +19,13 @@ func TestCapabilityTableFollowsHUB2(t *testing.T) {
 	all := []eventhub.Capability{eventhub.CapHostBash, eventhub.CapHostFile, eventhub.CapHostCU,
 		eventhub.CapHostAppControl, eventhub.CapHostBrowser, eventhub.CapHostUISnapshot}
 	want := map[string][]eventhub.Capability{
-		eventhub.InterfaceChromeExtension: {eventhub.CapHostBrowser},
-		eventhub.InterfaceMacOS:           all,
-		eventhub.InterfaceWindows: {eventhub.CapHostBash, eventhub.CapHostFile, eventhub.CapHostCU,
+		wire.InterfaceChromeExtension: {eventhub.CapHostBrowser},
+		wire.InterfaceMacOS:           all,
+		wire.InterfaceWindows: {eventhub.CapHostBash, eventhub.CapHostFile, eventhub.CapHostCU,
 			eventhub.CapHostBrowser, eventhub.CapHostUISnapshot},
-		eventhub.InterfaceWeb: nil,
-		eventhub.InterfaceCLI: nil,
-		"unknown":             nil,
+		wire.InterfaceWeb: nil,
+		wire.InterfaceCLI: nil,
+		"unknown":         nil,
 	}
 	for iface, caps := range want {
 		assert.ElementsMatch(t, caps, eventhub.Capabilities(iface), iface)
@@ -31,14 +33,14 @@ func TestCapabilityTableFollowsHUB2(t *testing.T) {
 			assert.Equal(t, slices.Contains(caps, c), eventhub.Supports(iface, c), "%s %s", iface, c)
 		}
 	}
-	assert.True(t, eventhub.IsDesktop(eventhub.InterfaceMacOS))
-	assert.True(t, eventhub.IsDesktop(eventhub.InterfaceWindows))
-	assert.False(t, eventhub.IsDesktop(eventhub.InterfaceChromeExtension), "the extension is not a full desktop client")
-	assert.False(t, eventhub.IsDesktop(eventhub.InterfaceWeb))
+	assert.True(t, eventhub.IsDesktop(wire.InterfaceMacOS))
+	assert.True(t, eventhub.IsDesktop(wire.InterfaceWindows))
+	assert.False(t, eventhub.IsDesktop(wire.InterfaceChromeExtension), "the extension is not a full desktop client")
+	assert.False(t, eventhub.IsDesktop(wire.InterfaceWeb))
 	// The result is the caller's to keep.
-	c := eventhub.Capabilities(eventhub.InterfaceMacOS)
+	c := eventhub.Capabilities(wire.InterfaceMacOS)
 	c[0] = "mutated"
-	assert.True(t, eventhub.Supports(eventhub.InterfaceMacOS, eventhub.CapHostBash))
+	assert.True(t, eventhub.Supports(wire.InterfaceMacOS, eventhub.CapHostBash))
 }
 
 func TestPublishToNotConnectedClientFailsAtOnce(t *testing.T) {
@@ -51,7 +53,7 @@ func TestPublishToNotConnectedClientFailsAtOnce(t *testing.T) {
 
 	_, err = h.Publish(ctx, eventhub.Target{Capability: eventhub.CapHostBrowser}, "", 1)
 	require.ErrorIs(t, err, eventhub.ErrNoRecipients)
-	_, err = h.Publish(ctx, eventhub.Target{InterfaceID: eventhub.InterfaceMacOS}, "", 1)
+	_, err = h.Publish(ctx, eventhub.Target{InterfaceID: wire.InterfaceMacOS}, "", 1)
 	require.ErrorIs(t, err, eventhub.ErrNoRecipients)
 	_, err = h.Publish(ctx, eventhub.Target{}, "", 1)
 	require.ErrorIs(t, err, eventhub.ErrEmptyTarget)
@@ -75,7 +77,7 @@ func TestPublishToNotConnectedClientFailsAtOnce(t *testing.T) {
 
 func TestPublishToDisconnectedClientFailsAtOnceOverHTTP(t *testing.T) {
 	f := newFixture(t)
-	s := f.dial(t, "ext-1", eventhub.InterfaceChromeExtension, "alice")
+	s := f.dial(t, "ext-1", wire.InterfaceChromeExtension, "alice")
 	gone := f.hub.Gone("ext-1")
 	s.Close()
 	waitClosed(t, gone, "Gone after the client disconnected")
@@ -85,11 +87,11 @@ func TestPublishToDisconnectedClientFailsAtOnceOverHTTP(t *testing.T) {
 
 func TestRosterOrderHealthyFirstThenMostRecentlyActive(t *testing.T) {
 	f := newFixture(t, eventhub.WithHeartbeatInterval(time.Second), eventhub.WithUnhealthyAfter(30*time.Second))
-	f.dial(t, "a", eventhub.InterfaceMacOS, "alice")
+	f.dial(t, "a", wire.InterfaceMacOS, "alice")
 	f.clock.Advance(time.Second)
-	f.dial(t, "b", eventhub.InterfaceChromeExtension, "alice")
+	f.dial(t, "b", wire.InterfaceChromeExtension, "alice")
 	f.clock.Advance(time.Second)
-	oc := dialAs("c", eventhub.InterfaceWindows, "bob")
+	oc := dialAs("c", wire.InterfaceWindows, "bob")
 	oc.MachineName = "bob-laptop"
 	_, err := f.dialOpts(t, oc)
 	require.NoError(t, err)
@@ -112,7 +114,7 @@ func TestRosterOrderHealthyFirstThenMostRecentlyActive(t *testing.T) {
 
 	info, ok := f.hub.Client("b")
 	require.True(t, ok)
-	assert.Equal(t, eventhub.InterfaceChromeExtension, info.InterfaceID)
+	assert.Equal(t, wire.InterfaceChromeExtension, info.InterfaceID)
 	assert.Equal(t, []eventhub.Capability{eventhub.CapHostBrowser}, info.Capabilities)
 	assert.Equal(t, "alice", info.ActorPrincipalID)
 	assert.Equal(t, t0.Add(time.Second), info.ConnectedAt)
@@ -129,7 +131,7 @@ func TestChangedFiresOnRegisterAndUnregisterAndGoneOnEnd(t *testing.T) {
 
 	ch := f.hub.Changed()
 	assert.False(t, isClosed(ch))
-	f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	assert.True(t, isClosed(ch), "register fires Changed")
 
 	gone := f.hub.Gone("x")
@@ -148,7 +150,7 @@ func TestChangedFiresOnRegisterAndUnregisterAndGoneOnEnd(t *testing.T) {
 
 func TestGoneFiresAtOnceWhenClientDisconnects(t *testing.T) {
 	f := newFixture(t)
-	s := f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	s := f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	gone := f.hub.Gone("x")
 	changed := f.hub.Changed()
 	s.Close()
@@ -164,14 +166,14 @@ func TestGoneFiresAtOnceWhenClientDisconnects(t *testing.T) {
 
 func TestHubCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 	f := newFixture(t)
-	s := f.dial(t, "x", eventhub.InterfaceMacOS, "alice")
+	s := f.dial(t, "x", wire.InterfaceMacOS, "alice")
 	gone := f.hub.Gone("x")
 	require.NoError(t, f.hub.Close())
 	require.NoError(t, f.hub.Close(), "idempotent")
 	assert.True(t, isClosed(gone))
 	_, err := s.Next(testCtx(t))
 	assert.Error(t, err, "the stream ends")
-	_, err = f.dialOpts(t, dialAs("y", eventhub.InterfaceMacOS, "alice"))
+	_, err = f.dialOpts(t, dialAs("y", wire.InterfaceMacOS, "alice"))
 	var se interface{ Error() string }
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, err.Error(), "503")
@@ -185,7 +187,7 @@ func TestInProcessSubscribeRegistersTargetsAndSheds(t *testing.T) {
 	_, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x"})
 	require.ErrorIs(t, err, eventhub.ErrInvalidHeader, "interface id required")
 
-	sub, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice"})
+	sub, err := h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: wire.InterfaceChromeExtension, Actor: "alice"})
 	require.NoError(t, err)
 	id, err := h.Publish(ctx, eventhub.Target{ClientID: "x"}, "c", "one")
 	require.NoError(t, err)
@@ -194,7 +196,7 @@ func TestInProcessSubscribeRegistersTargetsAndSheds(t *testing.T) {
 	assert.Equal(t, id, env.ID)
 	assert.JSONEq(t, `"one"`, string(env.Message))
 
-	_, err = h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: eventhub.InterfaceChromeExtension, Actor: "bob"})
+	_, err = h.Subscribe(eventhub.SubscribeRequest{ClientID: "x", InterfaceID: wire.InterfaceChromeExtension, Actor: "bob"})
 	require.ErrorIs(t, err, eventhub.ErrActorMismatch)
 
 	// Two fit in the queue, the third sheds the subscription.

@@ -14,12 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
 
 	sse "github.com/tmaxmax/go-sse"
 )
-
-// EventType is the SSE event name of every hub event (HUB-3).
-const EventType = "assistant_event"
 
 // InProcess is the default Hub (HUB-1): an in-memory registry of streams
 // with bounded per-stream queues (HUB-4), a replay ring (HUB-3) and liveness
@@ -41,8 +41,12 @@ type InProcess struct {
 	changed    chan struct{}
 	ring       ring
 
-	// replayFilter is consulted for each event of a reconnect's replay.
-	replayFilter atomic.Pointer[ReplayFilter]
+	// byID indexes the ring's entries by envelope id for Retract, plus
+	// entries that left the ring before their ReplayUntil passed (so
+	// Retract can still report whether the target holds them). Pruned by
+	// sweep once it has grown to sweepAt.
+	byID    map[string]*ringEntry
+	sweepAt int
 }
 
 var _ Hub = (*InProcess)(nil)
@@ -73,9 +77,11 @@ func New(opts ...Option) *InProcess {
 		clients: make(map[string]*stream),
 		changed: make(chan struct{}),
 		ring:    ring{limits: cfg.replay},
+		byID:    make(map[string]*ringEntry),
+		sweepAt: minSweep,
 	}
+	h.ring.onEvict = h.evictedLocked
 	h.hooks = newSerializer(cfg.hookBacklog, logger)
-	h.SetReplayFilter(cfg.replayFilter)
 	return h
 }
 
@@ -90,6 +96,12 @@ type stream struct {
 	queue        chan *frame
 	done         chan struct{}
 	replay       []*frame
+	// liveFrom is the hub's seq when the stream registered: every later
+	// event aimed at its client id was queued to it live.
+	liveFrom uint64
+	// resumeSeq is the seq of a Last-Event-ID of this hub instance the
+	// stream resumed after (0 for none): the client has read up to it.
+	resumeSeq uint64
 
 	// guarded by hub.mu
 	ended     bool
@@ -107,10 +119,24 @@ type stream struct {
 }
 
 // frame is one rendered SSE event, shared by every recipient and the ring.
+// Besides the SSE bytes it keeps what an in-process Subscription returns,
+// so the hub never parses a frame it rendered: the message is the slice
+// data[msgStart:msgEnd].
 type frame struct {
-	id   string
-	seq  uint64
-	data []byte
+	id       string
+	seq      uint64
+	data     []byte
+	conv     string
+	at       time.Time
+	msgStart int
+	msgEnd   int
+}
+
+// envelope returns the frame's envelope (HUB-3) without parsing it; Message
+// shares the frame's bytes and must not be modified.
+func (f *frame) envelope() Envelope {
+	return Envelope{ID: f.id, ConversationID: f.conv, EmittedAt: f.at, Seq: f.seq,
+		Message: json.RawMessage(f.data[f.msgStart:f.msgEnd:f.msgEnd])}
 }
 
 // SubscribeRequest describes a stream to open. ClientID empty means a plain
@@ -131,47 +157,10 @@ type SubscribeRequest struct {
 }
 
 // subscribe opens a stream. Errors: ErrClosed, ErrCapacity, ErrActorMismatch.
-//
-// The replay filter (WithReplayFilter, SetReplayFilter) runs after h.mu is
-// released, so the new registration is already visible to Client, Gone and
-// Publish when the filter decides, and the filter may call back into the hub.
 // The stream's replay is read only by the goroutine that called subscribe,
-// after it returns, so pruning it here needs no lock.
+// after it returns.
 func (h *InProcess) subscribe(req SubscribeRequest) (*stream, error) {
-	s, err := h.register(req)
-	if err != nil || len(s.replay) == 0 {
-		return s, err
-	}
-	if f := h.replayFilter.Load(); f != nil {
-		s.replay = h.filterReplay(*f, req.ClientID, s.replay)
-	}
-	return s, nil
-}
-
-// filterReplay keeps the frames keep accepts, in order. A frame that does not
-// parse as an envelope (never the case for frames this hub rendered) is kept.
-func (h *InProcess) filterReplay(keep ReplayFilter, clientID string, frames []*frame) []*frame {
-	out := frames[:0:0]
-	for _, f := range frames {
-		env, err := f.envelope()
-		if err != nil || keep(clientID, env) {
-			out = append(out, f)
-			continue
-		}
-		h.logger.Debug("eventhub: replay filter dropped an event", "clientId", clientID, "eventId", f.id)
-	}
-	return out
-}
-
-// envelope decodes the frame's envelope.
-func (f *frame) envelope() (Envelope, error) {
-	for fr, err := range ReadFrames(bytes.NewReader(f.data), len(f.data)+1) {
-		if err != nil {
-			return Envelope{}, err
-		}
-		return fr.Envelope()
-	}
-	return Envelope{}, fmt.Errorf("eventhub: empty frame %s", f.id)
+	return h.register(req)
 }
 
 // register does the locked part of subscribe: replacement, shedding,
@@ -216,6 +205,7 @@ func (h *InProcess) register(req SubscribeRequest) (*stream, error) {
 		openedAt:     now,
 		queue:        make(chan *frame, h.cfg.queueSize),
 		done:         make(chan struct{}),
+		liveFrom:     h.seq,
 	}
 	if s.registered {
 		s.info = ClientInfo{
@@ -250,7 +240,14 @@ func (h *InProcess) register(req SubscribeRequest) (*stream, error) {
 		h.logger.Info("eventhub: Last-Event-ID from another hub instance; nothing to replay", "clientId", req.ClientID)
 	default:
 		var gap bool
-		s.replay, gap = h.ring.since(lastSeq, now, func(e *ringEntry) bool { return e.matches(s) })
+		s.resumeSeq = lastSeq
+		s.replay, gap = h.ring.since(lastSeq, now, func(e *ringEntry) bool {
+			if !e.matches(s) || !e.replayable(now) {
+				return false
+			}
+			e.replayedTo = s.serial
+			return true
+		})
 		if gap {
 			h.logger.Warn("eventhub: replay gap: events after Last-Event-ID already left the ring",
 				"clientId", req.ClientID, "lastEventId", req.LastEventID)
@@ -391,7 +388,7 @@ func (h *InProcess) Publish(ctx context.Context, target Target, conversationID s
 		clientActor = s.actor
 		candidates = []*stream{s}
 	}
-	entry := &ringEntry{target: target, clientActor: clientActor, at: now}
+	entry := &ringEntry{target: target, clientActor: clientActor, at: now, until: target.ReplayUntil}
 	if candidates == nil {
 		for s := range h.streams {
 			if entry.matches(s) {
@@ -405,9 +402,13 @@ func (h *InProcess) Publish(ctx context.Context, target Target, conversationID s
 		return "", fmt.Errorf("%w: %+v", ErrNoRecipients, target)
 	}
 	h.seq++
-	f := renderFrame(h.epoch, h.seq, conv, now, raw)
+	f := renderFrame(h.epoch, h.seq, conversationID, conv, now, raw)
 	entry.frame = f
+	h.byID[f.id] = entry
 	h.ring.add(entry)
+	if len(h.byID) >= h.sweepAt {
+		h.sweepLocked(now)
+	}
 	for _, s := range candidates {
 		select {
 		case s.queue <- f:
@@ -421,7 +422,7 @@ func (h *InProcess) Publish(ctx context.Context, target Target, conversationID s
 // renderFrame builds the envelope JSON by hand (the message is already
 // compact JSON; re-marshalling it would validate it twice) and frames it
 // with go-sse.
-func renderFrame(epoch string, seq uint64, conv []byte, at time.Time, raw []byte) *frame {
+func renderFrame(epoch string, seq uint64, conversationID string, conv []byte, at time.Time, raw []byte) *frame {
 	id := formatEventID(epoch, seq)
 	var env bytes.Buffer
 	env.Grow(len(raw) + len(conv) + 128)
@@ -438,14 +439,23 @@ func renderFrame(epoch string, seq uint64, conv []byte, at time.Time, raw []byte
 	env.WriteString(`,"seq":`)
 	env.WriteString(strconv.FormatUint(seq, 10))
 	env.WriteString(`,"message":`)
+	msgAt := env.Len()
 	env.Write(raw)
 	env.WriteString(`}`)
-	msg := &sse.Message{ID: sse.ID(id), Type: sse.Type(EventType)}
+	msg := &sse.Message{ID: sse.ID(id), Type: sse.Type(wire.EventTypeAssistant)}
 	msg.AppendData(env.String())
 	var out bytes.Buffer
 	out.Grow(env.Len() + len(id) + 48)
 	_, _ = msg.WriteTo(&out)
-	return &frame{id: id, seq: seq, data: out.Bytes()}
+	data := out.Bytes()
+	// The envelope is compact JSON (no raw line breaks), so go-sse writes it
+	// as one data line, verbatim: find it to keep the message's offsets.
+	envAt := bytes.Index(data, env.Bytes())
+	if !utf8.ValidString(conversationID) {
+		conversationID = string([]rune(conversationID)) // as the JSON carries it
+	}
+	return &frame{id: id, seq: seq, data: data, conv: conversationID, at: at,
+		msgStart: envAt + msgAt, msgEnd: envAt + msgAt + len(raw)}
 }
 
 // Roster implements Hub: registered clients, healthy ones first, each group
@@ -551,17 +561,52 @@ func (h *InProcess) Gone(clientID string) <-chan struct{} {
 	return closedChan
 }
 
-// SetReplayFilter installs keep as the replay filter (see ReplayFilter and
-// WithReplayFilter), replacing any earlier one; nil removes it. It is for a
-// filter whose owner is created after the hub (the host proxy needs the
-// hub first). Safe for concurrent use; a reconnect whose replay is being
-// built while the filter changes uses either the old or the new one.
-func (h *InProcess) SetReplayFilter(keep ReplayFilter) {
-	if keep == nil {
-		h.replayFilter.Store(nil)
-		return
+// Retract implements Hub. It holds the hub's lock, as registration does, so
+// a registration's replay is computed entirely before or entirely after it.
+// After Close it reports false.
+func (h *InProcess) Retract(ctx context.Context, envelopeID string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
-	h.replayFilter.Store(&keep)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.byID[envelopeID]
+	if e == nil || h.closed {
+		return false, nil
+	}
+	e.retracted = true
+	if e.target.ClientID == "" {
+		return false, nil
+	}
+	s := h.clients[e.target.ClientID]
+	if s == nil || !e.matches(s) {
+		return false, nil
+	}
+	seq := e.frame.seq
+	return seq > s.liveFrom || seq <= s.resumeSeq || e.replayedTo == s.serial, nil
+}
+
+// minSweep is the smallest byID size that triggers a sweep.
+const minSweep = 64
+
+// evictedLocked is the ring's eviction callback: an entry that can no longer
+// be awaited leaves byID at once, one with a future ReplayUntil stays for
+// Retract until the sweep finds its ReplayUntil passed.
+func (h *InProcess) evictedLocked(e *ringEntry) {
+	if e.until.IsZero() || !e.until.After(h.cfg.clock.Now()) {
+		delete(h.byID, e.frame.id)
+	}
+}
+
+// sweepLocked drops evicted entries whose ReplayUntil has passed, and sets
+// the next sweep at twice the remaining size (amortised O(1) per publish).
+func (h *InProcess) sweepLocked(now time.Time) {
+	for id, e := range h.byID {
+		if e.evicted && !e.until.After(now) {
+			delete(h.byID, id)
+		}
+	}
+	h.sweepAt = max(2*len(h.byID), minSweep)
 }
 
 // Unregister ends the client's registration and closes its stream (HUB-1).

@@ -134,7 +134,6 @@ type config struct {
 	unhealthyAfter time.Duration
 	replay         ReplayLimits
 	hookBacklog    int
-	replayFilter   ReplayFilter
 }
 
 func defaultConfig() config {
@@ -228,27 +227,3 @@ func WithReplay(l ReplayLimits) Option {
 		}
 	}
 }
-
-// ReplayFilter decides, for one event of a stream's replay (HUB-3), whether
-// it is still sent: true keeps it, false drops it from that replay (the
-// event stays in the ring; live delivery is never filtered). clientID is the
-// new stream's client id ("" for a plain subscriber); env is the event as
-// the client would receive it.
-//
-// The hub calls the filter once per replay candidate, in event order, on
-// the goroutine opening the stream, after the new registration is visible
-// (Client(clientID) finds it, Gone(clientID) is its channel) and without
-// holding the hub's lock, so the filter may call the hub. It must be safe
-// for concurrent use and return quickly: the stream starts after it.
-//
-// Its purpose is a request whose caller has stopped waiting: the host proxy
-// fails a request at once when its target disconnects (HUB-5), and a
-// reconnect must then not replay the request, or the client would run a
-// command whose caller may already have run it elsewhere (see
-// hostproxy.Proxy.ReplayFilter).
-type ReplayFilter func(clientID string, env Envelope) bool
-
-// WithReplayFilter sets the replay filter (default none: every matching
-// event after Last-Event-ID is replayed). SetReplayFilter sets or replaces
-// it after New.
-func WithReplayFilter(keep ReplayFilter) Option { return func(c *config) { c.replayFilter = keep } }

@@ -10,6 +10,20 @@ type ringEntry struct {
 	// stream of another actor reusing that client id never receives it.
 	clientActor string
 	at          time.Time
+	// until is Target.ReplayUntil: zero for no expiry.
+	until time.Time
+	// retracted is set by Retract: the entry is never replayed again.
+	retracted bool
+	// evicted is set when the entry left the ring; it stays known to
+	// Retract (byID) while its ReplayUntil has not passed.
+	evicted bool
+	// replayedTo is the serial of the last stream whose replay included it.
+	replayedTo uint64
+}
+
+// replayable reports whether the entry may still go into a replay at now.
+func (e *ringEntry) replayable(now time.Time) bool {
+	return !e.retracted && (e.until.IsZero() || !now.After(e.until))
 }
 
 // matches reports whether stream s is a recipient of the entry (see Target).
@@ -47,6 +61,8 @@ type ring struct {
 	bytes   int
 	// evictedSeq is the highest seq that has left the ring.
 	evictedSeq uint64
+	// onEvict, when set, is called for each entry leaving the ring.
+	onEvict func(*ringEntry)
 }
 
 func (r *ring) len() int { return len(r.entries) - r.start }
@@ -54,6 +70,7 @@ func (r *ring) len() int { return len(r.entries) - r.start }
 func (r *ring) add(e *ringEntry) {
 	if r.limits.Count < 0 {
 		r.evictedSeq = e.frame.seq
+		r.evict(e)
 		return
 	}
 	r.entries = append(r.entries, e)
@@ -71,6 +88,7 @@ func (r *ring) trim(now time.Time) {
 		}
 		r.bytes -= len(head.frame.data)
 		r.evictedSeq = head.frame.seq
+		r.evict(head)
 		r.entries[r.start] = nil
 		r.start++
 	}
@@ -79,6 +97,13 @@ func (r *ring) trim(now time.Time) {
 		clear(r.entries[n:])
 		r.entries = r.entries[:n]
 		r.start = 0
+	}
+}
+
+func (r *ring) evict(e *ringEntry) {
+	e.evicted = true
+	if r.onEvict != nil {
+		r.onEvict(e)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,7 +41,7 @@ func TestStalledReaderIsShedMemoryStaysFlatAndShedIsObservable(t *testing.T) {
 		eventhub.WithReplay(eventhub.ReplayLimits{Count: 512, Bytes: ringBytes}),
 		eventhub.WithHooks(eventhub.Hooks{OnShed: func(si eventhub.ShedInfo) { sheds <- si }}))
 	ctx := testCtx(t)
-	o := dialAs("stalled", eventhub.InterfaceMacOS, "alice")
+	o := dialAs("stalled", wire.InterfaceMacOS, "alice")
 	o.ReadBuffer = 4096
 	stalled, err := f.dialOpts(t, o) // reads the first heartbeat, then never again
 	require.NoError(t, err)
@@ -77,7 +79,7 @@ func TestStalledReaderIsShedMemoryStaysFlatAndShedIsObservable(t *testing.T) {
 	}
 	assert.Equal(t, eventhub.ShedQueueFull, si.Reason)
 	assert.Equal(t, "stalled", si.ClientID)
-	assert.Equal(t, eventhub.InterfaceMacOS, si.InterfaceID)
+	assert.Equal(t, wire.InterfaceMacOS, si.InterfaceID)
 	assert.Equal(t, uint64(1), si.HeartbeatsSent)
 	assert.Less(t, si.EventsDelivered, uint64(events), "it stopped reading long before the end")
 	assert.LessOrEqual(t, si.QueueLen, queueSize) // the writer may be draining at that instant
@@ -106,7 +108,7 @@ func TestWriteBlockedPastDeadlineShedsStream(t *testing.T) {
 		eventhub.WithWriteTimeout(100*time.Millisecond),
 		eventhub.WithHooks(eventhub.Hooks{OnShed: func(si eventhub.ShedInfo) { sheds <- si }}))
 	ctx := testCtx(t)
-	o := dialAs("stuck", eventhub.InterfaceChromeExtension, "alice")
+	o := dialAs("stuck", wire.InterfaceChromeExtension, "alice")
 	o.ReadBuffer = 4096
 	_, err := f.dialOpts(t, o)
 	require.NoError(t, err)
@@ -134,12 +136,12 @@ func TestLivenessClientThatStopsReadingTurnsUnhealthyAndLosesItsPlaceBeforeTCPDi
 	health := make(chan eventhub.ClientInfo, 8)
 	f := newFixture(t, eventhub.WithHooks(eventhub.Hooks{OnHealth: func(c eventhub.ClientInfo) { health <- c }}))
 	ctx := testCtx(t)
-	oa := dialAs("a", eventhub.InterfaceChromeExtension, "alice")
+	oa := dialAs("a", wire.InterfaceChromeExtension, "alice")
 	oa.ReadBuffer = 4096
 	_, err := f.dialOpts(t, oa) // a reads its first heartbeat and then stops reading
 	require.NoError(t, err)
 	f.clock.Advance(time.Second)
-	b := f.dial(t, "b", eventhub.InterfaceChromeExtension, "alice")
+	b := f.dial(t, "b", wire.InterfaceChromeExtension, "alice")
 	f.clock.Advance(time.Second)
 	f.hub.Touch("a") // a result post from a, before it stalls
 	assert.Equal(t, []string{"a", "b"}, rosterIDs(f.hub), "a was most recently active")
@@ -208,7 +210,7 @@ func TestHubCloseUnblocksWriterStuckOnStalledClient(t *testing.T) {
 	defer srv.Close()
 	defer hub.Close()
 	ctx := testCtx(t)
-	o := dialAs("stuck", eventhub.InterfaceMacOS, "alice")
+	o := dialAs("stuck", wire.InterfaceMacOS, "alice")
 	o.ReadBuffer = 4096
 	s, err := eventhubtest.Dial(ctx, srv.URL, o)
 	require.NoError(t, err)

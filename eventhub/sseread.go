@@ -9,6 +9,8 @@ import (
 	"io"
 	"iter"
 	"strings"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
 )
 
 // DefaultMaxFrameSize bounds one line and one event's data in ReadFrames.
@@ -34,10 +36,10 @@ type Frame struct {
 
 // HeartbeatToken returns the token of a hub heartbeat comment.
 func (f Frame) HeartbeatToken() (string, bool) {
-	if !f.IsComment || !strings.HasPrefix(f.Comment, HeartbeatPrefix) {
+	if !f.IsComment || !strings.HasPrefix(f.Comment, wire.HeartbeatPrefix) {
 		return "", false
 	}
-	tok := strings.TrimPrefix(f.Comment, HeartbeatPrefix)
+	tok := strings.TrimPrefix(f.Comment, wire.HeartbeatPrefix)
 	return tok, tok != ""
 }
 

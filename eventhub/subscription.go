@@ -59,7 +59,7 @@ func (sub *Subscription) Next(ctx context.Context) (Envelope, error) {
 		}
 	}
 	sub.s.delivered.Add(1)
-	return f.envelope()
+	return f.envelope(), nil
 }
 
 func (sub *Subscription) reason() EndReason {

@@ -3,24 +3,14 @@ package hostproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/browserchain/browserchain/browserbackend"
-)
+	"github.com/browserchain/browserchain/eventhub/wire"
 
-// Vellum.* pseudo-methods: tab operations implemented only by the chrome
-// extension (PXY-6). Their params are JSON objects (see the helpers on
-// Backend and doc.go).
-const (
-	MethodListTabs  = "Vellum.listTabs"
-	MethodSelectTab = "Vellum.selectTab"
-	MethodCloseTab  = "Vellum.closeTab"
-	MethodCreateTab = "Vellum.createTab"
-	MethodFindTab   = "Vellum.findTab"
-	MethodAttach    = "Vellum.attach"
-	MethodDetach    = "Vellum.detach"
+	"github.com/browserchain/browserchain/browserbackend"
 )
 
 // Backend is the extension or host-bridge backend (PXY-6): a
@@ -44,15 +34,19 @@ type Backend struct {
 	route   Route
 	timeout time.Duration
 
-	closeCtx  context.Context
-	closeStop context.CancelFunc
-	bus       browserbackend.EventBus
+	bus browserbackend.EventBus
 
 	mu       sync.Mutex
 	clientID string
 	unlisten func()
 	closed   bool
+	// inflight holds the cancel of every Send in progress; Close cancels
+	// them with errBackendClosed.
+	inflight map[*context.CancelCauseFunc]struct{}
 }
+
+// errBackendClosed is the cancellation cause of Sends cut short by Close.
+var errBackendClosed = errors.New("hostproxy: backend closed")
 
 // BackendOptions configures NewExtensionBackend and NewHostBridgeBackend.
 type BackendOptions struct {
@@ -77,9 +71,8 @@ func (p *Proxy) NewHostBridgeBackend(inv browserbackend.Invocation, opts Backend
 }
 
 func (p *Proxy) newBackend(kind browserbackend.Kind, inv browserbackend.Invocation, route Route, opts BackendOptions) *Backend {
-	b := &Backend{p: p, kind: kind, inv: inv, route: route, timeout: opts.Timeout}
-	b.closeCtx, b.closeStop = context.WithCancel(context.Background())
-	return b
+	return &Backend{p: p, kind: kind, inv: inv, route: route, timeout: opts.Timeout,
+		inflight: make(map[*context.CancelCauseFunc]struct{})}
 }
 
 // Kind returns KindExtension or KindHostBridge.
@@ -124,7 +117,7 @@ func (b *Backend) bind(req Req) (string, error) {
 // decoded result body (no copy of multi-MB screenshots): read it, copy it,
 // but do not modify it in place.
 func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
-	if b.kind != browserbackend.KindExtension && IsPseudoMethod(cmd.Method) {
+	if b.kind != browserbackend.KindExtension && wire.IsPseudoMethod(cmd.Method) {
 		return nil, b.notSupported(cmd.Method)
 	}
 	req := Req{
@@ -143,15 +136,33 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	unhook := context.AfterFunc(b.closeCtx, stop)
-	defer unhook()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !b.track(&cancel, true) {
+		return nil, b.closedErr(cmd.Method)
+	}
+	defer b.track(&cancel, false)
 	res, err := b.p.Request(ctx, req)
-	if err != nil && b.closeCtx.Err() != nil {
+	if err != nil && errors.Is(context.Cause(ctx), errBackendClosed) {
 		return nil, b.closedErr(cmd.Method)
 	}
 	return res, err
+}
+
+// track adds (add true) or removes a Send's cancel; adding fails once the
+// backend is closed.
+func (b *Backend) track(cancel *context.CancelCauseFunc, add bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !add {
+		delete(b.inflight, cancel)
+		return true
+	}
+	if b.closed {
+		return false
+	}
+	b.inflight[cancel] = struct{}{}
+	return true
 }
 
 func (b *Backend) notSupported(method string) error {
@@ -178,101 +189,17 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	unlisten := b.unlisten
+	inflight := b.inflight
+	b.inflight = nil
 	b.mu.Unlock()
-	b.closeStop()
+	for cancel := range inflight {
+		(*cancel)(errBackendClosed)
+	}
 	if unlisten != nil {
 		unlisten()
 	}
 	b.bus.Close()
 	return nil
-}
-
-// Tab is one tab as the extension reports it.
-type Tab struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Active bool   `json:"active,omitempty"`
-}
-
-func (b *Backend) tabOp(ctx context.Context, method string, params any, out any) error {
-	if b.kind != browserbackend.KindExtension {
-		return b.notSupported(method)
-	}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return fmt.Errorf("hostproxy: %s params: %w", method, err)
-	}
-	res, err := b.Send(ctx, browserbackend.Command{Method: method, Params: raw})
-	if err != nil {
-		return err
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(res, out); err != nil {
-		return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
-			Method: method, Backend: b.kind, Dispatched: true, Message: "unexpected result shape", Err: err}
-	}
-	return nil
-}
-
-// ListTabs sends Vellum.listTabs {} and decodes {"tabs":[Tab…]}.
-func (b *Backend) ListTabs(ctx context.Context) ([]Tab, error) {
-	var out struct {
-		Tabs []Tab `json:"tabs"`
-	}
-	err := b.tabOp(ctx, MethodListTabs, struct{}{}, &out)
-	return out.Tabs, err
-}
-
-// SelectTab sends Vellum.selectTab {"tabId"}.
-func (b *Backend) SelectTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodSelectTab, map[string]int{"tabId": tabID}, nil)
-}
-
-// CloseTab sends Vellum.closeTab {"tabId"}.
-func (b *Backend) CloseTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodCloseTab, map[string]int{"tabId": tabID}, nil)
-}
-
-// CreateTab sends Vellum.createTab {"url","active"} and decodes {"tab":Tab}.
-func (b *Backend) CreateTab(ctx context.Context, url string, active bool) (Tab, error) {
-	var out struct {
-		Tab Tab `json:"tab"`
-	}
-	err := b.tabOp(ctx, MethodCreateTab, map[string]any{"url": url, "active": active}, &out)
-	return out.Tab, err
-}
-
-// FindTab sends Vellum.findTab {"url"?,"title"?} (substring matches) and
-// decodes {"tab":Tab|null}; found is false when no tab matched.
-func (b *Backend) FindTab(ctx context.Context, url, title string) (tab Tab, found bool, err error) {
-	var out struct {
-		Tab *Tab `json:"tab"`
-	}
-	params := map[string]string{}
-	if url != "" {
-		params["url"] = url
-	}
-	if title != "" {
-		params["title"] = title
-	}
-	if err := b.tabOp(ctx, MethodFindTab, params, &out); err != nil || out.Tab == nil {
-		return Tab{}, false, err
-	}
-	return *out.Tab, true, nil
-}
-
-// Attach sends Vellum.attach {"tabId"}: later sessionless commands go to
-// that tab.
-func (b *Backend) Attach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodAttach, map[string]int{"tabId": tabID}, nil)
-}
-
-// Detach sends Vellum.detach {"tabId"}.
-func (b *Backend) Detach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodDetach, map[string]int{"tabId": tabID}, nil)
 }
 
 var (

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/hostproxy/tabs"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 // answer posts content for the next request client c receives.
@@ -35,13 +38,13 @@ func sendAsync(b *Backend, cmd browserbackend.Command) <-chan outcome {
 
 func TestHostBridgeBackend_GoesToDesktopOnlyAndNeverTargetsAClient(t *testing.T) {
 	h := newFakeHub()
-	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	b := p.NewHostBridgeBackend(browserbackend.Invocation{ConversationID: "c1", ActorPrincipalID: "alice", TargetClientID: "ext"}, BackendOptions{})
 	defer b.Close()
 
 	// An extension connecting later does not steal the bridge's commands.
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
 	done := sendAsync(b, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
 	msg := answer(t, p, mac, `{"result":{"value":1}}`, false)
 	out := <-done
@@ -54,39 +57,39 @@ func TestHostBridgeBackend_GoesToDesktopOnlyAndNeverTargetsAClient(t *testing.T)
 
 func TestHostBridgeBackend_TabOperationsNotSupported(t *testing.T) {
 	h := newFakeHub()
-	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
 	defer b.Close()
-	_, err := b.ListTabs(context.Background())
+	_, err := tabs.List(context.Background(), b)
 	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
 	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
-	_, err = b.Send(context.Background(), browserbackend.Command{Method: MethodAttach})
+	_, err = b.Send(context.Background(), browserbackend.Command{Method: wire.MethodAttach})
 	assert.ErrorIs(t, err, browserbackend.ErrNotSupported)
 	mac.empty(t)
 }
 
 func TestExtensionBackend_TabOperationsAndClassification(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	b := p.NewExtensionBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
 	defer b.Close()
 
 	type tabsOut struct {
-		tabs []Tab
+		tabs []tabs.Tab
 		err  error
 	}
 	got := make(chan tabsOut, 1)
 	go func() {
-		tabs, err := b.ListTabs(context.Background())
-		got <- tabsOut{tabs, err}
+		list, err := tabs.List(context.Background(), b)
+		got <- tabsOut{list, err}
 	}()
 	msg := answer(t, p, ext, `{"tabs":[{"id":7,"url":"https://a.test/","title":"A","active":true}]}`, false)
-	assert.Equal(t, MethodListTabs, msg["cdpMethod"])
+	assert.Equal(t, wire.MethodListTabs, msg["cdpMethod"])
 	o := <-got
 	require.NoError(t, o.err)
-	assert.Equal(t, []Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
+	assert.Equal(t, []tabs.Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
 
 	done := sendAsync(b, browserbackend.Command{Method: "Nope.nope"})
 	answer(t, p, ext, `{"code":-32601,"message":"'Nope.nope' wasn't found"}`, true)
@@ -105,7 +108,7 @@ func TestExtensionBackend_TabOperationsAndClassification(t *testing.T) {
 
 func TestBackend_EventsAndInvalidationReachSubscribers(t *testing.T) {
 	h := newFakeHub()
-	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
 	defer b.Close()
@@ -145,7 +148,7 @@ func TestBackend_EventsAndInvalidationReachSubscribers(t *testing.T) {
 
 func TestBackend_CloseFailsInFlightWithClosed(t *testing.T) {
 	h := newFakeHub()
-	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	b := p.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, BackendOptions{})
 	events, _ := b.Subscribe("")
@@ -155,7 +158,7 @@ func TestBackend_CloseFailsInFlightWithClosed(t *testing.T) {
 	require.NoError(t, b.Close())
 	out := <-done
 	assert.ErrorIs(t, out.err, browserbackend.ErrClosed)
-	assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": req["requestId"]}, mac.next(t))
+	assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": req["requestId"]}, mac.next(t))
 	_, open := <-events
 	assert.False(t, open, "subscriptions close with the backend")
 	_, err := b.Send(context.Background(), browserbackend.Command{Method: "Page.navigate"})
@@ -172,12 +175,12 @@ func TestExtensionProvider_ProposesForActorsExtensionOnly(t *testing.T) {
 	_, err := prov.Propose(inv, env)
 	assert.ErrorIs(t, err, browserbackend.ErrSkip)
 
-	h.add("ext-bob", eventhub.InterfaceChromeExtension, "bob", t0)
-	h.add("mac-alice", eventhub.InterfaceMacOS, "alice", t0)
+	h.add("ext-bob", wire.InterfaceChromeExtension, "bob", t0)
+	h.add("mac-alice", wire.InterfaceMacOS, "alice", t0)
 	_, err = prov.Propose(inv, env)
 	assert.ErrorIs(t, err, browserbackend.ErrSkip, "bob's extension and alice's bridge do not count")
 
-	h.add("ext-alice", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-alice", wire.InterfaceChromeExtension, "alice", t0)
 	c, err := prov.Propose(inv, env)
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindExtension, c.Kind)
@@ -194,8 +197,8 @@ func TestExtensionProvider_TargetClient(t *testing.T) {
 	p := newTestProxy(h)
 	prov := p.ExtensionProvider(ProviderOptions{})
 	env := browserbackend.Env{Pinned: true, Cooldowns: &browserbackend.Cooldowns{}}
-	h.add("ext-1", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
-	h.add("ext-2", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-1", wire.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	h.add("ext-2", wire.InterfaceChromeExtension, "alice", t0)
 
 	inv := browserbackend.Invocation{ActorPrincipalID: "alice", TargetClientID: "ext-2"}
 	c, err := prov.Propose(inv, env)
@@ -239,8 +242,8 @@ func TestHostBridgeProvider_Rules(t *testing.T) {
 	_, err := prov.Propose(alice, env)
 	assert.Equal(t, browserbackend.CodeNoClient, skipCode(err))
 
-	h.add("mac-alice", eventhub.InterfaceMacOS, "alice", t0)
-	h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+	h.add("mac-alice", wire.InterfaceMacOS, "alice", t0)
+	h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 	c, err := prov.Propose(alice, env)
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindHostBridge, c.Kind)
@@ -253,7 +256,7 @@ func TestHostBridgeProvider_Rules(t *testing.T) {
 	_, err = prov.Propose(bob, env)
 	assert.NoError(t, err, "alice's cooldown does not affect bob")
 
-	h.add("ext-bob", eventhub.InterfaceChromeExtension, "bob", t0)
+	h.add("ext-bob", wire.InterfaceChromeExtension, "bob", t0)
 	_, err = prov.Propose(bob, env)
 	assert.Equal(t, CodeExtensionConnected, skipCode(err), "never both extension and host-bridge")
 
@@ -262,7 +265,7 @@ func TestHostBridgeProvider_Rules(t *testing.T) {
 	assert.Equal(t, CodeTargetClient, skipCode(err))
 
 	h2 := newFakeHub()
-	h2.add("mac", eventhub.InterfaceMacOS, "", t0)
+	h2.add("mac", wire.InterfaceMacOS, "", t0)
 	prov = newTestProxy(h2).HostBridgeProvider(ProviderOptions{HostBridgeCooldown: 5 * time.Second})
 	c, err = prov.Propose(browserbackend.Invocation{}, browserbackend.Env{Cooldowns: &browserbackend.Cooldowns{}})
 	require.NoError(t, err)
@@ -280,20 +283,20 @@ func TestProviders_ChangedFollowsRoster(t *testing.T) {
 		t.Fatal("changed before any roster change")
 	default:
 	}
-	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	<-ch // closed by the registration
 }
 
 func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *testing.T) {
 	h := newFakeHub()
-	mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	cool := &browserbackend.Cooldowns{}
 	sel := browserbackend.NewSelector(browserbackend.Options{
 		Providers: []browserbackend.Provider{p.HostBridgeProvider(ProviderOptions{})},
 		Cooldowns: cool, Logger: quietLogger(),
 	})
-	client := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: eventhub.InterfaceMacOS})
+	client := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: wire.InterfaceMacOS})
 	defer client.Close()
 	send := func(cmd browserbackend.Command) <-chan outcome {
 		done := make(chan outcome, 1)

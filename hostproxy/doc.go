@@ -87,20 +87,23 @@
 //
 // When the target client's stream ends while a request waits, the request
 // fails at once with a transport error (HUB-5), so the selector can fail
-// over, unless the same client id (same actor) has already reconnected: then
-// it keeps waiting, because the hub replays the request to the reconnect
-// (HUB-3). New installs Proxy.ReplayFilter in a hub that accepts one
-// ((*eventhub.InProcess).SetReplayFilter), so the replay brings only requests
-// whose caller still waits: a request failed on the disconnect is dropped
-// from every later replay, and the client never runs a command that another
-// browser may already have run. The two decisions share one lock, so no
-// interleaving of disconnect, reconnect and proxy both fails the caller and
-// replays its request.
+// over, unless the same client id (same actor) has already reconnected and
+// its new registration holds the request (the hub replayed it, or the client
+// resumed past it): then it keeps waiting. The proxy decides what a replay
+// may carry and tells the hub in data: each request is published with its
+// deadline as eventhub.Target.ReplayUntil and retracted (Hub.Retract) before
+// any failure reaches its caller, so the client never runs a command whose
+// caller failed and may already have run it on another browser. Retract is
+// linearizable with registrations and answers whether the current
+// registration holds the request, so no interleaving of disconnect,
+// reconnect and proxy both fails the caller and replays its request. The hub
+// never parses a request, so several Proxy values can share one hub.
 //
 // # Tab operations
 //
 // The extension implements these pseudo-methods (never sent to a desktop
-// bridge; PXY-2). Params → result:
+// bridge; PXY-2). Package tabs sends them through any Backend or per-call
+// Client and decodes their results, in one place. Params → result:
 //
 //	Vellum.listTabs  {}                          → {"tabs":[{"id","url","title","active"}…]}
 //	Vellum.selectTab {"tabId"}                   → {}

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
 
 	"github.com/browserchain/browserchain/eventhub"
@@ -30,13 +32,13 @@ func ExampleProxy_ResultSocketHandler() {
 		return "local-user", nil
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+hostproxy.PathResultSocket, proxy.ResultSocketHandler(hostproxy.SocketOptions{
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, proxy.ResultSocketHandler(hostproxy.SocketOptions{
 		Verify: verify, AllowedOrigins: []string{"chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"}}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
 	ctx := context.Background()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+hostproxy.PathResultSocket, nil)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+wire.PathHostBrowserResultSocket, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -44,7 +46,7 @@ func ExampleProxy_Request() {
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: discard})
 	defer proxy.Close()
 	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
+	mux.Handle(wire.PathEvents, hub.EventsHandler())
 	proxy.Mount(mux) // a real host app wraps mux in its auth middleware
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -68,9 +70,9 @@ func ExampleProxy_Request() {
 // runToyClient is the smallest client of the wire contract: it answers every
 // request with a fixed CDP result.
 func runToyClient(ctx context.Context, base, clientID string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+eventhub.EventsPath, nil)
-	req.Header.Set(hostproxy.HeaderClientID, clientID)
-	req.Header.Set(hostproxy.HeaderInterfaceID, eventhub.InterfaceMacOS)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+wire.PathEvents, nil)
+	req.Header.Set(wire.HeaderClientID, clientID)
+	req.Header.Set(wire.HeaderInterfaceID, wire.InterfaceMacOS)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return
@@ -85,12 +87,12 @@ func runToyClient(ctx context.Context, base, clientID string) {
 			continue
 		}
 		var m hostproxy.RequestMessage
-		if json.Unmarshal(env.Message, &m) != nil || m.Type != hostproxy.TypeRequest {
+		if json.Unmarshal(env.Message, &m) != nil || m.Type != wire.TypeHostBrowserRequest {
 			continue
 		}
 		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: m.RequestID, Content: `{"product":"toy/1.0"}`})
-		post, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+hostproxy.PathResult, bytes.NewReader(body))
-		post.Header.Set(hostproxy.HeaderClientID, clientID)
+		post, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+wire.PathHostBrowserResult, bytes.NewReader(body))
+		post.Header.Set(wire.HeaderClientID, clientID)
 		if r, err := http.DefaultClient.Do(post); err == nil {
 			r.Body.Close()
 		}

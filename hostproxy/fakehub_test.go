@@ -20,6 +20,7 @@ type fakeHub struct {
 	changed    chan struct{}
 	publishErr error
 	touched    []string
+	retracted  []string
 }
 
 type fakeClient struct {
@@ -130,6 +131,15 @@ func (h *fakeHub) Gone(id string) <-chan struct{} {
 	closed := make(chan struct{})
 	close(closed)
 	return closed
+}
+
+// Retract records the id; the fake hub has no replay, so no reconnect ever
+// holds a request.
+func (h *fakeHub) Retract(_ context.Context, id string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.retracted = append(h.retracted, id)
+	return false, nil
 }
 
 var _ eventhub.Hub = (*fakeHub)(nil)

@@ -6,11 +6,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 // The selector's SEL-8 grace is woken by the providers' Changed channel:
@@ -35,7 +36,7 @@ func TestSelectorGrace_TargetExtensionConnectingDuringGraceServes(t *testing.T) 
 		}()
 		synctest.Wait()         // the selector is waiting for the roster to change
 		time.Sleep(time.Second) // advances the bubble's fake clock; not synchronisation
-		ext := h.add("ext-1", eventhub.InterfaceChromeExtension, "alice", t0)
+		ext := h.add("ext-1", wire.InterfaceChromeExtension, "alice", t0)
 		answer(t, p, ext, `{}`, false)
 		out := <-done
 		require.NoError(t, out.err)
@@ -47,7 +48,7 @@ func TestSelectorGrace_TargetExtensionConnectingDuringGraceServes(t *testing.T) 
 func TestSelectorGrace_TargetExtensionThatNeverConnectsFailsAfterGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		h.add("mac", eventhub.InterfaceMacOS, "alice", t0) // a bridge does not count
+		h.add("mac", wire.InterfaceMacOS, "alice", t0) // a bridge does not count
 		p := newTestProxy(h)
 		sel := browserbackend.NewSelector(browserbackend.Options{
 			Providers: []browserbackend.Provider{p.ExtensionProvider(ProviderOptions{}), p.HostBridgeProvider(ProviderOptions{})},

@@ -3,21 +3,18 @@ package hostproxy
 import (
 	"errors"
 	"sort"
-	"sync"
 	"time"
 )
 
 // InteractionKind is the kind of a pending host-proxy interaction (PXY-3).
+// A Proxy creates only KindHostBrowser interactions; a host app that runs
+// other host proxies (bash, file, …) in the same request-id space may
+// register theirs with Proxy.Register under its own kind names, so the
+// result route answers 409 for them instead of 404.
 type InteractionKind string
 
-// The host-proxy interaction kinds.
-const (
-	KindHostBrowser    InteractionKind = "host_browser"
-	KindHostBash       InteractionKind = "host_bash"
-	KindHostFile       InteractionKind = "host_file"
-	KindHostCU         InteractionKind = "host_cu"
-	KindHostAppControl InteractionKind = "host_app_control"
-)
+// KindHostBrowser is the kind of every interaction a Proxy's Request creates.
+const KindHostBrowser InteractionKind = "host_browser"
 
 // Interaction is one request waiting for a client's answer (PXY-3).
 type Interaction struct {
@@ -30,89 +27,92 @@ type Interaction struct {
 	// TargetActor is the actor principal id of the target client; when set,
 	// only that actor may answer.
 	TargetActor string
-	// Registered is when Register was called.
+	// Registered is when the interaction became pending.
 	Registered time.Time
 }
 
-// ErrDuplicateRequest is returned by Tracker.Register for a request id that
-// is already pending.
+// ErrDuplicateRequest is returned by Proxy.Register for a request id that is
+// already pending.
 var ErrDuplicateRequest = errors.New("hostproxy: request id already pending")
 
-// Tracker holds pending interactions keyed by request id (PXY-3). The zero
-// value is ready to use; all methods are safe for concurrent use.
-type Tracker struct {
-	mu      sync.Mutex
-	pending map[string]Interaction
+// errEmptyRequestID is returned by Proxy.Register for an empty request id.
+var errEmptyRequestID = errors.New("hostproxy: register: empty request id")
+
+// pending is one entry of Proxy.pending: the interaction and, for a request
+// this Proxy sent, the channel its result is handed over on (buffered 1,
+// written once, under Proxy.mu, by deliver). result is nil for an
+// interaction the host app registered.
+type pending struct {
+	in     Interaction
+	result chan ResultBody
 }
 
-// Register records in as pending. It fails with ErrDuplicateRequest when its
-// RequestID is already pending, and with an error when RequestID is empty.
-func (t *Tracker) Register(in Interaction) error {
-	if in.RequestID == "" {
-		return errors.New("hostproxy: register: empty request id")
+// add records e as pending under p.mu.
+func (p *Proxy) add(e *pending) error {
+	if e.in.RequestID == "" {
+		return errEmptyRequestID
 	}
-	if in.Registered.IsZero() {
-		in.Registered = time.Now()
+	if e.in.Registered.IsZero() {
+		e.in.Registered = time.Now()
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pending == nil {
-		t.pending = make(map[string]Interaction)
-	}
-	if _, ok := t.pending[in.RequestID]; ok {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[e.in.RequestID]; ok {
 		return ErrDuplicateRequest
 	}
-	t.pending[in.RequestID] = in
+	p.pending[e.in.RequestID] = e
 	return nil
 }
 
-// Get returns the pending interaction with id, without consuming it.
-func (t *Tracker) Get(id string) (Interaction, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	in, ok := t.pending[id]
-	return in, ok
+// Register records an interaction of the host app's own (PXY-3), typically of
+// another kind than KindHostBrowser, so the result route answers 409 for it;
+// nobody waits for it in this Proxy, so a post for a KindHostBrowser one is
+// answered 404. It fails with ErrDuplicateRequest when in.RequestID is already
+// pending, and with an error when it is empty. A zero Registered is set to
+// now. Safe for concurrent use.
+func (p *Proxy) Register(in Interaction) error { return p.add(&pending{in: in}) }
+
+// Lookup returns the pending interaction with id without consuming it.
+// Safe for concurrent use.
+func (p *Proxy) Lookup(id string) (Interaction, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.pending[id]
+	if !ok {
+		return Interaction{}, false
+	}
+	return e.in, true
 }
 
 // Resolve removes the interaction and returns it; ok is false when it was not
-// pending (unknown or already resolved). Resolving twice is harmless.
-func (t *Tracker) Resolve(id string) (Interaction, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	in, ok := t.pending[id]
-	if ok {
-		delete(t.pending, id)
+// pending (unknown or already resolved), so resolving twice is harmless. A
+// Request whose interaction the host app resolves gets no result: it ends
+// with its timeout, its context or Close, as if no answer came. Safe for
+// concurrent use.
+func (p *Proxy) Resolve(id string) (Interaction, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.pending[id]
+	if !ok {
+		return Interaction{}, false
 	}
-	return in, ok
+	delete(p.pending, id)
+	return e.in, true
 }
 
-// ByConversation returns the interactions pending for a conversation, oldest
-// first.
-func (t *Tracker) ByConversation(conversationID string) []Interaction {
-	return t.filter(func(in Interaction) bool { return in.ConversationID == conversationID })
-}
-
-// ByKind returns the interactions of one kind, oldest first.
-func (t *Tracker) ByKind(kind InteractionKind) []Interaction {
-	return t.filter(func(in Interaction) bool { return in.Kind == kind })
-}
-
-// Len reports how many interactions are pending.
-func (t *Tracker) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.pending)
-}
-
-func (t *Tracker) filter(keep func(Interaction) bool) []Interaction {
-	t.mu.Lock()
-	var out []Interaction
-	for _, in := range t.pending {
-		if keep(in) {
-			out = append(out, in)
+// Pending returns the pending interactions keep accepts (nil keeps all),
+// oldest first, ties by request id: look-ups by conversation or kind (PXY-3)
+// are a keep function. keep runs under the proxy's lock and must not call
+// the Proxy. Safe for concurrent use.
+func (p *Proxy) Pending(keep func(Interaction) bool) []Interaction {
+	p.mu.Lock()
+	out := make([]Interaction, 0, len(p.pending))
+	for _, e := range p.pending {
+		if keep == nil || keep(e.in) {
+			out = append(out, e.in)
 		}
 	}
-	t.mu.Unlock()
+	p.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Registered.Equal(out[j].Registered) {
 			return out[i].Registered.Before(out[j].Registered)
@@ -120,4 +120,46 @@ func (t *Tracker) filter(keep func(Interaction) bool) []Interaction {
 		return out[i].RequestID < out[j].RequestID
 	})
 	return out
+}
+
+// take removes id's entry if e is still its entry and reports whether it did;
+// when the entry is gone and deliver handed a result over first, it returns
+// that result with delivered true. deliver removes and sends under p.mu, so
+// once take holds p.mu a delivered result is already in e.result.
+func (p *Proxy) take(e *pending) (res ResultBody, delivered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[e.in.RequestID] == e {
+		delete(p.pending, e.in.RequestID)
+		return ResultBody{}, false
+	}
+	select {
+	case res := <-e.result:
+		return res, true
+	default:
+		return ResultBody{}, false
+	}
+}
+
+// isPending reports whether e is still the pending entry of its request.
+func (p *Proxy) isPending(e *pending) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pending[e.in.RequestID] == e
+}
+
+// deliver removes the pending entry of res.RequestID and hands res to its
+// caller, both under p.mu, and reports whether it did. An entry nobody waits
+// for in this Proxy (registered with Register) is left pending: resolving it
+// here would lose the result.
+func (p *Proxy) deliver(res ResultBody) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.pending[res.RequestID]
+	if e == nil || e.result == nil {
+		return false
+	}
+	delete(p.pending, res.RequestID)
+	e.result <- res // buffered 1, and only one post finds the entry
+	return true
 }

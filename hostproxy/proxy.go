@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 )
@@ -30,13 +32,9 @@ const DefaultMaxBodyBytes = 64 << 20
 // the documented default.
 type Options struct {
 	// Hub carries requests and cancels to clients and holds the roster.
+	// Several Proxy values may share one hub: each decides the replay
+	// eligibility of its own requests (Target.ReplayUntil, Hub.Retract).
 	Hub eventhub.Hub
-	// Tracker holds pending interactions; nil gives the proxy its own. Share
-	// one Tracker with the host app's other host proxies (bash, file, …) so
-	// the result route can answer 409 for a request of another kind; do not
-	// share it with a second Proxy (a result is delivered only to waiters of
-	// the Proxy whose route received it).
-	Tracker *Tracker
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// DefaultTimeout bounds each Request without its own Timeout; 0 means
@@ -102,7 +100,6 @@ type Req struct {
 // every request in flight.
 type Proxy struct {
 	hub      eventhub.Hub
-	tracker  *Tracker
 	log      *slog.Logger
 	timeout  time.Duration
 	maxBody  int64
@@ -111,14 +108,11 @@ type Proxy struct {
 	done     chan struct{}
 	closeOne sync.Once
 
+	// mu guards the one pending map (PXY-3: the interactions and, for this
+	// Proxy's own requests, the hand-over of their results) and listeners.
 	mu        sync.Mutex
-	waiters   map[string]*waiter
+	pending   map[string]*pending
 	listeners map[string]map[*browserbackend.EventBus]struct{}
-}
-
-type waiter struct {
-	clientID string
-	ch       chan ResultBody // buffered 1; written once by the result route
 }
 
 // New returns a Proxy. It panics when opts.Hub is nil (a programming error).
@@ -128,18 +122,14 @@ func New(opts Options) *Proxy {
 	}
 	p := &Proxy{
 		hub:       opts.Hub,
-		tracker:   opts.Tracker,
 		log:       opts.Logger,
 		timeout:   opts.DefaultTimeout,
 		maxBody:   opts.MaxBodyBytes,
 		newID:     opts.NewRequestID,
 		onResult:  opts.OnResult,
 		done:      make(chan struct{}),
-		waiters:   make(map[string]*waiter),
+		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
-	}
-	if p.tracker == nil {
-		p.tracker = &Tracker{}
 	}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -154,17 +144,7 @@ func New(opts Options) *Proxy {
 	if p.newID == nil {
 		p.newID = randomID
 	}
-	// A hub that can filter its replay gets this proxy's filter at once, so
-	// no composition can forget it (see ReplayFilter).
-	if h, ok := p.hub.(replayFilterSetter); ok {
-		h.SetReplayFilter(p.ReplayFilter())
-	}
 	return p
-}
-
-// replayFilterSetter is implemented by *eventhub.InProcess.
-type replayFilterSetter interface {
-	SetReplayFilter(eventhub.ReplayFilter)
 }
 
 func randomID() string {
@@ -175,9 +155,6 @@ func randomID() string {
 
 // Hub returns the hub the proxy publishes to.
 func (p *Proxy) Hub() eventhub.Hub { return p.hub }
-
-// Tracker returns the pending-interaction tracker.
-func (p *Proxy) Tracker() *Tracker { return p.tracker }
 
 // Close fails every request in flight with a ClassClosed error, sending each
 // target client a cancel first, and makes later Requests fail the same way.
@@ -196,12 +173,8 @@ func (p *Proxy) closed() bool {
 	}
 }
 
-// IsPseudoMethod reports whether method is a Vellum.* pseudo-method that only
-// chrome-extension clients implement (PXY-2).
-func IsPseudoMethod(method string) bool { return strings.HasPrefix(method, "Vellum.") }
-
 func isExtension(c eventhub.ClientInfo) bool {
-	return c.InterfaceID == eventhub.InterfaceChromeExtension
+	return c.InterfaceID == wire.InterfaceChromeExtension
 }
 
 // Choose picks the client a Request would go to now, from the live roster
@@ -239,7 +212,7 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 		}
 		eligible = append(eligible, c)
 	}
-	pseudo := IsPseudoMethod(req.Method)
+	pseudo := wire.IsPseudoMethod(req.Method)
 	if req.TargetClientID != "" {
 		for _, c := range eligible {
 			if c.ClientID != req.TargetClientID {
@@ -295,12 +268,13 @@ func (p *Proxy) errorf(req Req, class browserbackend.Class, code string, dispatc
 //     disconnects or is shed while the request is in flight (HUB-5, at once),
 //     or when the client reports a transport-class code or a non-JSON result.
 //     A target that has already reconnected under the same client id and
-//     actor when the proxy sees the disconnect is not a failure: the request
-//     keeps waiting on the new registration, which the hub's replay brings
-//     it to (a reconnect without Last-Event-ID, or past the ring's bounds,
-//     does not replay it: the request then ends at its timeout). The
-//     ReplayFilter (installed by New in an in-process hub) makes sure a
-//     request failed on a disconnect is never replayed to a later reconnect;
+//     actor when the proxy sees the disconnect, and whose new registration
+//     holds the request (the hub's replay brought it, or the client resumed
+//     past it), is not a failure: the request keeps waiting on that
+//     registration. The request is published with its deadline as
+//     Target.ReplayUntil and retracted (Hub.Retract) before any failure is
+//     returned, so a request whose caller failed is never replayed to a
+//     later reconnect;
 //   - ClassProtocol for a CDP error the client reports (numeric code) or
 //     another string code;
 //   - ClassTimeout when the timeout (req.Timeout, else the proxy default)
@@ -334,29 +308,26 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 	if timeout <= 0 {
 		timeout = p.timeout
 	}
+	deadline := time.Now().Add(timeout)
+	dl, ctxFirst := ctx.Deadline()
+	if ctxFirst = ctxFirst && dl.Before(deadline); ctxFirst {
+		deadline = dl
+	}
 	id := p.newID()
-	if err := p.tracker.Register(Interaction{
+	e := &pending{in: Interaction{
 		RequestID:      id,
 		Kind:           KindHostBrowser,
 		ConversationID: req.ConversationID,
 		TargetClientID: client.ClientID,
 		TargetActor:    client.ActorPrincipalID,
-	}); err != nil {
+	}, result: make(chan ResultBody, 1)}
+	if err := p.add(e); err != nil {
 		return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, false, "register request: %v", err)
 	}
-	w := &waiter{clientID: client.ClientID, ch: make(chan ResultBody, 1)}
-	p.mu.Lock()
-	p.waiters[id] = w
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.waiters, id)
-		p.mu.Unlock()
-	}()
 
 	gone := p.hub.Gone(client.ClientID)
 	msg := RequestMessage{
-		Type:           TypeRequest,
+		Type:           wire.TypeHostBrowserRequest,
 		RequestID:      id,
 		ConversationID: req.ConversationID,
 		CDPMethod:      req.Method,
@@ -364,15 +335,18 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		CDPSessionID:   req.SessionID,
 		TimeoutSeconds: timeout.Seconds(),
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+	if ctxFirst {
 		// Tell the client the deadline that will actually apply.
-		msg.TimeoutSeconds = max(time.Until(dl), time.Millisecond).Seconds()
+		msg.TimeoutSeconds = max(time.Until(deadline), time.Millisecond).Seconds()
 	}
 	if len(msg.CDPParams) == 0 || string(msg.CDPParams) == "null" {
 		msg.CDPParams = nil
 	}
-	if _, err := p.hub.Publish(ctx, eventhub.Target{ClientID: client.ClientID}, req.ConversationID, msg); err != nil {
-		p.tracker.Resolve(id)
+	// The request is eligible for a reconnect's replay until its deadline at
+	// most; every way out below retracts it first (see Hub.Retract).
+	envID, err := p.hub.Publish(ctx, eventhub.Target{ClientID: client.ClientID, ReplayUntil: deadline}, req.ConversationID, msg)
+	if err != nil {
+		p.take(e)
 		p.log.Warn("host_browser_request publish failed",
 			"requestId", id, "clientId", client.ClientID, "interfaceId", client.InterfaceID,
 			"method", req.Method, "error", err)
@@ -381,19 +355,19 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		e.Err = err
 		return nil, e
 	}
+	defer p.retract(envID, id)
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
-		case res := <-w.ch:
+		case res := <-e.result:
 			return p.classify(req, res)
 		case <-gone:
-			next, res, ok := p.onGone(id, client, w)
+			next, res, ok := p.onGone(envID, e)
 			if next != nil {
-				// The client reconnected: the request is replayed to the new
-				// registration (or the client read it before it went away), so
-				// keep waiting, now on the new registration's end.
+				// The client reconnected and its new registration holds the
+				// request: keep waiting, now on that registration's end.
 				p.log.Debug("host_browser_request target client reconnected; still waiting",
 					"requestId", id, "clientId", client.ClientID)
 				gone = next
@@ -407,22 +381,22 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 			return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, true,
 				"client %q disconnected while the request was in flight", client.ClientID)
 		case <-timer.C:
-			if res, ok := p.abandon(id, w); ok {
+			if res, ok := p.abandon(envID, e); ok {
 				return p.classify(req, res)
 			}
 			p.cancel(id, client.ClientID, "timeout")
 			return nil, p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
 				"no result from client %q within %s", client.ClientID, timeout)
 		case <-ctx.Done():
-			if res, ok := p.abandon(id, w); ok {
+			if res, ok := p.abandon(envID, e); ok {
 				return p.classify(req, res)
 			}
 			p.cancel(id, client.ClientID, "caller")
-			e := browserbackend.Classify(ctx.Err(), true)
-			e.Method, e.Backend = req.Method, req.Backend
-			return nil, e
+			err := browserbackend.Classify(ctx.Err(), true)
+			err.Method, err.Backend = req.Method, req.Backend
+			return nil, err
 		case <-p.done:
-			if res, ok := p.abandon(id, w); ok {
+			if res, ok := p.abandon(envID, e); ok {
 				return p.classify(req, res)
 			}
 			p.cancel(id, client.ClientID, "proxy closed")
@@ -432,90 +406,56 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 }
 
 // onGone decides, when the target's registration has ended, whether the
-// request fails or keeps waiting. Under p.mu, the lock ReplayFilter takes:
-//   - the same client id is connected again for the same actor (a reconnect
-//     already registered) and the request is still pending: it returns that
-//     registration's Gone channel. The reconnect's replay is filtered after
-//     its registration became visible, so the filter sees the request
-//     pending and replays it (or the client had read it: its Last-Event-ID
-//     is past it);
-//   - otherwise the request is resolved here (the caller fails, transport),
-//     so any later reconnect's filter drops it: it is never replayed.
+// request fails or keeps waiting. It takes the target's current Gone channel
+// first and then retracts the request: the hub answers whether the client's
+// current registration holds the request, and a registration that starts
+// after the retraction never receives it in a replay. So:
+//   - held, and still pending: keep waiting on that channel (if the
+//     registration it belongs to was replaced meanwhile, it is already
+//     closed and the next round decides again);
+//   - otherwise the entry is removed (the caller fails, transport) and no
+//     later reconnect replays the request.
 //
-// Both decisions and the filter's look-up are serialised by p.mu, and a
-// reconnect is visible before its filter runs, so no interleaving both
-// fails the caller and replays the request. When a result was delivered
-// first it is returned with ok true, as abandon does.
-func (p *Proxy) onGone(id string, client eventhub.ClientInfo, w *waiter) (next <-chan struct{}, res ResultBody, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, pending := p.tracker.Get(id); pending {
-		if c, connected := p.hub.Client(client.ClientID); connected && c.ActorPrincipalID == client.ActorPrincipalID {
-			// If this registration has ended meanwhile, Gone is already
-			// closed (or a newer one's) and the next round decides again.
-			return p.hub.Gone(client.ClientID), ResultBody{}, false
-		}
-		p.tracker.Resolve(id)
-		return nil, ResultBody{}, false
+// No interleaving both fails the caller and replays the request. A result
+// delivered first is returned with ok true, as abandon does.
+func (p *Proxy) onGone(envID string, e *pending) (next <-chan struct{}, res ResultBody, ok bool) {
+	clientID := e.in.TargetClientID
+	next = p.hub.Gone(clientID)
+	held := p.retract(envID, e.in.RequestID)
+	if held && p.isPending(e) {
+		return next, ResultBody{}, false
 	}
-	select {
-	case res := <-w.ch: // deliver resolves and sends under p.mu
-		return nil, res, true
-	default:
-		return nil, ResultBody{}, false
-	}
+	res, ok = p.take(e)
+	return nil, res, ok
 }
 
-// ReplayFilter returns the filter to install in the hub the proxy publishes
-// to (eventhub.WithReplayFilter or (*eventhub.InProcess).SetReplayFilter) so
-// that a reconnect replays a host_browser_request only while its caller is
-// still waiting (HUB-3 replay, HUB-5 fail fast). It keeps every other event,
-// and a request only while its request id is pending in the proxy's Tracker
-// as a host_browser interaction for that client. A request whose caller
-// failed on the disconnect, timed out, was cancelled or already got its
-// result is dropped, so the client never runs a command whose caller may
-// have run it on another browser.
-//
-// The filter takes the lock under which the proxy decides, when a target's
-// registration ends, between failing the request and waiting for the
-// reconnected client (see Request). New installs it by itself in a hub that
-// has SetReplayFilter (the in-process hub); install it by hand in another hub
-// implementation. One hub serves one Proxy: with several proxies on one hub,
-// each would drop the others' requests.
-// Safe for concurrent use.
-func (p *Proxy) ReplayFilter() eventhub.ReplayFilter {
-	return func(clientID string, env eventhub.Envelope) bool {
-		var m struct {
-			Type      string `json:"type"`
-			RequestID string `json:"requestId"`
-		}
-		if json.Unmarshal(env.Message, &m) != nil || m.Type != TypeRequest {
-			return true
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		in, ok := p.tracker.Get(m.RequestID)
-		return ok && in.Kind == KindHostBrowser && in.TargetClientID == clientID
+// retract ends the replay eligibility of the request published as envID
+// and reports whether the target's current registration holds it. A hub
+// error is logged and counts as not held.
+func (p *Proxy) retract(envID, requestID string) bool {
+	// The request's own context may be done; the retraction gets a short one.
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	held, err := p.hub.Retract(ctx, envID)
+	if err != nil {
+		p.log.Warn("host_browser_request retract failed; a reconnect may still replay it until its deadline",
+			"requestId", requestID, "error", err)
+		return false
 	}
+	return held
 }
 
-// abandon resolves the pending entry. When the result route got there first
-// it returns that result with ok true. deliver resolves and sends under p.mu,
-// so once abandon holds p.mu a delivered result is already in w.ch; an entry
-// resolved by someone else (Tracker.Resolve called by the host app) yields
-// ok false instead of a wait that never ends.
-func (p *Proxy) abandon(id string, w *waiter) (ResultBody, bool) {
-	if _, ok := p.tracker.Resolve(id); ok {
-		return ResultBody{}, false
+// abandon ends the request on the caller's side: it removes the pending
+// entry and retracts the request before the caller sees its error. When the
+// result route got there first it returns that result with ok true; an entry
+// resolved by the host app (Resolve) yields ok false instead of a wait that
+// never ends.
+func (p *Proxy) abandon(envID string, e *pending) (ResultBody, bool) {
+	res, ok := p.take(e)
+	if !ok {
+		p.retract(envID, e.in.RequestID)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case res := <-w.ch:
-		return res, true
-	default:
-		return ResultBody{}, false
-	}
+	return res, ok
 }
 
 // cancel tells the target client, and only it, to stop working on id.
@@ -523,31 +463,12 @@ func (p *Proxy) cancel(id, clientID, why string) {
 	// The request's own context may be done; the cancel gets a short one.
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	_, err := p.hub.Publish(ctx, eventhub.Target{ClientID: clientID}, "", CancelMessage{Type: TypeCancel, RequestID: id})
+	_, err := p.hub.Publish(ctx, eventhub.Target{ClientID: clientID}, "", CancelMessage{Type: wire.TypeHostBrowserCancel, RequestID: id})
 	if err != nil {
 		p.log.Warn("host_browser_cancel publish failed", "requestId", id, "clientId", clientID, "why", why, "error", err)
 		return
 	}
 	p.log.Debug("host_browser_cancel sent", "requestId", id, "clientId", clientID, "why", why)
-}
-
-// deliver resolves the pending entry and hands res to its waiter, both under
-// p.mu, and reports whether it did. Without a waiter in this Proxy (the entry
-// belongs to another Proxy sharing the Tracker, or its caller has not yet
-// installed the waiter) nothing is resolved: resolving it here would lose
-// the result and leave the real caller blocked in abandon.
-func (p *Proxy) deliver(res ResultBody) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w := p.waiters[res.RequestID]
-	if w == nil {
-		return false
-	}
-	if _, ok := p.tracker.Resolve(res.RequestID); !ok {
-		return false
-	}
-	w.ch <- res // buffered 1, and the tracker lets only one post through
-	return true
 }
 
 // classify turns a client's result into the CDP result or a typed error

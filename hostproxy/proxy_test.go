@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -32,8 +34,8 @@ func newTestProxy(h eventhub.Hub) *Proxy {
 
 func TestChoose_PrefersExtensionOverBridge(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0.Add(time.Hour)) // more recent
-	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0.Add(time.Hour)) // more recent
+	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	c, err := p.Choose(Req{Method: "Runtime.evaluate"})
 	require.NoError(t, err)
@@ -42,11 +44,11 @@ func TestChoose_PrefersExtensionOverBridge(t *testing.T) {
 
 func TestChoose_MostRecentlyActiveFirstWithinGroup(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-old", eventhub.InterfaceChromeExtension, "alice", t0)
-	h.add("ext-new", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	h.add("mac-old", eventhub.InterfaceMacOS, "bob", t0)
-	h.add("mac-new", eventhub.InterfaceMacOS, "bob", t0.Add(time.Minute))
-	h.add("web", eventhub.InterfaceWeb, "bob", t0.Add(time.Hour)) // no host_browser
+	h.add("ext-old", wire.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-new", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	h.add("mac-old", wire.InterfaceMacOS, "bob", t0)
+	h.add("mac-new", wire.InterfaceMacOS, "bob", t0.Add(time.Minute))
+	h.add("web", wire.InterfaceWeb, "bob", t0.Add(time.Hour)) // no host_browser
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate"})
@@ -60,8 +62,8 @@ func TestChoose_MostRecentlyActiveFirstWithinGroup(t *testing.T) {
 
 func TestChoose_TargetClientPins(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-a", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	h.add("ext-b", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-a", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	h.add("ext-b", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate", TargetClientID: "ext-b"})
@@ -78,8 +80,8 @@ func TestChoose_TargetClientPins(t *testing.T) {
 
 func TestChoose_SourceActorRestricts(t *testing.T) {
 	h := newFakeHub()
-	h.add("ext-alice", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
-	h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+	h.add("ext-alice", wire.InterfaceChromeExtension, "alice", t0.Add(time.Hour))
+	h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 	p := newTestProxy(h)
 
 	c, err := p.Choose(Req{Method: "Page.navigate", SourceActor: "bob"})
@@ -93,17 +95,17 @@ func TestChoose_SourceActorRestricts(t *testing.T) {
 
 func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0.Add(time.Hour))
-	h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0.Add(time.Hour))
+	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: MethodListTabs})
+	c, err := p.Choose(Req{Method: wire.MethodListTabs})
 	require.NoError(t, err)
 	assert.Equal(t, "ext", c.ClientID)
 
 	// Only a desktop bridge: extension_required, protocol class, no failover.
 	h.remove("ext")
-	_, err = p.Choose(Req{Method: MethodListTabs})
+	_, err = p.Choose(Req{Method: wire.MethodListTabs})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol)
@@ -111,11 +113,11 @@ func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	assert.False(t, browserbackend.DefaultFailover(browserbackend.Classify(err, false), browserbackend.StageSend))
 
 	// Pinning the bridge does not help either.
-	_, err = p.Choose(Req{Method: MethodSelectTab, TargetClientID: "mac"})
+	_, err = p.Choose(Req{Method: wire.MethodSelectTab, TargetClientID: "mac"})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 
 	// Through Request: nothing is published.
-	_, err = p.Request(context.Background(), Req{Method: MethodListTabs})
+	_, err = p.Request(context.Background(), Req{Method: wire.MethodListTabs})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 	h.clients["mac"].empty(t)
 }
@@ -149,13 +151,13 @@ func startRequest(t *testing.T, ctx context.Context, p *Proxy, req Req, target *
 
 func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	msg, done := startRequest(t, context.Background(), p, Req{
 		ConversationID: "conv-1", Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1+1"}`),
 		SessionID: "S1", Timeout: 7 * time.Second, SourceActor: "alice",
 	}, ext)
-	assert.Equal(t, TypeRequest, msg["type"])
+	assert.Equal(t, wire.TypeHostBrowserRequest, msg["type"])
 	assert.Equal(t, "conv-1", msg["conversationId"])
 	assert.Equal(t, "Runtime.evaluate", msg["cdpMethod"])
 	assert.Equal(t, map[string]any{"expression": "1+1"}, msg["cdpParams"])
@@ -163,7 +165,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	assert.Equal(t, 7.0, msg["timeout_seconds"])
 	id := msg["requestId"].(string)
 
-	in, ok := p.Tracker().Get(id)
+	in, ok := p.Lookup(id)
 	require.True(t, ok)
 	assert.Equal(t, Interaction{RequestID: id, Kind: KindHostBrowser, ConversationID: "conv-1",
 		TargetClientID: "ext", TargetActor: "alice", Registered: in.Registered}, in)
@@ -174,7 +176,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"result":{"type":"number","value":2}}`, string(out.res))
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 	assert.Contains(t, h.touched, "ext", "a result post counts as client activity")
 }
 
@@ -192,7 +194,7 @@ func postResult(p *Proxy, clientID, actor string, body any) *httptest.ResponseRe
 func post(h http.Handler, clientID, actor string, raw []byte) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(raw))
 	if clientID != "" {
-		r.Header.Set(HeaderClientID, clientID)
+		r.Header.Set(wire.HeaderClientID, clientID)
 	}
 	if actor != "" {
 		r = r.WithContext(eventhub.WithActor(r.Context(), actor))
@@ -204,11 +206,10 @@ func post(h http.Handler, clientID, actor string, raw []byte) *httptest.Response
 
 func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
-	h.add("ext-2", eventhub.InterfaceChromeExtension, "alice", t0)
-	tr := &Tracker{}
-	p := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr, MaxBodyBytes: 1024})
-	require.NoError(t, tr.Register(Interaction{RequestID: "bash-1", Kind: KindHostBash, ConversationID: "c"}))
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	h.add("ext-2", wire.InterfaceChromeExtension, "alice", t0)
+	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
+	require.NoError(t, p.Register(Interaction{RequestID: "bash-1", Kind: "host_bash", ConversationID: "c"}))
 
 	msg, done := startRequest(t, context.Background(), p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -237,7 +238,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 			var e routeError
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
 			assert.Equal(t, tc.code, e.Error.Code)
-			_, pending := tr.Get(id)
+			_, pending := p.Lookup(id)
 			assert.True(t, pending, "a rejected post must not consume the request")
 		})
 	}
@@ -255,7 +256,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 
 	rec = postResult(p, "ext", "alice", ok)
 	assert.Equal(t, http.StatusNotFound, rec.Code, "an answered request is gone")
-	_, bashPending := tr.Get("bash-1")
+	_, bashPending := p.Lookup("bash-1")
 	assert.True(t, bashPending)
 }
 
@@ -269,9 +270,9 @@ func TestResultRoute_WrongMethodIs405(t *testing.T) {
 func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-		other := h.add("ext-other", eventhub.InterfaceChromeExtension, "alice", t0)
-		bob := h.add("mac-bob", eventhub.InterfaceMacOS, "bob", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+		other := h.add("ext-other", wire.InterfaceChromeExtension, "alice", t0)
+		bob := h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 		p := newTestProxy(h)
 
 		start := time.Now()
@@ -285,10 +286,10 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 		assert.True(t, e.Dispatched)
 
 		cancel := ext.next(t)
-		assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, cancel)
+		assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, cancel)
 		other.empty(t)
 		bob.empty(t)
-		assert.Equal(t, 0, p.Tracker().Len(), "the pending entry is resolved")
+		assert.Empty(t, p.Pending(nil), "the pending entry is resolved")
 
 		// A late result is refused: the request no longer exists.
 		rec := postResult(p, "ext", "alice", ResultBody{RequestID: msg["requestId"].(string), Content: "{}"})
@@ -299,7 +300,7 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 func TestRequest_PerRequestTimeoutOverridesDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", t0)
 		p := New(Options{Hub: h, Logger: quietLogger(), DefaultTimeout: time.Minute})
 		start := time.Now()
 		_, done := startRequest(t, context.Background(), p, Req{Method: "X.y", Timeout: 2 * time.Second}, ext)
@@ -311,8 +312,8 @@ func TestRequest_PerRequestTimeoutOverridesDefault(t *testing.T) {
 
 func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	other := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	other := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	p := newTestProxy(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate"}, ext)
@@ -322,15 +323,15 @@ func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	require.ErrorAs(t, out.err, &e)
 	assert.Equal(t, browserbackend.ClassAborted, e.Class)
 	assert.Equal(t, browserbackend.CodeCancelled, e.Code)
-	assert.Equal(t, map[string]any{"type": TypeCancel, "requestId": msg["requestId"]}, ext.next(t))
+	assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, ext.next(t))
 	other.empty(t)
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 }
 
 func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
-	mac := h.add("mac", eventhub.InterfaceMacOS, "bob", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0.Add(time.Minute))
+	mac := h.add("mac", wire.InterfaceMacOS, "bob", t0)
 	p := newTestProxy(h)
 	m1, d1 := startRequest(t, context.Background(), p, Req{Method: "A.a", SourceActor: "alice"}, ext)
 	m2, d2 := startRequest(t, context.Background(), p, Req{Method: "B.b", SourceActor: "bob"}, mac)
@@ -342,7 +343,7 @@ func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 	}
 	assert.Equal(t, m1["requestId"], ext.next(t)["requestId"])
 	assert.Equal(t, m2["requestId"], mac.next(t)["requestId"])
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 	_, err := p.Request(context.Background(), Req{Method: "A.a"})
 	assert.ErrorIs(t, err, browserbackend.ErrClosed)
 }
@@ -350,7 +351,7 @@ func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		mac := h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+		mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
 		p := newTestProxy(h)
 		start := time.Now()
 		_, done := startRequest(t, context.Background(), p, Req{Method: "Page.navigate"}, mac)
@@ -361,13 +362,13 @@ func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 		require.ErrorAs(t, out.err, &e)
 		assert.Equal(t, browserbackend.ClassTransport, e.Class)
 		assert.True(t, browserbackend.DefaultFailover(e, browserbackend.StageSend), "failover-eligible")
-		assert.Equal(t, 0, p.Tracker().Len())
+		assert.Empty(t, p.Pending(nil))
 	})
 }
 
 func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	h := newFakeHub()
-	h.add("mac", eventhub.InterfaceMacOS, "alice", t0)
+	h.add("mac", wire.InterfaceMacOS, "alice", t0)
 	h.publishErr = errors.New("broker down")
 	var buf syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -383,7 +384,7 @@ func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	assert.Equal(t, "WARN", recs[0]["level"])
 	assert.Equal(t, "mac", recs[0]["clientId"])
 	assert.Equal(t, "hostproxy", recs[0]["module"])
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 }
 
 func TestClassifyResult_FollowsWireContract(t *testing.T) {
@@ -428,13 +429,13 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 	assert.ErrorIs(t, err, browserbackend.ErrMethodNotFound)
 }
 
-func TestTracker_RegisterResolveLookups(t *testing.T) {
-	var tr Tracker
-	require.NoError(t, tr.Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
-	require.NoError(t, tr.Register(Interaction{RequestID: "2", Kind: KindHostBash, ConversationID: "a", Registered: t0.Add(time.Second)}))
-	require.NoError(t, tr.Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
-	assert.ErrorIs(t, tr.Register(Interaction{RequestID: "1", Kind: KindHostCU}), ErrDuplicateRequest)
-	assert.Error(t, tr.Register(Interaction{}))
+func TestPending_RegisterResolveLookups(t *testing.T) {
+	p := New(Options{Hub: newFakeHub(), Logger: quietLogger()})
+	require.NoError(t, p.Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
+	require.NoError(t, p.Register(Interaction{RequestID: "2", Kind: "host_bash", ConversationID: "a", Registered: t0.Add(time.Second)}))
+	require.NoError(t, p.Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
+	assert.ErrorIs(t, p.Register(Interaction{RequestID: "1", Kind: "host_cu"}), ErrDuplicateRequest)
+	assert.Error(t, p.Register(Interaction{}))
 
 	ids := func(ins []Interaction) (out []string) {
 		for _, in := range ins {
@@ -442,22 +443,25 @@ func TestTracker_RegisterResolveLookups(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"1", "2"}, ids(tr.ByConversation("a")))
-	assert.Equal(t, []string{"1", "3"}, ids(tr.ByKind(KindHostBrowser)))
+	byConversation := func(c string) func(Interaction) bool {
+		return func(in Interaction) bool { return in.ConversationID == c }
+	}
+	assert.Equal(t, []string{"1", "2"}, ids(p.Pending(byConversation("a"))))
+	assert.Equal(t, []string{"1", "3"}, ids(p.Pending(func(in Interaction) bool { return in.Kind == KindHostBrowser })))
 
-	in, ok := tr.Resolve("1")
+	in, ok := p.Resolve("1")
 	assert.True(t, ok)
 	assert.Equal(t, KindHostBrowser, in.Kind)
-	_, ok = tr.Resolve("1")
+	_, ok = p.Resolve("1")
 	assert.False(t, ok, "resolve is idempotent")
-	assert.Equal(t, []string{"2"}, ids(tr.ByConversation("a")))
-	assert.Equal(t, 2, tr.Len())
+	assert.Equal(t, []string{"2"}, ids(p.Pending(byConversation("a"))))
+	assert.Len(t, p.Pending(nil), 2)
 }
 
 func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newFakeHub()
-		ext := h.add("ext", eventhub.InterfaceChromeExtension, "", t0)
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", t0)
 		p := newTestProxy(h)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

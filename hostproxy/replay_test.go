@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,8 +17,9 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 )
 
-// These tests run the proxy on the real in-process hub, with the proxy's
-// replay filter installed as the runtime does, and in-process subscriptions
+// These tests run the proxy on the real in-process hub, which knows the
+// requests' replay eligibility only from what the proxy published
+// (Target.ReplayUntil) and retracted (Hub.Retract), and in-process subscriptions
 // standing in for one extension client ("ext-1" of actor alice) that drops
 // its stream and reconnects with Last-Event-ID (HUB-3, HUB-5).
 
@@ -27,7 +30,7 @@ type replayWorld struct {
 
 func newReplayWorld(t testing.TB) *replayWorld {
 	hub := eventhub.New(eventhub.WithLogger(quietLogger()))
-	p := New(Options{Hub: hub, Logger: quietLogger()}) // installs its replay filter in hub
+	p := New(Options{Hub: hub, Logger: quietLogger()})
 	t.Cleanup(func() { _ = p.Close(); _ = hub.Close() })
 	return &replayWorld{hub: hub, p: p}
 }
@@ -36,7 +39,7 @@ func newReplayWorld(t testing.TB) *replayWorld {
 func (w *replayWorld) connect(t testing.TB, lastEventID string) *eventhub.Subscription {
 	t.Helper()
 	sub, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
-		InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: lastEventID})
+		InterfaceID: wire.InterfaceChromeExtension, Actor: "alice", LastEventID: lastEventID})
 	require.NoError(t, err)
 	t.Cleanup(sub.Close)
 	return sub
@@ -82,30 +85,28 @@ func (w *replayWorld) start(t testing.TB) (*eventhub.Subscription, string, map[s
 	// The request reaches the stream, but the client does not process it:
 	// its Last-Event-ID stays at the marker.
 	_, req := next(t, sub)
-	require.Equal(t, TypeRequest, req["type"])
+	require.Equal(t, wire.TypeHostBrowserRequest, req["type"])
 	return sub, env.ID, req, done
 }
 
 func TestReplay_RequestFailedOnDisconnectIsNotReplayedToTheReconnect(t *testing.T) {
 	w := newReplayWorld(t)
 	sub1, markerID, _, done := w.start(t)
+	// Control: an event published after the request and never read either,
+	// which the same reconnect does replay.
+	w.mark(t, "unread")
 
 	sub1.Close() // the connection dies; nobody has reconnected
 	out := <-done
 	require.ErrorIs(t, out.err, browserbackend.ErrTransport, "fails at once on the disconnect (HUB-5)")
-	assert.Equal(t, 0, w.p.Tracker().Len())
+	assert.Empty(t, w.p.Pending(nil))
 
 	sub2 := w.connect(t, markerID)
 	w.mark(t, "after")
 	_, m := next(t, sub2)
-	assert.Equal(t, "after", m["type"], "the failed request must not be replayed")
-
-	// Control: the request is still in the ring, so without the filter the
-	// same reconnect would have replayed it.
-	w.hub.SetReplayFilter(nil)
-	sub3 := w.connect(t, markerID)
-	_, m = next(t, sub3)
-	assert.Equal(t, TypeRequest, m["type"])
+	assert.Equal(t, "unread", m["type"], "the failed request must not be replayed, the later event is")
+	_, m = next(t, sub2)
+	assert.Equal(t, "after", m["type"])
 }
 
 func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompletesTheOriginalCaller(t *testing.T) {
@@ -117,7 +118,7 @@ func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompl
 	// proxy sees the client connected again whenever it looks.
 	sub2 := w.connect(t, markerID)
 	_, m := next(t, sub2)
-	require.Equal(t, TypeRequest, m["type"], "replayed to the reconnect")
+	require.Equal(t, wire.TypeHostBrowserRequest, m["type"], "replayed to the reconnect")
 	require.Equal(t, req["requestId"], m["requestId"])
 
 	rec := postResult(w.p, "ext-1", "alice", ResultBody{RequestID: m["requestId"].(string), Content: `{"clicked":true}`})
@@ -125,26 +126,55 @@ func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompl
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"clicked":true}`, string(out.res))
-	assert.Equal(t, 0, w.p.Tracker().Len())
+	assert.Empty(t, w.p.Pending(nil))
 }
 
+// A reconnect's replay carries the requests whose caller still waits, and
+// every other event: not a request that got its result, nor one that timed
+// out (its cancel is replayed).
 func TestReplay_RequestsThatAreNoLongerPendingAreDroppedAndOtherEventsKept(t *testing.T) {
 	w := newReplayWorld(t)
-	keep := w.p.ReplayFilter()
-	env := func(v any) eventhub.Envelope {
-		raw, err := json.Marshal(v)
-		require.NoError(t, err)
-		return eventhub.Envelope{Message: raw}
+	sub1, markerID, pendingReq, done := w.start(t)
+
+	answered := make(chan outcome, 1)
+	go func() {
+		res, err := w.p.Request(context.Background(), Req{Method: "Page.navigate", TargetClientID: "ext-1", Timeout: time.Hour})
+		answered <- outcome{res, err}
+	}()
+	_, answeredReq := next(t, sub1)
+	rec := postResult(w.p, "ext-1", "alice", ResultBody{RequestID: answeredReq["requestId"].(string), Content: `{}`})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.NoError(t, (<-answered).err)
+
+	// A request that ends by its own (short) timeout: the client never answers.
+	_, err := w.p.Request(context.Background(), Req{Method: "Page.reload", TargetClientID: "ext-1", Timeout: time.Millisecond})
+	require.ErrorIs(t, err, browserbackend.ErrTimeout)
+	_, timedOut := next(t, sub1)
+	require.Equal(t, wire.TypeHostBrowserRequest, timedOut["type"])
+	_, cancelMsg := next(t, sub1)
+	require.Equal(t, wire.TypeHostBrowserCancel, cancelMsg["type"])
+	w.mark(t, "other")
+
+	sub2 := w.connect(t, markerID)
+	w.mark(t, "after")
+	var replay []string
+	for {
+		_, m := next(t, sub2)
+		if m["type"] == "after" {
+			break
+		}
+		id, _ := m["requestId"].(string)
+		replay = append(replay, m["type"].(string)+" "+id)
 	}
-	require.NoError(t, w.p.Tracker().Register(Interaction{RequestID: "r1", Kind: KindHostBrowser, TargetClientID: "ext-1"}))
-	require.NoError(t, w.p.Tracker().Register(Interaction{RequestID: "b1", Kind: KindHostBash, TargetClientID: "ext-1"}))
-	assert.True(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "r1"})), "pending")
-	assert.False(t, keep("ext-2", env(RequestMessage{Type: TypeRequest, RequestID: "r1"})), "pending for another client")
-	assert.False(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "gone"})), "not pending")
-	assert.False(t, keep("ext-1", env(RequestMessage{Type: TypeRequest, RequestID: "b1"})), "pending, but not a host_browser interaction")
-	assert.True(t, keep("ext-1", env(CancelMessage{Type: TypeCancel, RequestID: "gone"})))
-	assert.True(t, keep("ext-1", env(map[string]string{"type": "other"})))
-	assert.True(t, keep("ext-1", eventhub.Envelope{Message: json.RawMessage(`[1]`)}))
+	assert.Equal(t, []string{
+		wire.TypeHostBrowserRequest + " " + pendingReq["requestId"].(string),
+		wire.TypeHostBrowserCancel + " " + timedOut["requestId"].(string),
+		"other ",
+	}, replay)
+
+	rec = postResult(w.p, "ext-1", "alice", ResultBody{RequestID: pendingReq["requestId"].(string), Content: `{}`})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.NoError(t, (<-done).err)
 }
 
 // Many interleavings of a disconnect racing a reconnect: every run ends
@@ -166,7 +196,7 @@ func TestReplay_RacingDisconnectAndReconnectNeverBothFailsTheCallerAndReplaysThe
 			defer wg.Done()
 			<-gate
 			s, err := w.hub.Subscribe(eventhub.SubscribeRequest{ClientID: "ext-1",
-				InterfaceID: eventhub.InterfaceChromeExtension, Actor: "alice", LastEventID: markerID})
+				InterfaceID: wire.InterfaceChromeExtension, Actor: "alice", LastEventID: markerID})
 			if assert.NoError(t, err) {
 				sub2 = s
 			}
@@ -183,7 +213,7 @@ func TestReplay_RacingDisconnectAndReconnectNeverBothFailsTheCallerAndReplaysThe
 			if m["type"] == "after" {
 				break
 			}
-			if m["type"] == TypeRequest && m["requestId"] == req["requestId"] {
+			if m["type"] == wire.TypeHostBrowserRequest && m["requestId"] == req["requestId"] {
 				gotRequest = true
 			}
 		}

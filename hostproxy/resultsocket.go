@@ -12,22 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
-)
-
-// Wire names of the result socket (see doc.go, "Result socket").
-const (
-	// PathResultSocket is the conventional mount point of
-	// ResultSocketHandler: GET, upgraded to a WebSocket.
-	PathResultSocket = "/v1/host-browser-result/ws"
-
-	// SocketAuth, SocketResult, SocketReady, SocketAccepted and SocketError
-	// are the "type" values of result-socket messages.
-	SocketAuth     = "auth"
-	SocketResult   = "result"
-	SocketReady    = "ready"
-	SocketAccepted = "accepted"
-	SocketError    = "error"
 )
 
 // DefaultSocketAuthTimeout is how long ResultSocketHandler waits for the
@@ -189,7 +176,7 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
 		return
 	}
-	if !p.reply(ctx, c, socketReply{Type: SocketReady, ClientID: clientID}) {
+	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID}) {
 		return
 	}
 	p.hub.Touch(clientID)
@@ -202,7 +189,7 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 		p.hub.Touch(clientID)
 		var m socketMessage
 		if err := json.Unmarshal(data, &m); err != nil {
-			if !p.reply(ctx, c, socketReply{Type: SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
+			if !p.reply(ctx, c, socketReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
 				Error: fmt.Sprintf("hostproxy: malformed result message: %v", err)}) {
 				return
 			}
@@ -210,16 +197,16 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 		}
 		var rej *resultReject
 		switch {
-		case m.Type != SocketResult:
-			rej = &resultReject{http.StatusBadRequest, "bad_type", fmt.Sprintf("message type %q is not %q", m.Type, SocketResult)}
+		case m.Type != wire.SocketResult:
+			rej = &resultReject{http.StatusBadRequest, "bad_type", fmt.Sprintf("message type %q is not %q", m.Type, wire.SocketResult)}
 		case m.RequestID == "":
 			rej = &resultReject{http.StatusBadRequest, "missing_request_id", "requestId is required"}
 		default:
 			rej = p.acceptResult(m.ResultBody, clientID, actor, TransportWebSocket, data)
 		}
-		out := socketReply{Type: SocketAccepted, RequestID: m.RequestID}
+		out := socketReply{Type: wire.SocketAccepted, RequestID: m.RequestID}
 		if rej != nil {
-			out = socketReply{Type: SocketError, RequestID: m.RequestID, Status: rej.status, Code: rej.code, Error: rej.msg}
+			out = socketReply{Type: wire.SocketError, RequestID: m.RequestID, Status: rej.status, Code: rej.code, Error: rej.msg}
 		}
 		if buf.Cap() > 1<<20 {
 			buf = bytes.Buffer{} // do not keep a screenshot-sized buffer per idle socket
@@ -251,7 +238,7 @@ func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOp
 	actx, cancel := context.WithTimeout(ctx, opts.AuthTimeout)
 	defer cancel()
 	var m socketMessage
-	if err := json.Unmarshal(data, &m); err != nil || m.Type != SocketAuth {
+	if err := json.Unmarshal(data, &m); err != nil || m.Type != wire.SocketAuth {
 		return "", "", errors.New("hostproxy: the first message must be {\"type\":\"auth\",\"token\",\"clientId\"}")
 	}
 	if m.Token == "" || m.ClientID == "" {
@@ -315,7 +302,7 @@ type resultReject struct {
 // the one code path of POST /v1/host-browser-result and the result socket;
 // nil means accepted. A refused result leaves the request pending.
 func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
-	in, ok := p.tracker.Get(body.RequestID)
+	in, ok := p.Lookup(body.RequestID)
 	if !ok {
 		return &resultReject{http.StatusNotFound, "unknown_request",
 			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}
@@ -327,7 +314,7 @@ func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transpo
 	if in.TargetClientID != "" {
 		if clientID == "" {
 			return &resultReject{http.StatusBadRequest, "missing_client_id",
-				fmt.Sprintf("%s header is required for a targeted request", HeaderClientID)}
+				fmt.Sprintf("%s header is required for a targeted request", wire.HeaderClientID)}
 		}
 		if clientID != in.TargetClientID {
 			p.log.Warn("host_browser_result from a client that was not the target",

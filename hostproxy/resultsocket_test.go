@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 const testOrigin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
@@ -53,8 +53,8 @@ func newSocketFixture(t *testing.T, maxBody int64, so SocketOptions) *socketFixt
 		so.AllowedOrigins = []string{testOrigin}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+PathResultSocket, f.p.ResultSocketHandler(so))
-	mux.Handle("POST "+PathResult, f.p.ResultHandler())
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, f.p.ResultSocketHandler(so))
+	mux.Handle("POST "+wire.PathHostBrowserResult, f.p.ResultHandler())
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(func() { f.p.Close(); f.srv.Close() })
 	return f
@@ -78,7 +78,7 @@ func (f *socketFixture) dial(t *testing.T, origin string) (*websocket.Conn, *htt
 	if origin != "" {
 		hdr.Set("Origin", origin)
 	}
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.srv.URL, "http")+PathResultSocket,
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.srv.URL, "http")+wire.PathHostBrowserResultSocket,
 		&websocket.DialOptions{HTTPHeader: hdr})
 	if c != nil {
 		t.Cleanup(func() { c.CloseNow() })
@@ -92,9 +92,9 @@ func (f *socketFixture) connect(t *testing.T, token, clientID string) *websocket
 	t.Helper()
 	c, _, err := f.dial(t, testOrigin)
 	require.NoError(t, err)
-	send(t, c, map[string]any{"type": SocketAuth, "token": token, "clientId": clientID})
+	send(t, c, map[string]any{"type": wire.SocketAuth, "token": token, "clientId": clientID})
 	m := recv(t, c)
-	require.Equal(t, SocketReady, m["type"], m)
+	require.Equal(t, wire.SocketReady, m["type"], m)
 	require.Equal(t, clientID, m["clientId"])
 	return c
 }
@@ -128,18 +128,18 @@ func recvErr(c *websocket.Conn) (map[string]any, error) {
 }
 
 func result(id, content string) map[string]any {
-	return map[string]any{"type": SocketResult, "requestId": id, "content": content, "isError": false, "durationMs": 0.7}
+	return map[string]any{"type": wire.SocketResult, "requestId": id, "content": content, "isError": false, "durationMs": 0.7}
 }
 
 func TestResultSocket_ResultCompletesTheRequestAndCountsAsActivity(t *testing.T) {
 	f := newSocketFixture(t, 0, SocketOptions{})
-	ext := f.h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := f.h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	c := f.connect(t, "tok-alice", "ext")
 
 	msg, done := startRequest(t, context.Background(), f.p, Req{Method: "Runtime.evaluate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
 	send(t, c, result(id, `{"result":{"type":"number","value":2}}`))
-	assert.Equal(t, map[string]any{"type": SocketAccepted, "requestId": id}, recv(t, c))
+	assert.Equal(t, map[string]any{"type": wire.SocketAccepted, "requestId": id}, recv(t, c))
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"result":{"type":"number","value":2}}`, string(out.res))
@@ -151,8 +151,8 @@ func TestResultSocket_ResultCompletesTheRequestAndCountsAsActivity(t *testing.T)
 
 func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillCompletes(t *testing.T) {
 	f := newSocketFixture(t, 0, SocketOptions{})
-	ext := f.h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
-	f.h.add("other", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := f.h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	f.h.add("other", wire.InterfaceChromeExtension, "alice", t0)
 	msg, done := startRequest(t, context.Background(), f.p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
 
@@ -163,11 +163,11 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 		c := f.connect(t, tc.token, tc.client)
 		send(t, c, result(id, `{"frameId":"EVIL"}`))
 		m := recv(t, c)
-		assert.Equal(t, SocketError, m["type"])
+		assert.Equal(t, wire.SocketError, m["type"])
 		assert.Equal(t, id, m["requestId"])
 		assert.Equal(t, float64(http.StatusForbidden), m["status"])
 		assert.Equal(t, tc.code, m["code"])
-		_, pending := f.p.Tracker().Get(id)
+		_, pending := f.p.Lookup(id)
 		require.True(t, pending, "a refused message must not consume the request")
 		// The socket stays usable after a refusal.
 		send(t, c, result("nope", "{}"))
@@ -176,7 +176,7 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 
 	c := f.connect(t, "tok-alice", "ext")
 	send(t, c, result(id, `{"frameId":"F"}`))
-	assert.Equal(t, SocketAccepted, recv(t, c)["type"])
+	assert.Equal(t, wire.SocketAccepted, recv(t, c)["type"])
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"frameId":"F"}`, string(out.res))
@@ -184,7 +184,7 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 
 func TestResultSocket_MalformedOrUntypedMessagesAreAnswered400AndTheSocketStaysOpen(t *testing.T) {
 	f := newSocketFixture(t, 0, SocketOptions{})
-	ext := f.h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := f.h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	c := f.connect(t, "tok-alice", "ext")
 	msg, done := startRequest(t, context.Background(), f.p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -195,13 +195,13 @@ func TestResultSocket_MalformedOrUntypedMessagesAreAnswered400AndTheSocketStaysO
 	send(t, c, map[string]any{"type": "event", "requestId": id, "content": "{}"})
 	m = recv(t, c)
 	assert.Equal(t, "bad_type", m["code"])
-	send(t, c, map[string]any{"type": SocketResult, "content": "{}"})
+	send(t, c, map[string]any{"type": wire.SocketResult, "content": "{}"})
 	assert.Equal(t, "missing_request_id", recv(t, c)["code"])
-	_, pending := f.p.Tracker().Get(id)
+	_, pending := f.p.Lookup(id)
 	require.True(t, pending)
 
 	send(t, c, result(id, `{}`))
-	assert.Equal(t, SocketAccepted, recv(t, c)["type"])
+	assert.Equal(t, wire.SocketAccepted, recv(t, c)["type"])
 	require.NoError(t, (<-done).err)
 }
 
@@ -256,7 +256,7 @@ func TestResultSocket_NonLoopbackPeerIsRefusedWhenLoopbackOnly(t *testing.T) {
 	p := New(Options{Hub: newFakeHub(), Logger: quietLogger()})
 	defer p.Close()
 	h := p.ResultSocketHandler(SocketOptions{Verify: testVerify, LoopbackOnly: true})
-	r := httptest.NewRequest(http.MethodGet, PathResultSocket, nil)
+	r := httptest.NewRequest(http.MethodGet, wire.PathHostBrowserResultSocket, nil)
 	r.RemoteAddr = "203.0.113.7:4444"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
@@ -266,7 +266,7 @@ func TestResultSocket_NonLoopbackPeerIsRefusedWhenLoopbackOnly(t *testing.T) {
 
 func TestResultSocket_OversizedMessageClosesWithMessageTooBigAndLeavesTheRequestPending(t *testing.T) {
 	f := newSocketFixture(t, 4096, SocketOptions{})
-	ext := f.h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := f.h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	c := f.connect(t, "tok-alice", "ext")
 	msg, done := startRequest(t, context.Background(), f.p, Req{Method: "Page.captureScreenshot", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -274,7 +274,7 @@ func TestResultSocket_OversizedMessageClosesWithMessageTooBigAndLeavesTheRequest
 	send(t, c, result(id, `{"data":"`+strings.Repeat("A", 8192)+`"}`))
 	_, err := recvErr(c)
 	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), err)
-	_, pending := f.p.Tracker().Get(id)
+	_, pending := f.p.Lookup(id)
 	require.True(t, pending)
 
 	// Closing the socket affected nothing pending: a POST still completes it.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 )
@@ -17,9 +19,9 @@ import (
 // these handlers) with its auth middleware, which must put the authenticated
 // actor into the request context with eventhub.WithActor.
 func (p *Proxy) Mount(mux *http.ServeMux) {
-	mux.Handle("POST "+PathResult, p.ResultHandler())
-	mux.Handle("POST "+PathEvent, p.EventHandler())
-	mux.Handle("POST "+PathSessionInvalidated, p.SessionInvalidatedHandler())
+	mux.Handle("POST "+wire.PathHostBrowserResult, p.ResultHandler())
+	mux.Handle("POST "+wire.PathHostBrowserEvent, p.EventHandler())
+	mux.Handle("POST "+wire.PathHostBrowserSessionInvalidated, p.SessionInvalidatedHandler())
 }
 
 // routeError is the JSON body of every non-2xx answer:
@@ -105,8 +107,8 @@ func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
 //   - 413: body larger than Options.MaxBodyBytes.
 //
 // A rejected post leaves the request pending. A request this Proxy has no
-// caller waiting for (one registered by another Proxy sharing the Tracker)
-// is answered 404 and left pending. An accepted post counts as
+// caller waiting for (one the host app registered with Register, or another
+// Proxy's request) is answered 404 and, if pending here, left pending. An accepted post counts as
 // activity of the client (Hub.Touch, HUB-5). ResultSocketHandler runs the
 // same checks on results sent over a WebSocket.
 func (p *Proxy) ResultHandler() http.Handler {
@@ -125,7 +127,7 @@ func (p *Proxy) ResultHandler() http.Handler {
 			return
 		}
 		actor, _ := eventhub.ActorFrom(r.Context())
-		if rej := p.acceptResult(body, r.Header.Get(HeaderClientID), actor, TransportHTTP, data); rej != nil {
+		if rej := p.acceptResult(body, r.Header.Get(wire.HeaderClientID), actor, TransportHTTP, data); rej != nil {
 			writeError(w, rej.status, rej.code, "%s", rej.msg)
 			return
 		}
@@ -137,9 +139,9 @@ func (p *Proxy) ResultHandler() http.Handler {
 // required (400), the client must be connected (404), and the authenticated
 // actor must be the client's actor (403).
 func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request) (string, bool) {
-	clientID := r.Header.Get(HeaderClientID)
+	clientID := r.Header.Get(wire.HeaderClientID)
 	if clientID == "" {
-		writeError(w, http.StatusBadRequest, "missing_client_id", "%s header is required", HeaderClientID)
+		writeError(w, http.StatusBadRequest, "missing_client_id", "%s header is required", wire.HeaderClientID)
 		return "", false
 	}
 	info, ok := p.hub.Client(clientID)

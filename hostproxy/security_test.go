@@ -7,24 +7,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 // A result posted to a Proxy that has no caller waiting for that request
-// (here: a second Proxy sharing the Tracker, or a post racing the request's
+// (here: a second Proxy sharing the hub, or a post racing the request's
 // own registration) must be refused and leave the request pending. Before
 // the fix it was answered 200, resolved the shared entry, reached nobody, and
 // the real caller then blocked forever past its deadline.
 func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
-	tr := &Tracker{}
-	owner := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr})
-	other := New(Options{Hub: h, Logger: quietLogger(), Tracker: tr})
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	owner := New(Options{Hub: h, Logger: quietLogger()})
+	other := New(Options{Hub: h, Logger: quietLogger()})
 
 	msg, done := startRequest(t, context.Background(), owner, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -32,7 +32,7 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 
 	rec := postResult(other, "ext", "alice", ok)
 	assert.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
-	_, pending := tr.Get(id)
+	_, pending := owner.Lookup(id)
 	require.True(t, pending, "a refused post must not consume the request")
 
 	rec = postResult(owner, "ext", "alice", ok)
@@ -48,16 +48,16 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 	}
 }
 
-// A pending entry resolved by the host app through the shared Tracker (for
+// A pending entry resolved by the host app (Proxy.Resolve, for
 // example when it drops a conversation) must not make the caller wait
 // forever once its context ends: it gets the aborted error.
 func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
-	_, ok := p.Tracker().Resolve(msg["requestId"].(string))
+	_, ok := p.Resolve(msg["requestId"].(string))
 	require.True(t, ok)
 	cancel()
 	guard := time.NewTimer(20 * time.Second) // only against a hang
@@ -78,7 +78,7 @@ func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *te
 // (a caller bug: no failover).
 func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T) {
 	h := newFakeHub()
-	ext := h.add("ext", eventhub.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	for _, params := range []string{`[1,2]`, `"x"`, `7`, `true`, `{"a":`, `{"a":1} {}`} {
 		_, err := p.Request(context.Background(), Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),
@@ -90,7 +90,7 @@ func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T
 		assert.False(t, e.Dispatched, params)
 	}
 	ext.empty(t)
-	assert.Equal(t, 0, p.Tracker().Len())
+	assert.Empty(t, p.Pending(nil))
 	for _, params := range []string{``, `null`, ` {} `, `{"expression":"1"}`} {
 		msg, done := startRequest(t, context.Background(), p, Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),
 			TargetClientID: "ext"}, ext)

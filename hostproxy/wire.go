@@ -6,29 +6,7 @@ import (
 	"fmt"
 )
 
-// Wire names shared with the clients (the reference extension and desktop
-// bridge). They are defined here once; see doc.go for the full contract.
-const (
-	// TypeRequest is the "type" of a request message published to a client
-	// (PXY-1).
-	TypeRequest = "host_browser_request"
-	// TypeCancel is the "type" of a cancel message published to the target
-	// client only (PXY-5).
-	TypeCancel = "host_browser_cancel"
-
-	// HeaderClientID names the posting client on the result, event and
-	// session-invalidated routes.
-	HeaderClientID = "X-Vellum-Client-Id"
-	// HeaderInterfaceID names the client's interface on GET /v1/events.
-	HeaderInterfaceID = "X-Vellum-Interface-Id"
-
-	// PathResult, PathEvent and PathSessionInvalidated are the conventional
-	// mount points of ResultHandler, EventHandler and
-	// SessionInvalidatedHandler (PXY-4).
-	PathResult             = "/v1/host-browser-result"
-	PathEvent              = "/v1/host-browser-event"
-	PathSessionInvalidated = "/v1/host-browser-session-invalidated"
-)
+// The wire names (message types, headers, paths) are in package wire.
 
 // RequestMessage is the host_browser_request message (PXY-1):
 // {"type","requestId","conversationId","cdpMethod","cdpParams"?,"cdpSessionId"?,"timeout_seconds"?}.

@@ -3,7 +3,8 @@ package harness
 import (
 	"testing"
 
-	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkTokenVerify(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	tok, err := s.Auth.Mint(auth.Grant{InterfaceID: eventhub.InterfaceMacOS, ClientID: "c"})
+	tok, err := s.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS, ClientID: "c"})
 	if err != nil {
 		b.Fatal(err)
 	}

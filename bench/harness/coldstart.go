@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -12,7 +14,6 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
-	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/local"
 )
 
@@ -112,7 +113,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	}})
 	d, err = timeN(n.Fast, func(i int) (time.Duration, error) {
 		t0 := time.Now()
-		c := sel.Client(bb.Invocation{ConversationID: fmt.Sprintf("cold-%d", i), InterfaceID: eventhub.InterfaceCLI})
+		c := sel.Client(bb.Invocation{ConversationID: fmt.Sprintf("cold-%d", i), InterfaceID: wire.InterfaceCLI})
 		defer c.Close()
 		return answer(t0, c)
 	})
@@ -156,7 +157,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 			return 0, err
 		}
 		t1 := time.Now()
-		be := w.Server.Proxy.NewHostBridgeBackend(bb.Invocation{ConversationID: "cold", InterfaceID: eventhub.InterfaceMacOS,
+		be := w.Server.Proxy.NewHostBridgeBackend(bb.Invocation{ConversationID: "cold", InterfaceID: wire.InterfaceMacOS,
 			ActorPrincipalID: actor}, hostproxyOpts)
 		defer be.Close()
 		err = evalOnce(ctx, be)
@@ -199,12 +200,12 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 		}
 		defer br.Close()
 		t1 := time.Now()
-		id, err := w.Server.waitNewClient(ctx, eventhub.InterfaceChromeExtension, known)
+		id, err := w.Server.waitNewClient(ctx, wire.InterfaceChromeExtension, known)
 		if err != nil {
 			return 0, err
 		}
 		t2 := time.Now()
-		inv := w.Server.Invocation("cold", eventhub.InterfaceMacOS)
+		inv := w.Server.Invocation("cold", wire.InterfaceMacOS)
 		inv.TargetClientID = id
 		be := w.Server.Proxy.NewExtensionBackend(inv, hostproxyOpts)
 		defer be.Close()
@@ -224,7 +225,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	esel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts)}})
 	d, err = timeN(n.Extension+2, func(i int) (time.Duration, error) {
 		t0 := time.Now()
-		c := esel.Client(w.Server.Invocation(fmt.Sprintf("cold-ext-%d", i), eventhub.InterfaceMacOS))
+		c := esel.Client(w.Server.Invocation(fmt.Sprintf("cold-ext-%d", i), wire.InterfaceMacOS))
 		defer c.Close()
 		return answer(t0, c)
 	})
@@ -234,7 +235,7 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	add(ColdResult{Name: ColdExtNewConv, Note: "the extension opens a tab and attaches chrome.debugger", Baseline: ColdRaw, D: d})
 	d, err = timeN(n.Fast, func(i int) (time.Duration, error) {
 		t0 := time.Now()
-		c := esel.Client(w.Server.Invocation("bench-ext-sel", eventhub.InterfaceMacOS))
+		c := esel.Client(w.Server.Invocation("bench-ext-sel", wire.InterfaceMacOS))
 		defer c.Close()
 		return answer(t0, c)
 	})

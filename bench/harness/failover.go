@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/local"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 )
@@ -91,15 +94,15 @@ func refusedPort() (int, error) {
 // cooldown-eligible) aimed at 127.0.0.1:port with the default probe
 // timeout, discovering through /json/version only.
 func desktopAuto(port int) bb.Provider {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.Host = "127.0.0.1"
-	cfg.CDPInspect.Port = port
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	cfg.Port = port
 	return cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard))
 }
 
 // ProbeTimeout is the cdp-inspect probe timeout the failover figure runs
 // with (the SEL-12 default).
-var ProbeTimeout = bb.DefaultConfig().CDPInspect.ProbeTimeout()
+var ProbeTimeout = cdpinspect.DefaultConfig().ProbeTimeout()
 
 // MeasureFailover measures, for n fresh invocations per scenario (nBlack for
 // the blackhole, which costs a probe timeout each), the time from the first
@@ -109,13 +112,13 @@ var ProbeTimeout = bb.DefaultConfig().CDPInspect.ProbeTimeout()
 // trip and the figure isolates the failed candidate. Every scenario gets a
 // fresh Selector (and cooldown table) per sample.
 func MeasureFailover(ctx context.Context, w *World, n, nBlack int) ([]FailoverResult, error) {
-	shared, err := cdpinspect.Dial(ctx, InspectConfig().CDPInspect, cdpinspect.WithWebSocketURL(w.Chromium.WSURL),
+	shared, err := cdpinspect.Dial(ctx, InspectConfig(), cdpinspect.WithWebSocketURL(w.Chromium.WSURL),
 		cdpinspect.WithLogger(discard))
 	if err != nil {
 		return nil, err
 	}
 	defer shared.Close()
-	fallback := bb.ProviderFunc(bb.KindLocal, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+	fallback := bb.ProviderFunc(local.Descriptor, func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Kind: bb.KindLocal, Reason: "bench: pre-connected fallback",
 			Build: func(context.Context) (bb.ScopedClient, error) { return noClose{shared}, nil }}, nil
 	})
@@ -148,10 +151,10 @@ func MeasureFailover(ctx context.Context, w *World, n, nBlack int) ([]FailoverRe
 	one := func(i int, s scenario, conv string) error {
 		cd := &bb.Cooldowns{}
 		if s.cooled {
-			cd.Record(bb.CooldownDesktopAuto, time.Hour)
+			cd.Record(cdpinspect.CooldownKey, time.Hour)
 		}
 		sel := bb.NewSelector(bb.Options{Logger: discard, Providers: s.providers, Cooldowns: cd})
-		c := sel.Client(bb.Invocation{ConversationID: conv, InterfaceID: cdpinspect.MacOSInterface, ActorPrincipalID: "bench"})
+		c := sel.Client(bb.Invocation{ConversationID: conv, InterfaceID: wire.InterfaceMacOS, ActorPrincipalID: "bench"})
 		defer c.Close()
 		t0 := time.Now()
 		_, err := c.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: EvalParams})

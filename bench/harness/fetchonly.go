@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 )
 
 // PathExtensionFetch is the §1 row of the extension paired with
@@ -34,11 +35,11 @@ func (w *World) StartFetchOnly(ctx context.Context) (*Path, error) {
 		return nil, err
 	}
 	w.fetchClosers = append(w.fetchClosers, br.Close)
-	id, err := w.Server.waitNewClient(ctx, eventhub.InterfaceChromeExtension, known)
+	id, err := w.Server.waitNewClient(ctx, wire.InterfaceChromeExtension, known)
 	if err != nil {
 		return nil, err
 	}
-	inv := w.Server.Invocation("bench-ext-fetch", eventhub.InterfaceMacOS)
+	inv := w.Server.Invocation("bench-ext-fetch", wire.InterfaceMacOS)
 	inv.TargetClientID = id
 	be := w.Server.Proxy.NewExtensionBackend(inv, hostproxyOpts)
 	w.fetchClosers = append(w.fetchClosers, func() { be.Close() })

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/eventhubtest"
 )
@@ -179,7 +181,7 @@ func MeasureHubStall(ctx context.Context, events, payload int) (HubStall, error)
 	srv := eventhubtest.StartServer(hub, nil)
 	defer srv.Close()
 	stalled, err := eventhubtest.Dial(ctx, srv.EventsURL(), eventhubtest.DialOptions{ClientID: "stalled",
-		InterfaceID: eventhub.InterfaceCLI, ReadBuffer: 4096, Header: eventhubtest.ActorHeader("bench")})
+		InterfaceID: wire.InterfaceCLI, ReadBuffer: 4096, Header: eventhubtest.ActorHeader("bench")})
 	if err != nil {
 		return HubStall{}, err
 	}

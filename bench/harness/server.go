@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
@@ -80,8 +82,8 @@ func StartServer() (*Server, error) {
 		return id
 	}, OnResult: s.onResult})
 	authed := http.NewServeMux()
-	authed.Handle("GET "+eventhub.EventsPath, s.Hub.EventsHandler())
-	authed.Handle("POST "+eventhub.PingPath, s.Hub.PingHandler())
+	authed.Handle("GET "+wire.PathEvents, s.Hub.EventsHandler())
+	authed.Handle("POST "+wire.PathPing, s.Hub.PingHandler())
 	s.Proxy.Mount(authed)
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/pair", a.PairHandler())
@@ -90,16 +92,16 @@ func StartServer() (*Server, error) {
 	// Middleware; without the limiter Identify has no job (and would verify
 	// every token a second time), so the chain here is Middleware alone.
 	protected := a.Middleware(authed)
-	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
-		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
+	for _, p := range []string{wire.PathEvents, wire.PathPing, wire.PathHostBrowserResult,
+		wire.PathHostBrowserEvent, wire.PathHostBrowserSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
-	mux.Handle("GET "+hostproxy.PathResultSocket, a.LocalOnly(s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
 		Verify: a.VerifyClient, AllowedOrigins: []string{"chrome-extension://" + ExtensionID}, LoopbackOnly: true})))
 	s.srv, err = loopbackServer(mux)
 	if err == nil {
 		s.fetchOnly, err = loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == hostproxy.PathResultSocket {
+			if r.URL.Path == wire.PathHostBrowserResultSocket {
 				http.NotFound(w, r)
 				return
 			}
@@ -201,7 +203,7 @@ const BridgeActor = "bench-bridge-actor"
 
 // BridgeInvocation is an invocation of BridgeActor.
 func (s *Server) BridgeInvocation(conv string) bb.Invocation {
-	return bb.Invocation{ConversationID: conv, InterfaceID: eventhub.InterfaceMacOS, ActorPrincipalID: BridgeActor}
+	return bb.Invocation{ConversationID: conv, InterfaceID: wire.InterfaceMacOS, ActorPrincipalID: BridgeActor}
 }
 
 // StartBridge runs the reference desktop bridge (hostproxy/bridge) in this
@@ -212,13 +214,13 @@ func (s *Server) StartBridge(clientID, wsURL string) (stop func(), err error) {
 }
 
 func (s *Server) startBridge(actor, clientID, wsURL string) (stop func(), err error) {
-	tok, err := s.Auth.Mint(auth.Grant{Actor: actor, InterfaceID: eventhub.InterfaceMacOS, ClientID: clientID})
+	tok, err := s.Auth.Mint(auth.Grant{Actor: actor, InterfaceID: wire.InterfaceMacOS, ClientID: clientID})
 	if err != nil {
 		return nil, err
 	}
 	br, err := bridge.New(bridge.Options{
-		ServerURL: s.URL, Token: tok.Token, ClientID: clientID, InterfaceID: eventhub.InterfaceMacOS,
-		Dial:   bridge.CDPInspectDialer(bb.DefaultConfig().CDPInspect, cdpinspect.WithWebSocketURL(wsURL), cdpinspect.WithLogger(discard)),
+		ServerURL: s.URL, Token: tok.Token, ClientID: clientID, InterfaceID: wire.InterfaceMacOS,
+		Dial:   bridge.CDPInspectDialer(cdpinspect.DefaultConfig(), cdpinspect.WithWebSocketURL(wsURL), cdpinspect.WithLogger(discard)),
 		Logger: discard,
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -13,7 +15,6 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
-	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/local"
 )
@@ -100,7 +101,7 @@ func (w *World) start(ctx context.Context) (err error) {
 
 	ctx, cancel := context.WithTimeout(ctx, 2*stepTimeout)
 	defer cancel()
-	if _, err := w.Server.WaitClient(ctx, eventhub.InterfaceChromeExtension); err != nil {
+	if _, err := w.Server.WaitClient(ctx, wire.InterfaceChromeExtension); err != nil {
 		return err
 	}
 	stop, err := w.Server.StartBridge("bench-bridge", w.Chromium.WSURL)
@@ -108,7 +109,7 @@ func (w *World) start(ctx context.Context) (err error) {
 		return err
 	}
 	w.closers = append(w.closers, stop)
-	if _, err := w.Server.WaitClient(ctx, eventhub.InterfaceMacOS); err != nil {
+	if _, err := w.Server.WaitClient(ctx, wire.InterfaceMacOS); err != nil {
 		return err
 	}
 	for _, mk := range []func(context.Context) (*Path, error){
@@ -164,14 +165,14 @@ func (w *World) rawPath(ctx context.Context) (*Path, error) {
 }
 
 // InspectConfig is cdp-inspect enabled for every invocation.
-func InspectConfig() bb.Config {
-	cfg := bb.DefaultConfig()
-	cfg.CDPInspect.Enabled = true
+func InspectConfig() cdpinspect.Config {
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = true
 	return cfg
 }
 
 func (w *World) inspectPath(ctx context.Context) (*Path, error) {
-	be, err := cdpinspect.Dial(ctx, InspectConfig().CDPInspect, cdpinspect.WithWebSocketURL(w.Chromium.WSURL),
+	be, err := cdpinspect.Dial(ctx, InspectConfig(), cdpinspect.WithWebSocketURL(w.Chromium.WSURL),
 		cdpinspect.WithLogger(discard))
 	if err != nil {
 		return nil, err
@@ -199,7 +200,7 @@ func (w *World) inspectSelPath(ctx context.Context) (*Path, error) {
 		cdpinspect.NewProvider(InspectConfig(), cdpinspect.WithWebSocketURL(w.Chromium.WSURL), cdpinspect.WithLogger(discard)),
 	}})
 	return w.clientPath(PathInspectSel, "sticky Client.Send over a cdp-inspect candidate",
-		sel, bb.Invocation{ConversationID: "bench-inspect", InterfaceID: eventhub.InterfaceCLI}), nil
+		sel, bb.Invocation{ConversationID: "bench-inspect", InterfaceID: wire.InterfaceCLI}), nil
 }
 
 func (w *World) chromedpPath(ctx context.Context) (*Path, error) {
@@ -240,7 +241,7 @@ func (w *World) bridgeSelPath(ctx context.Context) (*Path, error) {
 }
 
 func (w *World) extensionPath(ctx context.Context) (*Path, error) {
-	be := w.Server.Proxy.NewExtensionBackend(w.Server.Invocation("bench-ext", eventhub.InterfaceMacOS), hostproxyOpts)
+	be := w.Server.Proxy.NewExtensionBackend(w.Server.Invocation("bench-ext", wire.InterfaceMacOS), hostproxyOpts)
 	w.closers = append(w.closers, func() { be.Close() })
 	p, _ := json.Marshal(map[string]any{"url": w.Fix.URL("/page"), "active": true})
 	if _, err := be.Send(ctx, bb.Command{Method: "Vellum.createTab", Params: p}); err != nil {
@@ -260,7 +261,7 @@ func (w *World) extensionSelPath(ctx context.Context) (*Path, error) {
 		w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts),
 	}})
 	p := w.clientPath(PathExtensionSel, "sticky Client.Send over the extension candidate",
-		sel, w.Server.Invocation("bench-ext-sel", eventhub.InterfaceMacOS))
+		sel, w.Server.Invocation("bench-ext-sel", wire.InterfaceMacOS))
 	s := w.Server
 	p.Inside = func() (float64, float64, bool) { return s.Timing(s.LastRequestID()) }
 	params, _ := json.Marshal(map[string]any{"url": w.Fix.URL("/page"), "active": true})

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
@@ -15,9 +17,9 @@ import (
 
 // Interface ids of the fake roster's clients (the hub's, HUB-2).
 const (
-	InterfaceChromeExtension = eventhub.InterfaceChromeExtension
-	InterfaceMacOS           = eventhub.InterfaceMacOS
-	InterfaceWindows         = eventhub.InterfaceWindows
+	InterfaceChromeExtension = wire.InterfaceChromeExtension
+	InterfaceMacOS           = wire.InterfaceMacOS
+	InterfaceWindows         = wire.InterfaceWindows
 )
 
 // HubClient is one client on a fake hub roster: a Chrome extension install or

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/cdpinspect"
-	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 	"github.com/browserchain/browserchain/hostproxy/bridge"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
@@ -21,12 +22,12 @@ import (
 func startBridge(t testing.TB, h *hubStack) {
 	t.Helper()
 	b := chromiumtest.Start(t)
-	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: eventhub.InterfaceMacOS, ClientID: "mac-1"})
+	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS, ClientID: "mac-1"})
 	require.NoError(t, err)
 	cfg := cdpinspect.DefaultConfig()
 	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", b.Port, 5000
 	br, err := bridge.New(bridge.Options{
-		ServerURL: h.url, Token: tok.Token, ClientID: "mac-1", InterfaceID: eventhub.InterfaceMacOS,
+		ServerURL: h.url, Token: tok.Token, ClientID: "mac-1", InterfaceID: wire.InterfaceMacOS,
 		Dial:   bridge.CDPInspectDialer(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs()),
 		Logger: quietLogger(), MinBackoff: 10 * time.Millisecond,
 	})
@@ -38,5 +39,5 @@ func startBridge(t testing.TB, h *hubStack) {
 		cancel()
 		assert.ErrorIs(t, <-done, context.Canceled)
 	})
-	h.waitClient(t, eventhub.InterfaceMacOS)
+	h.waitClient(t, wire.InterfaceMacOS)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -74,6 +76,6 @@ func startExtension(t testing.TB, h *hubStack) *chromiumtest.Browser {
 	dst := t.TempDir()
 	require.NoError(t, extension.Install(extensionDir, dst, h.url))
 	b := chromiumtest.Start(t, chromiumtest.WithExtension(dst))
-	h.waitClient(t, eventhub.InterfaceChromeExtension)
+	h.waitClient(t, wire.InterfaceChromeExtension)
 	return b
 }

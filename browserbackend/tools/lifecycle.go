@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/browserchain/browserchain/hostproxy/tabs"
+
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
@@ -100,10 +102,10 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		c := t.sel.Client(ext)
 		res.TabID = pin.tabID
 		if closing && pin.owned {
-			firstErr = vellum(ctx, c, methodCloseTab, map[string]int{"tabId": pin.tabID}, nil)
+			firstErr = tabs.Close(ctx, c, pin.tabID)
 			res.TabClosed = firstErr == nil
 		} else {
-			firstErr = vellum(ctx, c, methodDetach, map[string]int{"tabId": pin.tabID}, nil)
+			firstErr = tabs.Detach(ctx, c, pin.tabID)
 		}
 		if tabGone(firstErr) {
 			// Closed meanwhile (by the user or another call): nothing to

@@ -2,23 +2,16 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
+
+	"github.com/browserchain/browserchain/hostproxy/tabs"
 
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// The extension's tab pseudo-methods (PXY-6; the wire names are defined by
-// hostproxy and repeated here so this package does not import it). They are
-// sent as ordinary Commands through the per-call Client.
-const (
-	methodListTabs  = "Vellum.listTabs"
-	methodCloseTab  = "Vellum.closeTab"
-	methodCreateTab = "Vellum.createTab"
-	methodAttach    = "Vellum.attach"
-	methodDetach    = "Vellum.detach"
-)
+// The extension's tab operations (PXY-6) come from package tabs, sent
+// through the per-call Client like any other command.
 
 // DefaultMaxPins bounds the pinned-tab table; the least recently used pin is
 // dropped beyond it (the tab itself stays open).
@@ -143,33 +136,6 @@ type tabRequest struct {
 	useActive bool
 }
 
-type tabInfo struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Active bool   `json:"active,omitempty"`
-}
-
-// vellum sends a Vellum.* pseudo-method through the client.
-func vellum(ctx context.Context, c browserbackend.ScopedClient, method string, params, out any) error {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return err
-	}
-	res, err := c.Send(ctx, browserbackend.Command{Method: method, Params: raw})
-	if err != nil {
-		return err
-	}
-	if out != nil && len(res) > 0 {
-		if err := json.Unmarshal(res, out); err != nil {
-			return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
-				Method: method, Backend: browserbackend.KindExtension, Dispatched: true,
-				Message: "unexpected result shape", Err: err}
-		}
-	}
-	return nil
-}
-
 // expectsExtension reports whether the invocation's first candidate is the
 // extension: the mode pins it, or in auto mode the conversation memo
 // remembers it, or the plan lists it first.
@@ -234,7 +200,7 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 	}
 	defer unlock()
 	if pin, ok := t.pins.get(key); ok && !req.newTab && !req.useActive {
-		err := vellum(ctx, c, methodAttach, map[string]int{"tabId": pin.tabID}, nil)
+		err := tabs.Attach(ctx, c, pin.tabID)
 		if err == nil {
 			return pin.tabID, nil
 		}
@@ -247,15 +213,13 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 	}
 	switch {
 	case req.useActive:
-		var out struct {
-			Tabs []tabInfo `json:"tabs"`
-		}
-		if err := vellum(ctx, c, methodListTabs, struct{}{}, &out); err != nil {
+		list, err := tabs.List(ctx, c)
+		if err != nil {
 			return 0, err
 		}
-		for _, tab := range out.Tabs {
+		for _, tab := range list {
 			if tab.Active {
-				if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": tab.ID}, nil); err != nil {
+				if err := tabs.Attach(ctx, c, tab.ID); err != nil {
 					return 0, err
 				}
 				t.pins.set(key, tabPin{tabID: tab.ID})
@@ -264,25 +228,23 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 		}
 		return 0, &Error{Op: op, Code: CodeNoTab, Message: "the browser reports no active tab"}
 	case req.open:
-		var out struct {
-			Tab tabInfo `json:"tab"`
-		}
 		// Active: a background tab in a real Chrome produces no frames, so
 		// Page.captureScreenshot and rAF-driven pages would stall in it.
 		// about:blank: the navigation itself then runs through Page.navigate
 		// with its load events, like on every other backend.
-		if err := vellum(ctx, c, methodCreateTab, map[string]any{"url": "about:blank", "active": true}, &out); err != nil {
+		tab, err := tabs.Create(ctx, c, "about:blank", true)
+		if err != nil {
 			return 0, err
 		}
-		if out.Tab.ID == 0 {
+		if tab.ID == 0 {
 			return 0, &Error{Op: op, Code: CodeBackend, Message: "Vellum.createTab answered without a tab id"}
 		}
-		if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": out.Tab.ID}, nil); err != nil {
+		if err := tabs.Attach(ctx, c, tab.ID); err != nil {
 			return 0, err
 		}
-		t.pins.set(key, tabPin{tabID: out.Tab.ID, owned: true})
-		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", out.Tab.ID)
-		return out.Tab.ID, nil
+		t.pins.set(key, tabPin{tabID: tab.ID, owned: true})
+		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", tab.ID)
+		return tab.ID, nil
 	}
 	return 0, &Error{Op: op, Code: CodeNoTab,
 		Message: "this conversation has no browser tab yet: navigate first, or attach with use_active_tab"}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"go.uber.org/goleak"
 
 	"github.com/browserchain/browserchain/eventhub"
@@ -59,7 +61,7 @@ func TestStreamReportsStatusErrorsAndPingFollowsHeartbeats(t *testing.T) {
 		t.Fatalf("want a 400 StatusError, got %v", err)
 	}
 	s, err := eventhubtest.Dial(ctx, srv.EventsURL(), eventhubtest.DialOptions{
-		ClientID: "x", InterfaceID: eventhub.InterfaceMacOS, Header: eventhubtest.ActorHeader("alice")})
+		ClientID: "x", InterfaceID: wire.InterfaceMacOS, Header: eventhubtest.ActorHeader("alice")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 )
 
@@ -70,7 +72,7 @@ func Dial(ctx context.Context, eventsURL string, o DialOptions) (*Stream, error)
 		if strings.Contains(u, "?") {
 			sep = "&"
 		}
-		u += sep + eventhub.QueryConversationID + "=" + o.ConversationID
+		u += sep + wire.QueryConversationID + "=" + o.ConversationID
 	}
 	streamCtx, cancel := context.WithCancel(context.Background())
 	stopDial := context.AfterFunc(ctx, cancel)
@@ -87,10 +89,10 @@ func Dial(ctx context.Context, eventsURL string, o DialOptions) (*Stream, error)
 			req.Header.Set(k, v)
 		}
 	}
-	setIf(eventhub.HeaderClientID, o.ClientID)
-	setIf(eventhub.HeaderInterfaceID, o.InterfaceID)
-	setIf(eventhub.HeaderMachineName, o.MachineName)
-	setIf(eventhub.HeaderLastEventID, o.LastEventID)
+	setIf(wire.HeaderClientID, o.ClientID)
+	setIf(wire.HeaderInterfaceID, o.InterfaceID)
+	setIf(wire.HeaderMachineName, o.MachineName)
+	setIf(wire.HeaderLastEventID, o.LastEventID)
 	req.Header.Set("Accept", "text/event-stream")
 
 	dialer := &net.Dialer{}
@@ -209,7 +211,7 @@ func Ping(ctx context.Context, pingURL, clientID, token string, header http.Head
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	req.Header.Set(eventhub.HeaderClientID, clientID)
+	req.Header.Set(wire.HeaderClientID, clientID)
 	req.Header.Set("Content-Type", "application/json")
 	tr := &http.Transport{DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
@@ -250,16 +252,16 @@ type Server struct {
 }
 
 // EventsURL and PingURL are the full route URLs.
-func (s *Server) EventsURL() string { return s.URL + eventhub.EventsPath }
-func (s *Server) PingURL() string   { return s.URL + eventhub.PingPath }
+func (s *Server) EventsURL() string { return s.URL + wire.PathEvents }
+func (s *Server) PingURL() string   { return s.URL + wire.PathPing }
 
 // StartServer serves hub on a loopback httptest server (127.0.0.1) with
 // the events and ping routes behind ActorFromHeader. extra, if non-nil, may
 // add routes to the mux before the server starts. Close the result.
 func StartServer(hub *eventhub.InProcess, extra func(*http.ServeMux)) *Server {
 	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, hub.EventsHandler())
-	mux.Handle(eventhub.PingPath, hub.PingHandler())
+	mux.Handle(wire.PathEvents, hub.EventsHandler())
+	mux.Handle(wire.PathPing, hub.PingHandler())
 	if extra != nil {
 		extra(mux)
 	}

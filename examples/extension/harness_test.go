@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
@@ -166,7 +168,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		},
 		HubOptions: []eventhub.Option{eventhub.WithHooks(eventhub.Hooks{
 			OnUnregister: func(c eventhub.ClientInfo, _ eventhub.EndReason) {
-				if c.InterfaceID == eventhub.InterfaceChromeExtension {
+				if c.InterfaceID == wire.InterfaceChromeExtension {
 					s.unreg.Add(1)
 				}
 			},
@@ -178,7 +180,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	if o.noSocket || o.socketTried != nil {
 		next, once := h, sync.Once{}
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == hostproxy.PathResultSocket {
+			if r.URL.Path == wire.PathHostBrowserResultSocket {
 				if o.socketTried != nil {
 					once.Do(func() { close(o.socketTried) })
 				}
@@ -206,7 +208,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 // record wraps h to keep every result post (request id, status, durationMs).
 func (s *stack) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != hostproxy.PathResult {
+		if r.URL.Path != wire.PathHostBrowserResult {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -288,7 +290,7 @@ func (s *stack) waitExtension(t testing.TB) eventhub.ClientInfo {
 	for {
 		changed := s.rt.Hub.Changed()
 		for _, c := range s.rt.Hub.Roster() {
-			if c.InterfaceID == eventhub.InterfaceChromeExtension {
+			if c.InterfaceID == wire.InterfaceChromeExtension {
 				return c
 			}
 		}
@@ -302,7 +304,7 @@ func (s *stack) waitExtension(t testing.TB) eventhub.ClientInfo {
 }
 
 func (s *stack) invocation(conv string) browserbackend.Invocation {
-	return browserbackend.Invocation{ConversationID: conv, InterfaceID: eventhub.InterfaceMacOS,
+	return browserbackend.Invocation{ConversationID: conv, InterfaceID: wire.InterfaceMacOS,
 		ActorPrincipalID: s.rt.Auth.ActorPrincipalID(), Mode: browserbackend.ModeAuto}
 }
 
@@ -560,11 +562,11 @@ func waitResult(t testing.TB, ch <-chan sendResult) sendResult {
 func (s *stack) post(t testing.TB, token, clientID string, body any) int {
 	t.Helper()
 	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, s.srv.URL+hostproxy.PathResult, bytes.NewReader(data))
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+wire.PathHostBrowserResult, bytes.NewReader(data))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set(hostproxy.HeaderClientID, clientID)
+	req.Header.Set(wire.HeaderClientID, clientID)
 	resp, err := s.srv.Client().Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -81,7 +83,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		mode     = fs.String("mode", "auto", "browser_mode: auto, extension, cdp-inspect (cdp-debugger), local (playwright)")
 		asJSON   = fs.Bool("json", false, "print the result as one JSON object")
 		out      = fs.String("out", filepath.Join(os.TempDir(), "browserchain-quickstart.png"), "screenshot file")
-		iface    = fs.String("interface", eventhub.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
+		iface    = fs.String("interface", wire.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
 		verbose  = fs.Bool("v", false, "log every selection record (default: warnings only)")
 		deadline = fs.Duration("timeout", 2*time.Minute, "overall deadline")
 	)

@@ -15,13 +15,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Wire names shared with clients (PXY-8, HUB-3).
+// Scope profiles of the tokens (PXY-8); the headers and interface ids are in
+// package wire.
 const (
-	HeaderInterfaceID = "X-Vellum-Interface-Id"
-	HeaderClientID    = "X-Vellum-Client-Id"
-	// InterfaceChromeExtension is the interface id whose pairing requires an
-	// allow-listed Origin.
-	InterfaceChromeExtension = "chrome-extension"
 	// ScopeActorClient is the scope profile of an access token: a client
 	// acting for one actor (the seed's actor_client_v1).
 	ScopeActorClient = "actor_client_v1"

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -114,7 +116,7 @@ func (f *fixture) pair(t *testing.T, hdr map[string]string, body string) *http.R
 }
 
 func extHeaders() map[string]string {
-	return map[string]string{auth.HeaderInterfaceID: "chrome-extension", "Origin": extOrigin}
+	return map[string]string{wire.HeaderInterfaceID: "chrome-extension", "Origin": extOrigin}
 }
 
 func errCode(t *testing.T, resp *http.Response) string {
@@ -216,8 +218,8 @@ func TestPairWithUnknownOriginIsForbidden(t *testing.T) {
 	}
 	// A desktop client sends no Origin and may pair; a web page (with an
 	// Origin) may not, whatever interface it claims.
-	assert.Equal(t, http.StatusOK, f.pair(t, map[string]string{auth.HeaderInterfaceID: "macos"}, "").StatusCode)
-	resp := f.pair(t, map[string]string{auth.HeaderInterfaceID: "macos", "Origin": "https://evil.example"}, "")
+	assert.Equal(t, http.StatusOK, f.pair(t, map[string]string{wire.HeaderInterfaceID: "macos"}, "").StatusCode)
+	resp := f.pair(t, map[string]string{wire.HeaderInterfaceID: "macos", "Origin": "https://evil.example"}, "")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	assert.Contains(t, f.logs.all(), "origin_not_allowed")
 }
@@ -246,7 +248,7 @@ func TestPairWithoutInterfaceHeaderIsBadRequest(t *testing.T) {
 
 func TestPairRejectsMalformedAndOversizedBodies(t *testing.T) {
 	f := newFixture(t, nil)
-	resp0 := f.pair(t, map[string]string{auth.HeaderInterfaceID: "mac os!"}, "{}")
+	resp0 := f.pair(t, map[string]string{wire.HeaderInterfaceID: "mac os!"}, "{}")
 	assert.Equal(t, http.StatusBadRequest, resp0.StatusCode)
 	assert.Equal(t, "bad_interface", errCode(t, resp0))
 	assert.Equal(t, http.StatusBadRequest, f.pair(t, extHeaders(), `{"clientId":"a\u0001b"}`).StatusCode)
@@ -341,13 +343,13 @@ func TestMiddlewareRefusesTokenBoundToAnotherClientOrInterface(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	resp := do(map[string]string{auth.HeaderClientID: "c2"})
+	resp := do(map[string]string{wire.HeaderClientID: "c2"})
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	assert.Equal(t, "client_mismatch", errCode(t, resp))
-	resp = do(map[string]string{auth.HeaderClientID: "c1", auth.HeaderInterfaceID: "macos"})
+	resp = do(map[string]string{wire.HeaderClientID: "c1", wire.HeaderInterfaceID: "macos"})
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	assert.Equal(t, "interface_mismatch", errCode(t, resp))
-	assert.Equal(t, http.StatusNoContent, do(map[string]string{auth.HeaderClientID: "c1", auth.HeaderInterfaceID: "chrome-extension"}).StatusCode)
+	assert.Equal(t, http.StatusNoContent, do(map[string]string{wire.HeaderClientID: "c1", wire.HeaderInterfaceID: "chrome-extension"}).StatusCode)
 	<-f.actor
 }
 

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
 )
 
 // forwardingHeaders are headers a proxy adds. Any of them on a local-only
@@ -57,7 +59,7 @@ func (a *Authority) deny(w http.ResponseWriter, r *http.Request, status int, cod
 		slog.String("peer", r.RemoteAddr),
 		slog.Int("status", status),
 		slog.String("code", code),
-		slog.String("interfaceId", r.Header.Get(HeaderInterfaceID)),
+		slog.String("interfaceId", r.Header.Get(wire.HeaderInterfaceID)),
 	}
 	a.log.LogAttrs(r.Context(), slog.LevelWarn, "auth: request denied", attrsOf(append(base, attrs...))...)
 	writeError(w, status, code, msg)
@@ -196,13 +198,13 @@ func (a *Authority) decode(w http.ResponseWriter, r *http.Request, v any, requir
 // 200 with Tokens.
 func (a *Authority) PairHandler() http.Handler {
 	return a.guard(func(w http.ResponseWriter, r *http.Request) {
-		iface := strings.TrimSpace(r.Header.Get(HeaderInterfaceID))
+		iface := strings.TrimSpace(r.Header.Get(wire.HeaderInterfaceID))
 		if iface == "" {
-			a.deny(w, r, http.StatusBadRequest, "interface_required", "X-Vellum-Interface-Id header is required")
+			a.deny(w, r, http.StatusBadRequest, "interface_required", wire.HeaderInterfaceID+" header is required")
 			return
 		}
 		if !validID(iface) {
-			a.deny(w, r, http.StatusBadRequest, "bad_interface", "X-Vellum-Interface-Id must be 1–64 characters of [A-Za-z0-9._-]")
+			a.deny(w, r, http.StatusBadRequest, "bad_interface", wire.HeaderInterfaceID+" must be 1–64 characters of [A-Za-z0-9._-]")
 			return
 		}
 		if !a.originOK(w, r, iface) {
@@ -233,7 +235,7 @@ func (a *Authority) PairHandler() http.Handler {
 // allow-listed origin; any other caller that sends an Origin needs one too.
 func (a *Authority) originOK(w http.ResponseWriter, r *http.Request, iface string) bool {
 	origin := r.Header.Get("Origin")
-	if origin == "" && iface != InterfaceChromeExtension {
+	if origin == "" && iface != wire.InterfaceChromeExtension {
 		return true
 	}
 	if a.origins[strings.TrimRight(origin, "/")] {
@@ -249,7 +251,7 @@ func (a *Authority) originOK(w http.ResponseWriter, r *http.Request, iface strin
 // be unexpired and must be bound to the given deviceId; otherwise 401.
 func (a *Authority) RefreshHandler() http.Handler {
 	return a.guard(func(w http.ResponseWriter, r *http.Request) {
-		if !a.originOK(w, r, r.Header.Get(HeaderInterfaceID)) {
+		if !a.originOK(w, r, r.Header.Get(wire.HeaderInterfaceID)) {
 			return
 		}
 		var req RefreshRequest

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 )
 
@@ -38,12 +40,12 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 			a.deny(w, r, http.StatusUnauthorized, tokenCode(err), "bearer token rejected", slog.String("reason", reasonOf(err)))
 			return
 		}
-		if cid := r.Header.Get(HeaderClientID); c.ClientID != "" && cid != "" && cid != c.ClientID {
+		if cid := r.Header.Get(wire.HeaderClientID); c.ClientID != "" && cid != "" && cid != c.ClientID {
 			a.deny(w, r, http.StatusForbidden, "client_mismatch", "token is bound to another client",
 				slog.String("clientId", cid), slog.String("actorPrincipalId", c.Subject))
 			return
 		}
-		if iface := r.Header.Get(HeaderInterfaceID); c.InterfaceID != "" && iface != "" && iface != c.InterfaceID {
+		if iface := r.Header.Get(wire.HeaderInterfaceID); c.InterfaceID != "" && iface != "" && iface != c.InterfaceID {
 			a.deny(w, r, http.StatusForbidden, "interface_mismatch", "token was issued for another interface",
 				slog.String("tokenInterfaceId", c.InterfaceID), slog.String("actorPrincipalId", c.Subject))
 			return

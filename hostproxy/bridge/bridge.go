@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
@@ -27,7 +29,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultInterfaceID  = eventhub.InterfaceMacOS
+	DefaultInterfaceID  = wire.InterfaceMacOS
 	DefaultMinBackoff   = 250 * time.Millisecond
 	DefaultMaxBackoff   = 15 * time.Second
 	DefaultIdleTimeout  = 30 * time.Second
@@ -310,7 +312,7 @@ func (b *Bridge) newRequest(ctx context.Context, method, path string, body []byt
 	if b.o.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.o.Token)
 	}
-	req.Header.Set(hostproxy.HeaderClientID, b.o.ClientID)
+	req.Header.Set(wire.HeaderClientID, b.o.ClientID)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -324,17 +326,17 @@ var errIdle = errors.New("bridge: stream idle, no heartbeat")
 func (b *Bridge) stream(runCtx context.Context) error {
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
-	req, err := b.newRequest(ctx, http.MethodGet, eventhub.EventsPath, nil)
+	req, err := b.newRequest(ctx, http.MethodGet, wire.PathEvents, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(hostproxy.HeaderInterfaceID, b.o.InterfaceID)
+	req.Header.Set(wire.HeaderInterfaceID, b.o.InterfaceID)
 	if b.o.MachineName != "" {
-		req.Header.Set(eventhub.HeaderMachineName, b.o.MachineName)
+		req.Header.Set(wire.HeaderMachineName, b.o.MachineName)
 	}
 	if id := b.lastEventID.Load(); id != nil && *id != "" {
-		req.Header.Set(eventhub.HeaderLastEventID, *id)
+		req.Header.Set(wire.HeaderLastEventID, *id)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -416,7 +418,7 @@ func (b *Bridge) ping(ctx context.Context, token string) {
 	go func() {
 		defer b.wg.Done()
 		defer b.pinging.Store(false)
-		if status, err := b.post(ctx, eventhub.PingPath, body); err != nil || status != http.StatusOK {
+		if status, err := b.post(ctx, wire.PathPing, body); err != nil || status != http.StatusOK {
 			b.log.Debug("ping not accepted", "status", status, "error", err)
 		}
 	}()
@@ -515,7 +517,7 @@ func (b *Bridge) cancel(id string) {
 
 // execute runs one command and returns the result content.
 func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (string, bool) {
-	if hostproxy.IsPseudoMethod(r.CDPMethod) {
+	if wire.IsPseudoMethod(r.CDPMethod) {
 		return errorContent(browserbackend.CodeExtensionRequired,
 			r.CDPMethod+" is implemented only by the chrome extension, not by the desktop bridge"), true
 	}
@@ -612,7 +614,7 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 			}
 			_ = json.Unmarshal(ev.Params, &p)
 			body, _ := json.Marshal(hostproxy.InvalidationBody{SessionID: ev.SessionID, TargetID: p.TargetID, Reason: "target_detached"})
-			b.postQuiet(ctx, hostproxy.PathSessionInvalidated, body)
+			b.postQuiet(ctx, wire.PathHostBrowserSessionInvalidated, body)
 			continue
 		}
 		sid := ev.SessionID
@@ -620,7 +622,7 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 			sid = ""
 		}
 		body, _ := json.Marshal(hostproxy.EventBody{Method: ev.Method, Params: ev.Params, SessionID: sid})
-		b.postQuiet(ctx, hostproxy.PathEvent, body)
+		b.postQuiet(ctx, wire.PathHostBrowserEvent, body)
 	}
 	lb.dead.Store(true)
 }
@@ -634,7 +636,7 @@ func (b *Bridge) postQuiet(ctx context.Context, path string, body []byte) {
 func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool) {
 	// Streamed: a screenshot's content is escaped into the connection, not
 	// into a second full-size buffer first.
-	status, err := b.postReader(ctx, hostproxy.PathResult, func() io.Reader { return newResultBody(id, content, isErr) },
+	status, err := b.postReader(ctx, wire.PathHostBrowserResult, func() io.Reader { return newResultBody(id, content, isErr) },
 		newResultBody(id, content, isErr).Len())
 	switch {
 	case err != nil:

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -48,11 +50,11 @@ func newTestServer(t testing.TB, tokens map[string]string) *testServer {
 	ts.Server = hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: tokens, Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
-			case eventhub.EventsPath:
+			case wire.PathEvents:
 				ts.mu.Lock()
-				ts.lastEventIDs = append(ts.lastEventIDs, r.Header.Get(eventhub.HeaderLastEventID))
+				ts.lastEventIDs = append(ts.lastEventIDs, r.Header.Get(wire.HeaderLastEventID))
 				ts.mu.Unlock()
-			case hostproxy.PathResult:
+			case wire.PathHostBrowserResult:
 				raw, _ := io.ReadAll(r.Body)
 				var body hostproxy.ResultBody
 				_ = json.Unmarshal(raw, &body)
@@ -162,7 +164,7 @@ func TestBridge_ExecutesRequestsClassifiesErrorsAndForwardsEvents(t *testing.T) 
 	info, ok := ts.hub.Client(b.ClientID())
 	require.True(t, ok)
 	assert.Equal(t, "alice", info.ActorPrincipalID, "the actor comes from the token")
-	assert.Equal(t, eventhub.InterfaceMacOS, info.InterfaceID)
+	assert.Equal(t, wire.InterfaceMacOS, info.InterfaceID)
 
 	be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
 	defer be.Close()
@@ -195,7 +197,7 @@ func TestBridge_ExecutesRequestsClassifiesErrorsAndForwardsEvents(t *testing.T) 
 	assert.ErrorIs(t, err, browserbackend.ErrUnreachable)
 
 	// Vellum.* never reaches a bridge: refused on the server side.
-	_, err = ts.proxy.Request(ctx, hostproxy.Req{Method: hostproxy.MethodListTabs})
+	_, err = ts.proxy.Request(ctx, hostproxy.Req{Method: wire.MethodListTabs})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 
 	res, err = be.Send(ctx, browserbackend.Command{Method: "Echo.echo"})
@@ -279,7 +281,7 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 	b, err := New(Options{ServerURL: "http://127.0.0.1:1/", Dial: dialer(newFakeBrowser())})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(b.ClientID(), "bridge-"))
-	assert.Equal(t, eventhub.InterfaceMacOS, b.o.InterfaceID)
+	assert.Equal(t, wire.InterfaceMacOS, b.o.InterfaceID)
 }
 
 func TestBackoff_IsJitteredExponentialAndCapped(t *testing.T) {
@@ -326,7 +328,7 @@ func TestBridge_ReplayedRequestRunsOnce(t *testing.T) {
 	b := runBridge(t, ts, Options{Dial: dialer(br), Hooks: Hooks{RequestDone: func(id, _, _ string, _ bool) { done <- id }}})
 	publish := func(id, method string) {
 		_, err := ts.hub.Publish(context.Background(), eventhub.Target{ClientID: b.ClientID()}, "",
-			hostproxy.RequestMessage{Type: hostproxy.TypeRequest, RequestID: id, CDPMethod: method})
+			hostproxy.RequestMessage{Type: wire.TypeHostBrowserRequest, RequestID: id, CDPMethod: method})
 		require.NoError(t, err)
 	}
 	publish("r1", "Count.inc")
@@ -377,7 +379,7 @@ func TestBridge_ShutdownDoesNotWaitForEventPostsToAStalledServer(t *testing.T) {
 	var once sync.Once
 	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == hostproxy.PathEvent {
+			if r.URL.Path == wire.PathHostBrowserEvent {
 				once.Do(func() { close(firstPost) })
 				select {
 				case <-stalled:

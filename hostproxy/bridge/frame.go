@@ -8,6 +8,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
 )
@@ -62,7 +64,7 @@ func DecodeFrame(data []byte) (Message, error) {
 		return Message{}, fmt.Errorf("bridge: message: %w", err)
 	}
 	switch head.Type {
-	case hostproxy.TypeRequest:
+	case wire.TypeHostBrowserRequest:
 		var r hostproxy.RequestMessage
 		if err := json.Unmarshal(msg, &r); err != nil {
 			return Message{}, fmt.Errorf("bridge: %s: %w", head.Type, err)
@@ -78,7 +80,7 @@ func DecodeFrame(data []byte) (Message, error) {
 			r.CDPParams = nil
 		}
 		return Message{Type: head.Type, Request: &r}, nil
-	case hostproxy.TypeCancel:
+	case wire.TypeHostBrowserCancel:
 		var c hostproxy.CancelMessage
 		if err := json.Unmarshal(msg, &c); err != nil {
 			return Message{}, fmt.Errorf("bridge: %s: %w", head.Type, err)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
@@ -20,10 +22,10 @@ func ExampleNewServer() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+eventhub.EventsPath, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+wire.PathEvents, nil)
 	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set(eventhub.HeaderClientID, "mac-1")
-	req.Header.Set(eventhub.HeaderInterfaceID, eventhub.InterfaceMacOS)
+	req.Header.Set(wire.HeaderClientID, "mac-1")
+	req.Header.Set(wire.HeaderInterfaceID, wire.InterfaceMacOS)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Println(err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -50,8 +52,8 @@ func NewServer(tb testing.TB, o ServerOptions) *Server {
 	s := &Server{Hub: eventhub.New(eventhub.WithLogger(log))}
 	s.Proxy = hostproxy.New(hostproxy.Options{Hub: s.Hub, Logger: log})
 	mux := http.NewServeMux()
-	mux.Handle(eventhub.EventsPath, s.Hub.EventsHandler())
-	mux.Handle(eventhub.PingPath, s.Hub.PingHandler())
+	mux.Handle(wire.PathEvents, s.Hub.EventsHandler())
+	mux.Handle(wire.PathPing, s.Hub.PingHandler())
 	s.Proxy.Mount(mux)
 	var routes http.Handler = mux
 	if o.Wrap != nil {

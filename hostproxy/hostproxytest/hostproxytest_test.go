@@ -4,11 +4,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/eventhub"
-	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
@@ -25,7 +26,7 @@ func TestNewServer_UnknownTokenIs401AndWrapSeesAuthenticatedRequests(t *testing.
 		},
 	})
 	post := func(token string) int {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+hostproxy.PathResult, nil)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+wire.PathHostBrowserResult, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
-	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/eventhubtest"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -31,7 +32,7 @@ func dialResultSocket(t *testing.T, srv *httptest.Server, origin string) (*webso
 	if origin != "" {
 		hdr.Set("Origin", origin)
 	}
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+hostproxy.PathResultSocket,
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+wire.PathHostBrowserResultSocket,
 		&websocket.DialOptions{HTTPHeader: hdr})
 	if c != nil {
 		t.Cleanup(func() { c.CloseNow() })
@@ -75,7 +76,7 @@ func TestResultSocketIsMountedAndCompletesAnExtensionCommand(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // against a hang only
 	defer cancel()
-	stream, err := eventhubtest.Dial(ctx, srv.URL+eventhub.EventsPath, eventhubtest.DialOptions{ClientID: "c1",
+	stream, err := eventhubtest.Dial(ctx, srv.URL+wire.PathEvents, eventhubtest.DialOptions{ClientID: "c1",
 		InterfaceID: "chrome-extension", Header: http.Header{"Authorization": {"Bearer " + tok.Token}}})
 	require.NoError(t, err)
 	defer stream.Close()
@@ -110,7 +111,7 @@ func TestResultSocketIsMountedAndCompletesAnExtensionCommand(t *testing.T) {
 	require.NoError(t, err)
 	var req hostproxy.RequestMessage
 	require.NoError(t, json.Unmarshal(ev.Message, &req))
-	require.Equal(t, hostproxy.TypeRequest, req.Type)
+	require.Equal(t, wire.TypeHostBrowserRequest, req.Type)
 	wsSend(t, c, map[string]any{"type": "result", "requestId": req.RequestID, "content": `{"result":{"value":2}}`})
 	m, err = wsRecv(c)
 	require.NoError(t, err)

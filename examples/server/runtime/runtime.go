@@ -12,6 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/hostproxy/ratelimit"
+
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -80,7 +84,7 @@ type Runtime struct {
 	Hub      *eventhub.InProcess
 	Proxy    *hostproxy.Proxy
 	Auth     *auth.Authority
-	Limiter  *eventhub.RateLimiter
+	Limiter  *ratelimit.Limiter
 	Selector *browserbackend.Selector
 	Handler  http.Handler
 
@@ -104,10 +108,9 @@ func New(cfg Config) (*Runtime, error) {
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
 		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
-	// hostproxy.New has installed the proxy's replay filter in the hub: a
-	// reconnect replays a host_browser_request only while its caller still
-	// waits, never one whose caller already failed on the disconnect (HUB-3,
-	// HUB-5).
+	// The proxy publishes each host_browser_request with its deadline as
+	// its replay bound and retracts it when its caller stops waiting: a
+	// reconnect never replays one whose caller already failed (HUB-3, HUB-5).
 	so := cfg.SelectorOptions
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
@@ -116,7 +119,7 @@ func New(cfg Config) (*Runtime, error) {
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
-		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log}),
+		Limiter: ratelimit.New(ratelimit.Config{Logger: log}),
 		log:     log,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
@@ -126,26 +129,26 @@ func New(cfg Config) (*Runtime, error) {
 	}
 
 	authed := http.NewServeMux()
-	authed.Handle("GET "+eventhub.EventsPath, hub.EventsHandler())
-	authed.Handle("POST "+eventhub.PingPath, hub.PingHandler())
+	authed.Handle("GET "+wire.PathEvents, hub.EventsHandler())
+	authed.Handle("POST "+wire.PathPing, hub.PingHandler())
 	proxy.Mount(authed)
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/pair", a.PairHandler())
-	mux.Handle("POST /v1/pair/refresh", a.RefreshHandler())
+	mux.Handle("POST "+wire.PathPair, a.PairHandler())
+	mux.Handle("POST "+wire.PathPairRefresh, a.RefreshHandler())
 	mux.Handle("POST "+CommandPath, a.LocalOnly(http.HandlerFunc(rt.serveCommand)))
 	// Identify lets the limiter see the actor; Middleware then refuses
 	// anything without a valid token.
 	protected := a.Identify(rt.Limiter.Handler(a.Middleware(authed)))
-	for _, p := range []string{eventhub.EventsPath, eventhub.PingPath, hostproxy.PathResult,
-		hostproxy.PathEvent, hostproxy.PathSessionInvalidated} {
+	for _, p := range []string{wire.PathEvents, wire.PathPing, wire.PathHostBrowserResult,
+		wire.PathHostBrowserEvent, wire.PathHostBrowserSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
 	// The result socket authenticates with its first message (a browser
 	// cannot set headers on a WebSocket), so it sits outside Middleware;
 	// like pairing it is local-only, and its handshake is rate-limited
 	// like any unauthenticated request.
-	mux.Handle("GET "+hostproxy.PathResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
 		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true}))))
 	rt.Handler = mux
 	return rt, nil
@@ -213,7 +216,7 @@ func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse
 	}
 	iface := req.InterfaceID
 	if iface == "" {
-		iface = eventhub.InterfaceCLI
+		iface = wire.InterfaceCLI
 	}
 	timeout := 30 * time.Second
 	if req.TimeoutMs > 0 {

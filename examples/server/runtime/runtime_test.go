@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
+
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/assert"
@@ -79,14 +81,14 @@ func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]
 
 func TestPairingOnTheComposedServer(t *testing.T) {
 	_, srv := newServer(t, nil)
-	ext := map[string]string{auth.HeaderInterfaceID: "chrome-extension", "Origin": origin}
+	ext := map[string]string{wire.HeaderInterfaceID: "chrome-extension", "Origin": origin}
 
 	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
-		auth.HeaderInterfaceID: "chrome-extension", "Origin": origin, "X-Forwarded-For": "203.0.113.9"}, "{}").StatusCode)
+		wire.HeaderInterfaceID: "chrome-extension", "Origin": origin, "X-Forwarded-For": "203.0.113.9"}, "{}").StatusCode)
 	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
-		auth.HeaderInterfaceID: "chrome-extension", "Origin": origin, "Host": "attacker.example"}, "{}").StatusCode)
+		wire.HeaderInterfaceID: "chrome-extension", "Origin": origin, "Host": "attacker.example"}, "{}").StatusCode)
 	assert.Equal(t, http.StatusForbidden, do(t, srv, "POST", "/v1/pair", map[string]string{
-		auth.HeaderInterfaceID: "chrome-extension", "Origin": "chrome-extension://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}, "{}").StatusCode)
+		wire.HeaderInterfaceID: "chrome-extension", "Origin": "chrome-extension://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}, "{}").StatusCode)
 	assert.Equal(t, http.StatusBadRequest, do(t, srv, "POST", "/v1/pair", map[string]string{"Origin": origin}, "{}").StatusCode)
 	for range 8 { // the origin and interface denials above count; the local-only ones are refused before the limiter
 		assert.Equal(t, http.StatusOK, do(t, srv, "POST", "/v1/pair", ext, `{"clientId":"c1"}`).StatusCode)
@@ -222,7 +224,7 @@ func readUntilServerCloses(t *testing.T, conn net.Conn) string {
 
 func TestHTTPServerCutsOffSlowBodiesAndIdleConnections(t *testing.T) {
 	_, addr := serveWithTimeouts(t)
-	for _, path := range []string{"/v1/pair", runtime.CommandPath, hostproxy.PathResult} {
+	for _, path := range []string{"/v1/pair", runtime.CommandPath, wire.PathHostBrowserResult} {
 		conn, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer conn.Close()
@@ -279,11 +281,11 @@ func TestHTTPServerReadTimeoutLeavesResultSocketOpen(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // against a hang only
 	defer cancel()
-	stream, err := eventhubtest.Dial(ctx, "http://"+addr+eventhub.EventsPath, eventhubtest.DialOptions{ClientID: "c1",
+	stream, err := eventhubtest.Dial(ctx, "http://"+addr+wire.PathEvents, eventhubtest.DialOptions{ClientID: "c1",
 		InterfaceID: "chrome-extension", Header: http.Header{"Authorization": {"Bearer " + tok.Token}}})
 	require.NoError(t, err)
 	defer stream.Close()
-	sock, _, err := websocket.Dial(ctx, "ws://"+addr+hostproxy.PathResultSocket, nil)
+	sock, _, err := websocket.Dial(ctx, "ws://"+addr+wire.PathHostBrowserResultSocket, nil)
 	require.NoError(t, err)
 	defer sock.CloseNow()
 	require.NoError(t, wsjson.Write(ctx, sock, map[string]string{"type": "auth", "token": tok.Token, "clientId": "c1"}))
@@ -318,7 +320,7 @@ func TestRuntime_ReconnectDoesNotReplayARequestWhoseCallerFailedOnTheDisconnect(
 	rt, _ := newServer(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a broken test only
 	defer cancel()
-	req := eventhub.SubscribeRequest{ClientID: "ext-1", InterfaceID: eventhub.InterfaceChromeExtension,
+	req := eventhub.SubscribeRequest{ClientID: "ext-1", InterfaceID: wire.InterfaceChromeExtension,
 		Actor: rt.Auth.ActorPrincipalID()}
 	sub1, err := rt.Hub.Subscribe(req)
 	require.NoError(t, err)
@@ -334,7 +336,7 @@ func TestRuntime_ReconnectDoesNotReplayARequestWhoseCallerFailedOnTheDisconnect(
 	}()
 	env, err := sub1.Next(ctx) // reaches the stream, never processed
 	require.NoError(t, err)
-	require.Contains(t, string(env.Message), hostproxy.TypeRequest)
+	require.Contains(t, string(env.Message), wire.TypeHostBrowserRequest)
 	sub1.Close()
 	require.ErrorIs(t, <-errc, browserbackend.ErrTransport)
 

@@ -1,4 +1,4 @@
-package eventhub_test
+package ratelimit_test
 
 import (
 	"log/slog"
@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/hostproxy/ratelimit"
 )
 
 // limited returns a handler behind the limiter and a request maker. The
 // actor, when non-empty, is put in the context the way an auth middleware
 // would, before the limiter runs.
-func limited(l *eventhub.RateLimiter) func(method, path, remote, actor string, hdr ...string) int {
+func limited(l *ratelimit.Limiter) func(method, path, remote, actor string, hdr ...string) int {
 	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
 	return func(method, path, remote, actor string, hdr ...string) int {
 		r := httptest.NewRequest(method, path, nil)
@@ -46,7 +47,7 @@ func admitted(do func() int, max int) int {
 
 func TestRateLimitBudgetsLoopbackRemoteUnauthenticated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
 		get := func(remote, actor string, hdr ...string) func() int {
 			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor, hdr...) }
 		}
@@ -69,7 +70,7 @@ func TestRateLimitBudgetsLoopbackRemoteUnauthenticated(t *testing.T) {
 
 func TestRateLimitExemptsEventsStreamAndHealthProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
 		for _, p := range []string{"/v1/events", "/healthz", "/readyz", "/health", "/v1/health/"} {
 			for range 50 {
 				require.Equal(t, http.StatusOK, do(http.MethodGet, p, "203.0.113.8:1", ""), p)
@@ -84,7 +85,7 @@ func TestRateLimitExemptsEventsStreamAndHealthProbes(t *testing.T) {
 func TestRateLimit429LogsStructuredWarningWithBreakdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logSink{}
-		l := eventhub.NewRateLimiter(eventhub.RateLimitConfig{UnauthenticatedLimit: 5, Logger: slog.New(logs)})
+		l := ratelimit.New(ratelimit.Config{UnauthenticatedLimit: 5, Logger: slog.New(logs)})
 		h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 		send := func(path string) *httptest.ResponseRecorder {
 			r := httptest.NewRequest(http.MethodGet, path, nil)
@@ -111,7 +112,7 @@ func TestRateLimit429LogsStructuredWarningWithBreakdown(t *testing.T) {
 		assert.Equal(t, "GET /v1/conversations/42", rec["endpoint"].String())
 		assert.Equal(t, "unauthenticated", rec["class"].String())
 		assert.Equal(t, int64(5), rec["limit"].Int64())
-		assert.Equal(t, []eventhub.EndpointCount{
+		assert.Equal(t, []ratelimit.EndpointCount{
 			{Endpoint: "GET /v1/conversations", Count: 3},
 			{Endpoint: "GET /v1/messages", Count: 2},
 		}, rec["consumedBy"].Any())
@@ -120,7 +121,7 @@ func TestRateLimit429LogsStructuredWarningWithBreakdown(t *testing.T) {
 
 func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := eventhub.NewRateLimiter(eventhub.RateLimitConfig{AuthenticatedLimit: 5, Logger: slog.New(&logSink{})})
+		l := ratelimit.New(ratelimit.Config{AuthenticatedLimit: 5, Logger: slog.New(&logSink{})})
 		do := limited(l)
 		get := func() int { return do(http.MethodGet, "/v1/x", "203.0.113.7:1", "alice") }
 		assert.Equal(t, 5, admitted(get, 100))
@@ -128,7 +129,7 @@ func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 		assert.Equal(t, 12, l.AuthenticatedLimit())
 		assert.Equal(t, 7, admitted(get, 100), "the raised budget applies to the next request")
 		l.SetAuthenticatedLimit(0)
-		assert.Equal(t, eventhub.DefaultAuthenticatedLimit, l.AuthenticatedLimit(), "≤ 0 restores the default")
+		assert.Equal(t, ratelimit.DefaultAuthenticatedLimit, l.AuthenticatedLimit(), "≤ 0 restores the default")
 		// The loopback budget is not affected.
 		assert.Equal(t, 1200, admitted(func() int { return do(http.MethodGet, "/v1/x", "127.0.0.1:1", "alice") }, 2000))
 	})
@@ -136,7 +137,7 @@ func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 
 func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := eventhub.NewRateLimiter(eventhub.RateLimitConfig{
+		l := ratelimit.New(ratelimit.Config{
 			Logger:        slog.New(&logSink{}),
 			Authenticated: func(r *http.Request) bool { return r.Header.Get("Authorization") != "" },
 		})
@@ -153,7 +154,7 @@ func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
 // fresh budget per source address (127.0.0.2, 127.1.2.3, ::1, …).
 func TestRateLimitLoopbackAddressesShareOneBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
 		get := func(remote, actor string) func() int {
 			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor) }
 		}

@@ -1,4 +1,12 @@
-package eventhub
+// Package ratelimit is the HTTP rate-limiting middleware a host app mounts in
+// front of the runtime's routes (HUB-6): a per-client-IP sliding window
+// (github.com/go-chi/httprate) with three budgets — loopback, authenticated
+// remote and unauthenticated — whose authenticated budget can change at run
+// time. It is not part of the hub: the hub only carries events.
+//
+//	limiter := ratelimit.New(ratelimit.Config{Logger: logger})
+//	mux.Handle("/v1/", auth(limiter.Handler(routes)))
+package ratelimit
 
 import (
 	"log/slog"
@@ -12,6 +20,8 @@ import (
 	"time"
 
 	"github.com/go-chi/httprate"
+
+	"github.com/browserchain/browserchain/eventhub"
 )
 
 // Default budgets of RateLimit, per client IP per minute (HUB-6).
@@ -25,21 +35,21 @@ const (
 // log; further endpoints are counted under "other".
 const maxTrackedEndpoints = 16
 
-// RateClass is the budget a request is charged to (HUB-6).
-type RateClass string
+// Class is the budget a request is charged to (HUB-6).
+type Class string
 
 // The budget classes.
 const (
-	// RateLoopback: authenticated, peer on 127.0.0.0/8 or ::1.
-	RateLoopback RateClass = "loopback"
-	// RateAuthenticated: authenticated, any other peer.
-	RateAuthenticated RateClass = "authenticated"
-	// RateUnauthenticated: no actor in the context, any peer.
-	RateUnauthenticated RateClass = "unauthenticated"
+	// ClassLoopback: authenticated, peer on 127.0.0.0/8 or ::1.
+	ClassLoopback Class = "loopback"
+	// ClassAuthenticated: authenticated, any other peer.
+	ClassAuthenticated Class = "authenticated"
+	// ClassUnauthenticated: no actor in the context, any peer.
+	ClassUnauthenticated Class = "unauthenticated"
 )
 
-// RateLimitConfig configures RateLimit. The zero value uses the defaults.
-type RateLimitConfig struct {
+// Config configures RateLimit. The zero value uses the defaults.
+type Config struct {
 	// LoopbackLimit, AuthenticatedLimit and UnauthenticatedLimit are requests
 	// per Window per client IP; ≤ 0 takes the default (1200, 300, 20).
 	LoopbackLimit        int
@@ -48,21 +58,21 @@ type RateLimitConfig struct {
 	// Window is the sliding window length (default 1 minute).
 	Window time.Duration
 	// Exempt reports whether a request bypasses the limiter. nil uses
-	// DefaultRateLimitExempt.
+	// DefaultExempt.
 	Exempt func(*http.Request) bool
 	// Logger receives the 429 warning (nil = slog.Default()).
 	Logger *slog.Logger
 	// Authenticated reports whether a request is authenticated. nil means
-	// "ActorFrom(r.Context()) is present", which needs the auth middleware
+	// "eventhub.ActorFrom(r.Context()) is present", which needs the auth middleware
 	// to run first.
 	Authenticated func(*http.Request) bool
 }
 
-// DefaultRateLimitExempt exempts the events stream and the health probes
+// DefaultExempt exempts the events stream and the health probes
 // (HUB-6): a path whose last segment is events, health, healthz or readyz.
 // The stream is one long connection; 429-ing it or a probe makes clients
 // reconnect harder.
-func DefaultRateLimitExempt(r *http.Request) bool {
+func DefaultExempt(r *http.Request) bool {
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	switch p[strings.LastIndexByte(p, '/')+1:] {
 	case "events", "health", "healthz", "readyz":
@@ -71,7 +81,7 @@ func DefaultRateLimitExempt(r *http.Request) bool {
 	return false
 }
 
-// RateLimiter is the HUB-6 middleware: a per-client-IP sliding window
+// Limiter is the HUB-6 middleware: a per-client-IP sliding window
 // counter (github.com/go-chi/httprate) with three budgets. The key is the
 // budget class plus the peer IP from r.RemoteAddr — forwarding headers are
 // never trusted (a host app behind a trusted proxy rewrites RemoteAddr
@@ -88,10 +98,10 @@ func DefaultRateLimitExempt(r *http.Request) bool {
 // every request on, and the routes refuse requests without an actor (as
 // EventsHandler's host app and hostproxy's routes do). An auth middleware
 // that answers 401 itself would let bad credentials bypass the limiter; in
-// that case mount the limiter first and set RateLimitConfig.Authenticated.
+// that case mount the limiter first and set Config.Authenticated.
 //
 // Safe for concurrent use; SetAuthenticatedLimit may be called at any time.
-type RateLimiter struct {
+type Limiter struct {
 	loopback, unauth int
 	authenticated    atomic.Int64
 	window           time.Duration
@@ -109,9 +119,9 @@ type endpointUsage struct {
 	counts map[string]int
 }
 
-// NewRateLimiter returns a limiter with cfg applied.
-func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
-	l := &RateLimiter{
+// New returns a limiter with cfg applied.
+func New(cfg Config) *Limiter {
+	l := &Limiter{
 		loopback: cfg.LoopbackLimit,
 		unauth:   cfg.UnauthenticatedLimit,
 		window:   cfg.Window,
@@ -131,13 +141,13 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 		l.window = time.Minute
 	}
 	if l.exempt == nil {
-		l.exempt = DefaultRateLimitExempt
+		l.exempt = DefaultExempt
 	}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
 	if l.isAuthenticated == nil {
-		l.isAuthenticated = func(r *http.Request) bool { _, ok := ActorFrom(r.Context()); return ok }
+		l.isAuthenticated = func(r *http.Request) bool { _, ok := eventhub.ActorFrom(r.Context()); return ok }
 	}
 	l.SetAuthenticatedLimit(cfg.AuthenticatedLimit)
 	// The per-request limit overrides this one through the context.
@@ -148,7 +158,7 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 
 // SetAuthenticatedLimit changes the authenticated-remote budget at run time
 // (≤ 0 restores the default 300). It applies from the next request.
-func (l *RateLimiter) SetAuthenticatedLimit(n int) {
+func (l *Limiter) SetAuthenticatedLimit(n int) {
 	if n <= 0 {
 		n = DefaultAuthenticatedLimit
 	}
@@ -156,17 +166,17 @@ func (l *RateLimiter) SetAuthenticatedLimit(n int) {
 }
 
 // AuthenticatedLimit returns the current authenticated-remote budget.
-func (l *RateLimiter) AuthenticatedLimit() int { return int(l.authenticated.Load()) }
+func (l *Limiter) AuthenticatedLimit() int { return int(l.authenticated.Load()) }
 
 // Classify returns the budget class and the limit that applies to r.
-func (l *RateLimiter) Classify(r *http.Request) (RateClass, int) {
+func (l *Limiter) Classify(r *http.Request) (Class, int) {
 	if !l.isAuthenticated(r) {
-		return RateUnauthenticated, l.unauth
+		return ClassUnauthenticated, l.unauth
 	}
 	if peerIsLoopback(r.RemoteAddr) {
-		return RateLoopback, l.loopback
+		return ClassLoopback, l.loopback
 	}
-	return RateAuthenticated, l.AuthenticatedLimit()
+	return ClassAuthenticated, l.AuthenticatedLimit()
 }
 
 // peerIP returns the IP part of a RemoteAddr ("host:port" or a bare host).
@@ -186,7 +196,7 @@ func peerIsLoopback(remote string) bool {
 // Retry-After and X-RateLimit-* headers, and a warn log (module
 // rate-limiter) naming the denied endpoint, the class, the limit and the
 // per-endpoint breakdown of what this IP consumed in the current window.
-func (l *RateLimiter) Handler(next http.Handler) http.Handler {
+func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.exempt(r) {
 			next.ServeHTTP(w, r)
@@ -210,7 +220,7 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 				"limit", limit,
 				"window", l.window,
 				slog.Any("consumedBy", l.breakdown(key)))
-			http.Error(w, "eventhub: rate limit exceeded", http.StatusTooManyRequests)
+			http.Error(w, "ratelimit: rate limit exceeded", http.StatusTooManyRequests)
 			return
 		}
 		l.record(key, r.Method+" "+r.URL.Path)
@@ -220,7 +230,7 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 
 // record counts an admitted request under its endpoint, for the 429 log.
 // The breakdown resets every window so it stays bounded.
-func (l *RateLimiter) record(key, endpoint string) {
+func (l *Limiter) record(key, endpoint string) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -245,7 +255,7 @@ type EndpointCount struct {
 	Count    int    `json:"count"`
 }
 
-func (l *RateLimiter) breakdown(key string) []EndpointCount {
+func (l *Limiter) breakdown(key string) []EndpointCount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	u := l.usage[key]
