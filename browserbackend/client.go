@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -39,17 +40,24 @@ type Client struct {
 	// stickyCand is the candidate the sticky backend was built from; its
 	// cooldown key applies to failures after the walk too (SEL-6).
 	stickyCand Candidate
-	kind     Kind
-	built    []ScopedClient
-	attempts []Attempt
-	walkFrom int             // index in attempts where the current walk began
-	invalid  map[string]bool // flat sessions reported gone (SEL-14)
-	wanted   map[string]bool // event methods subscribed through the client
-	stops    []func()        // backend subscriptions to cancel on Close
-	fwd      sync.WaitGroup  // event forwarders
+	kind       Kind
+	built      []ScopedClient
+	attempts   []Attempt
+	walkFrom   int             // index in attempts where the current walk began
+	invalid    map[string]bool // flat sessions reported gone (SEL-14)
+	wanted     map[string]bool // event methods subscribed through the client
+	stops      []func()        // backend subscriptions to cancel on Close
+	fwd        sync.WaitGroup  // event forwarders
 
-	bus EventBus
+	bus        EventBus
+	rawDropped atomic.Int64 // events dropped by cdp.Session subscriptions
 }
+
+// DroppedEvents reports how many events were not delivered because a
+// subscriber (of Events, or of Subscribe through cdp.Events) had fallen a
+// whole buffer (DefaultEventBuffer) behind. Delivery never blocks the backend,
+// so a slow subscriber loses events; this counts them.
+func (c *Client) DroppedEvents() int64 { return c.bus.Dropped() + c.rawDropped.Load() }
 
 var (
 	_ ScopedClient = (*Client)(nil)
@@ -58,10 +66,10 @@ var (
 
 func newClient(s *Selector, inv Invocation) *Client {
 	return &Client{
-		sel:    s,
-		inv:    inv,
+		sel:     s,
+		inv:     inv,
 		walking: make(chan struct{}, 1),
-		wanted: map[string]bool{MethodTargetDetached: true},
+		wanted:  map[string]bool{MethodTargetDetached: true},
 	}
 }
 
@@ -406,7 +414,7 @@ func (c *Client) Events(method string) (<-chan Event, func()) {
 // Subscribe implements cdp.Session: it returns the params of the events of
 // method as raw JSON. See Events for delivery rules.
 func (c *Client) Subscribe(method string) (<-chan jsonv2.Value, func()) {
-	return rawEvents(c.Events, method, "")
+	return rawEvents(c.Events, method, "", &c.rawDropped)
 }
 
 // Close implements ScopedClient: it closes every backend the invocation

@@ -460,3 +460,27 @@ func TestEventsOfAFailedCandidateAreNotDelivered(t *testing.T) {
 		assert.JSONEq(t, `{"timestamp":2}`, string((<-loads).Params), "only the backend that serves the invocation speaks")
 	})
 }
+
+// Events a slow cdp.Session subscriber cannot take are dropped, never
+// blocking the backend, and counted.
+func TestDroppedEventsAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := bbt.NewBackend(bb.KindLocal, nil)
+		p := &bbt.Provider{K: bb.KindLocal, NewBackend: func() *bbt.Backend { return backend }}
+		sel := bb.NewSelector(bb.Options{Providers: []bb.Provider{p}, Logger: bbt.DiscardLogger()})
+		c := sel.Client(bb.Invocation{})
+		defer c.Close()
+		events, cancel := c.Subscribe("Page.frameNavigated")
+		defer cancel()
+		_, err := c.Send(context.Background(), evalCommand)
+		require.NoError(t, err)
+
+		const n = 3 * bb.DefaultEventBuffer
+		for range n {
+			backend.Emit(bb.Event{Method: "Page.frameNavigated", Params: []byte(`{}`)})
+			synctest.Wait() // let the forwarders move it along
+		}
+		assert.Equal(t, int64(n-bb.DefaultEventBuffer), c.DroppedEvents(), "all but one buffer's worth dropped")
+		assert.Len(t, events, bb.DefaultEventBuffer)
+	})
+}

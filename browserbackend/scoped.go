@@ -49,7 +49,9 @@ func (c Command) LogValue() slog.Value {
 // Client offers to tools.
 //
 // Send sends one command and returns the raw JSON "result" object of the CDP
-// reply. It must return within ctx's deadline. A failure is an *Error (or is
+// reply. The result is read-only: a backend may share its memory with the
+// decoded answer (a multi-MB screenshot is not copied), so a caller that
+// wants to change it copies it first. Send must return within ctx's deadline. A failure is an *Error (or is
 // classified into one by Classify): ClassTransport when no CDP answer was
 // obtained, ClassProtocol when the browser answered with an error,
 // ClassTimeout when the deadline passed after dispatch, ClassAborted when ctx

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -51,7 +52,7 @@ func (v *SessionView) Call(ctx context.Context, method string, params, result an
 
 // Subscribe implements cdp.Session: events of method on the bound session.
 func (v *SessionView) Subscribe(method string) (<-chan jsonv2.Value, func()) {
-	return rawEvents(v.c.Events, method, v.sessionID)
+	return rawEvents(v.c.Events, method, v.sessionID, &v.c.rawDropped)
 }
 
 // AsSession adapts any ScopedClient to cdproto's cdp.Session, so typed
@@ -83,7 +84,7 @@ func (s scopedSession) Subscribe(method string) (<-chan jsonv2.Value, func()) {
 		out := make(chan jsonv2.Value)
 		return out, sync.OnceFunc(func() { close(out) })
 	}
-	return rawEvents(s.events, method, s.sessionID)
+	return rawEvents(s.events, method, s.sessionID, nil)
 }
 
 // call marshals params, sends, and unmarshals the result (cdp.Session.Call).
@@ -125,7 +126,10 @@ func call(ctx context.Context, sc ScopedClient, cmd Command, params, result any)
 // forwards the params of matching events (optionally only one session's) to a
 // buffered channel, dropping when the reader lags, until cancel or the source
 // closes.
-func rawEvents(subscribe func(string) (<-chan Event, func()), method, sessionID string) (<-chan jsonv2.Value, func()) {
+// rawEvents adapts an Event subscription to cdp.Session's raw params. An
+// event that finds out's buffer full is dropped and counted in dropped (when
+// non-nil): delivery never blocks the backend.
+func rawEvents(subscribe func(string) (<-chan Event, func()), method, sessionID string, dropped *atomic.Int64) (<-chan jsonv2.Value, func()) {
 	in, cancel := subscribe(method)
 	out := make(chan jsonv2.Value, DefaultEventBuffer)
 	go func() {
@@ -141,6 +145,9 @@ func rawEvents(subscribe func(string) (<-chan Event, func()), method, sessionID 
 			select {
 			case out <- params:
 			default:
+				if dropped != nil {
+					dropped.Add(1)
+				}
 			}
 		}
 	}()

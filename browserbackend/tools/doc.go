@@ -4,7 +4,7 @@
 // over any backend of the browserchain chain (SPEC §7, TOOL-1, TOOL-2, SEL-13).
 //
 // Tools is the entry point for a host application: each method is one tool
-// call. It validates the input's browser_mode with browserbackend.ParseMode
+// call. It validates the input's browser_mode with the Selector's ParseMode
 // (and the rest of the input) before any CDP command is sent, takes a fresh
 // per-call *browserbackend.Client from the Selector, runs the operation on the
 // invocation's page with typed cdproto commands, and closes the Client. The
