@@ -62,20 +62,51 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("tools: ")
-	if e.Op != "" {
+	e.render(&b, "")
+	return b.String()
+}
+
+// render writes e once: the op only when the outer error did not name it, the
+// code only when the cause does not already say it (a backend timeout under
+// CodeTimeout), the message only when the cause does not contain it.
+func (e *Error) render(b *strings.Builder, outerOp string) {
+	if e.Op != "" && e.Op != outerOp {
 		b.WriteString(e.Op)
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Code)
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
+	var inner *Error
+	var be *browserbackend.Error
+	cause := ""
+	switch {
+	case e.Err == nil:
+	case errors.As(e.Err, &inner):
+	case errors.As(e.Err, &be):
+		cause = e.Err.Error()
+	default:
+		cause = e.Err.Error()
 	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	sayCode := (be == nil || (string(be.Class) != e.Code && be.Code != e.Code)) && (inner == nil || inner.Code != e.Code)
+	sayMsg := e.Message != "" && !strings.Contains(cause, e.Message) && (inner == nil || inner.Message != e.Message)
+	var parts []string
+	if sayCode || (inner == nil && cause == "") {
+		parts = append(parts, e.Code)
 	}
-	return b.String()
+	if sayMsg {
+		parts = append(parts, e.Message)
+	}
+	b.WriteString(strings.Join(parts, ": "))
+	switch {
+	case inner != nil:
+		if len(parts) > 0 {
+			b.WriteString(": ")
+		}
+		inner.render(b, e.Op)
+	case cause != "":
+		if len(parts) > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(cause)
+	}
 }
 
 // Unwrap returns the cause.
@@ -124,7 +155,7 @@ func wrap(op string, err error) error {
 		return err
 	}
 	if errors.Is(err, browserbackend.ErrTimeout) {
-		return &Error{Op: op, Code: CodeTimeout, Message: "deadline passed", Err: err}
+		return &Error{Op: op, Code: CodeTimeout, Err: err}
 	}
 	return &Error{Op: op, Code: CodeBackend, Err: err}
 }

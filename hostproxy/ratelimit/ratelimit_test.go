@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,7 +49,7 @@ func admitted(do func() int, max int) int {
 
 func TestRateLimitBudgetsLoopbackRemoteUnauthenticated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: bbt.DiscardLogger()}))
 		get := func(remote, actor string, hdr ...string) func() int {
 			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor, hdr...) }
 		}
@@ -70,7 +72,7 @@ func TestRateLimitBudgetsLoopbackRemoteUnauthenticated(t *testing.T) {
 
 func TestRateLimitExemptsEventsStreamAndHealthProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: bbt.DiscardLogger()}))
 		for _, p := range []string{"/v1/events", "/healthz", "/readyz", "/health", "/v1/health/"} {
 			for range 50 {
 				require.Equal(t, http.StatusOK, do(http.MethodGet, p, "203.0.113.8:1", ""), p)
@@ -84,8 +86,8 @@ func TestRateLimitExemptsEventsStreamAndHealthProbes(t *testing.T) {
 
 func TestRateLimit429LogsStructuredWarningWithBreakdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logs := &logSink{}
-		l := ratelimit.New(ratelimit.Config{UnauthenticatedLimit: 5, Logger: slog.New(logs)})
+		logs, logger := bbt.NewLogRecorder()
+		l := ratelimit.New(ratelimit.Config{UnauthenticatedLimit: 5, Logger: logger})
 		h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 		send := func(path string) *httptest.ResponseRecorder {
 			r := httptest.NewRequest(http.MethodGet, path, nil)
@@ -104,24 +106,24 @@ func TestRateLimit429LogsStructuredWarningWithBreakdown(t *testing.T) {
 		assert.NotEmpty(t, w.Header().Get("Retry-After"))
 		assert.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
 
-		recs := logs.find("rate limit exceeded")
+		recs := logs.Find("rate limit exceeded")
 		require.Len(t, recs, 1)
 		rec := recs[0]
-		assert.Equal(t, "WARN", rec["level"].String())
-		assert.Equal(t, "rate-limiter", rec["module"].String())
-		assert.Equal(t, "GET /v1/conversations/42", rec["endpoint"].String())
-		assert.Equal(t, "unauthenticated", rec["class"].String())
-		assert.Equal(t, int64(5), rec["limit"].Int64())
+		assert.Equal(t, slog.LevelWarn, rec.Level)
+		assert.Equal(t, "rate-limiter", rec.Attrs["module"])
+		assert.Equal(t, "GET /v1/conversations/42", rec.Attrs["endpoint"])
+		assert.Equal(t, "unauthenticated", rec.Attrs["class"])
+		assert.EqualValues(t, 5, rec.Attrs["limit"])
 		assert.Equal(t, []ratelimit.EndpointCount{
 			{Endpoint: "GET /v1/conversations", Count: 3},
 			{Endpoint: "GET /v1/messages", Count: 2},
-		}, rec["consumedBy"].Any())
+		}, rec.Attrs["consumedBy"])
 	})
 }
 
 func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := ratelimit.New(ratelimit.Config{AuthenticatedLimit: 5, Logger: slog.New(&logSink{})})
+		l := ratelimit.New(ratelimit.Config{AuthenticatedLimit: 5, Logger: bbt.DiscardLogger()})
 		do := limited(l)
 		get := func() int { return do(http.MethodGet, "/v1/x", "203.0.113.7:1", "alice") }
 		assert.Equal(t, 5, admitted(get, 100))
@@ -138,7 +140,7 @@ func TestRateLimitAuthenticatedBudgetChangesAtRunTime(t *testing.T) {
 func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := ratelimit.New(ratelimit.Config{
-			Logger:        slog.New(&logSink{}),
+			Logger:        bbt.DiscardLogger(),
 			Authenticated: func(r *http.Request) bool { return r.Header.Get("Authorization") != "" },
 		})
 		do := limited(l)
@@ -154,7 +156,7 @@ func TestRateLimitAuthenticatedHookClassifiesBeforeAuth(t *testing.T) {
 // fresh budget per source address (127.0.0.2, 127.1.2.3, ::1, …).
 func TestRateLimitLoopbackAddressesShareOneBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		do := limited(ratelimit.New(ratelimit.Config{Logger: slog.New(&logSink{})}))
+		do := limited(ratelimit.New(ratelimit.Config{Logger: bbt.DiscardLogger()}))
 		get := func(remote, actor string) func() int {
 			return func() int { return do(http.MethodGet, "/v1/conversations", remote, actor) }
 		}
