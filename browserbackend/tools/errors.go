@@ -75,37 +75,43 @@ func (e *Error) render(b *strings.Builder, outerOp string) {
 		b.WriteString(": ")
 	}
 	var inner *Error
-	var be *browserbackend.Error
-	cause := ""
-	switch {
-	case e.Err == nil:
-	case errors.As(e.Err, &inner):
-	case errors.As(e.Err, &be):
-		cause = e.Err.Error()
-	default:
-		cause = e.Err.Error()
+	if errors.As(e.Err, &inner) {
+		parts := e.heads(inner.Code == e.Code, inner.Message == e.Message)
+		writeParts(b, parts, true)
+		inner.render(b, e.Op)
+		return
 	}
-	sayCode := (be == nil || (string(be.Class) != e.Code && be.Code != e.Code)) && (inner == nil || inner.Code != e.Code)
-	sayMsg := e.Message != "" && !strings.Contains(cause, e.Message) && (inner == nil || inner.Message != e.Message)
+	cause := ""
+	saysCode := false
+	if e.Err != nil {
+		cause = e.Err.Error()
+		var be *browserbackend.Error
+		saysCode = errors.As(e.Err, &be) && (string(be.Class) == e.Code || be.Code == e.Code)
+	}
+	parts := e.heads(saysCode, strings.Contains(cause, e.Message))
+	if len(parts) == 0 && cause == "" {
+		parts = []string{e.Code}
+	}
+	writeParts(b, parts, cause != "")
+	b.WriteString(cause)
+}
+
+// heads returns the code and message e adds, leaving out what its cause says.
+func (e *Error) heads(causeSaysCode, causeSaysMessage bool) []string {
 	var parts []string
-	if sayCode || (inner == nil && cause == "") {
+	if !causeSaysCode {
 		parts = append(parts, e.Code)
 	}
-	if sayMsg {
+	if e.Message != "" && !causeSaysMessage {
 		parts = append(parts, e.Message)
 	}
+	return parts
+}
+
+func writeParts(b *strings.Builder, parts []string, more bool) {
 	b.WriteString(strings.Join(parts, ": "))
-	switch {
-	case inner != nil:
-		if len(parts) > 0 {
-			b.WriteString(": ")
-		}
-		inner.render(b, e.Op)
-	case cause != "":
-		if len(parts) > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(cause)
+	if more && len(parts) > 0 {
+		b.WriteString(": ")
 	}
 }
 
