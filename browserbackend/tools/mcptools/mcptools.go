@@ -74,6 +74,11 @@ type Options struct {
 	// ReleaseTimeout bounds closing one conversation at a session's end; 0
 	// means DefaultReleaseTimeout.
 	ReleaseTimeout time.Duration
+	// OnSessionEnd, optional, is called once per ended MCP session that made
+	// a tool call, after its conversations were released: conversationID is
+	// the session's own, released every conversation closed for it. It runs
+	// on the goroutine that watched the session.
+	OnSessionEnd func(conversationID string, released []string)
 	// Logger receives one record per tool call (tool, backend, outcome,
 	// duration; never typed text or arguments) and one per session end; the
 	// same records go to the calling client through MCP logging once it has
@@ -237,6 +242,9 @@ func (s *Server) endSession(ss *mcp.ServerSession, st *session) {
 		s.release(conv)
 	}
 	s.log.Info("mcp session ended", "conversationId", st.conversationID, "released", len(release))
+	if s.opts.OnSessionEnd != nil {
+		s.opts.OnSessionEnd(st.conversationID, release)
+	}
 }
 
 // release closes one conversation's page or tab, bounded by ReleaseTimeout.
