@@ -136,7 +136,9 @@ func (s *Server) Register(srv *mcp.Server) {
 			return s.opts.Tools.SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Target: a.target(), Values: a.Values})
 		},
-		text:    func(r tools.SelectOptionResult) string { return fmt.Sprintf("Selected %q (backend %s).", r.Selected, r.Backend) },
+		text: func(r tools.SelectOptionResult) string {
+			return fmt.Sprintf("Selected %q (backend %s).", r.Selected, r.Backend)
+		},
 		backend: func(r tools.SelectOptionResult) browserbackend.Kind { return r.Backend },
 	})
 	add(s, srv, toolDef[WaitForArgs, tools.WaitForResult]{
