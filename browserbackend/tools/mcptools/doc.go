@@ -28,7 +28,8 @@
 // backend tried and the remediation.
 //
 // Each MCP session has its own conversation (its own page or tab) unless a
-// call names one; when the session ends, its conversations are closed.
+// call names one; when the session ends, its conversation is closed. A named
+// conversation lasts until browser_close or Server.Close.
 // browser_navigate and browser_wait_for send progress notifications when the
 // client asked for them with a progress token; every call is logged to the
 // Logger and, once the client set a level, through MCP logging.

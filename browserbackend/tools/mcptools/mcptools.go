@@ -75,10 +75,9 @@ type Options struct {
 	// means DefaultReleaseTimeout.
 	ReleaseTimeout time.Duration
 	// OnSessionEnd, optional, is called once per ended MCP session that made
-	// a tool call, after its conversations were released: conversationID is
-	// the session's own, released every conversation closed for it. It runs
-	// on the goroutine that watched the session.
-	OnSessionEnd func(conversationID string, released []string)
+	// a tool call, after its conversation was closed. It runs on the
+	// goroutine that watched the session.
+	OnSessionEnd func(conversationID string)
 	// Logger receives one record per tool call (tool, backend, outcome,
 	// duration; never typed text or arguments) and one per session end; the
 	// same records go to the calling client through MCP logging once it has
@@ -94,8 +93,10 @@ type Options struct {
 // call names one in conversation_id. When a session ends — the client closed
 // it, disconnected, or timed out — Server waits for its calls in flight
 // (their contexts are cancelled by the SDK on a disconnect) and then closes
-// every conversation the session used that no other live session uses, with
-// tools.Tools.Close: its extension tab or local page goes away.
+// the session's conversation with tools.Tools.Close: its extension tab or
+// local page goes away. A conversation a call named outlives the session
+// (clients name one to share it across sessions); it is closed by
+// browser_close or by Close.
 //
 // A Server is safe for concurrent use. Close ends it.
 type Server struct {
@@ -106,7 +107,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[*mcp.ServerSession]*session
-	users    map[string]int // conversation id -> live sessions using it
+	named    map[string]bool // conversations named by a call's conversation_id
 	wg       sync.WaitGroup // session watchers
 
 	shots shotLinks
@@ -115,7 +116,6 @@ type Server struct {
 // session is the state of one MCP session.
 type session struct {
 	conversationID string
-	convs          map[string]bool
 	calls          sync.WaitGroup
 	logger         *slog.Logger // slog plus the session's MCP logging
 }
@@ -144,7 +144,7 @@ func New(opts Options) *Server {
 		base:     log,
 		log:      log.With("module", "browser-mcp"),
 		sessions: map[*mcp.ServerSession]*session{},
-		users:    map[string]int{},
+		named:    map[string]bool{},
 		shots:    shotLinks{paths: map[string]string{}},
 	}
 }
@@ -185,7 +185,7 @@ func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocati
 	}
 	st := s.sessions[ss]
 	if st == nil {
-		st = &session{conversationID: "mcp-" + sessionKey(ss), convs: map[string]bool{}}
+		st = &session{conversationID: "mcp-" + sessionKey(ss)}
 		st.logger = slog.New(slog.NewMultiHandler(s.base.Handler(),
 			mcp.NewLoggingHandler(ss, &mcp.LoggingHandlerOptions{LoggerName: "browserchain"}))).With("module", "browser-mcp")
 		s.sessions[ss] = st
@@ -195,10 +195,8 @@ func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocati
 	conv := c.ConversationID
 	if conv == "" {
 		conv = st.conversationID
-	}
-	if !st.convs[conv] {
-		st.convs[conv] = true
-		s.users[conv]++
+	} else {
+		s.named[conv] = true
 	}
 	st.calls.Add(1)
 	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
@@ -224,26 +222,17 @@ func (s *Server) watch(ss *mcp.ServerSession, st *session) {
 	s.endSession(ss, st)
 }
 
-// endSession waits for the session's calls in flight, then closes every
-// conversation no other live session uses.
+// endSession waits for the session's calls in flight, then closes the
+// session's own conversation.
 func (s *Server) endSession(ss *mcp.ServerSession, st *session) {
 	st.calls.Wait()
 	s.mu.Lock()
 	delete(s.sessions, ss)
-	var release []string
-	for conv := range st.convs {
-		if s.users[conv]--; s.users[conv] <= 0 {
-			delete(s.users, conv)
-			release = append(release, conv)
-		}
-	}
 	s.mu.Unlock()
-	for _, conv := range release {
-		s.release(conv)
-	}
-	s.log.Info("mcp session ended", "conversationId", st.conversationID, "released", len(release))
+	s.release(st.conversationID)
+	s.log.Info("mcp session ended", "conversationId", st.conversationID)
 	if s.opts.OnSessionEnd != nil {
-		s.opts.OnSessionEnd(st.conversationID, release)
+		s.opts.OnSessionEnd(st.conversationID)
 	}
 }
 
@@ -274,16 +263,26 @@ func (s *Server) Close() error {
 		_ = ss.Close()
 	}
 	s.wg.Wait()
+	s.mu.Lock()
+	named := s.named
+	s.named = map[string]bool{}
+	s.mu.Unlock()
+	for conv := range named {
+		s.release(conv)
+	}
 	return nil
 }
 
-// Conversations returns the conversation ids in use by live sessions, in no
-// particular order.
+// Conversations returns the conversation ids of the live sessions and the
+// conversations calls have named, in no particular order.
 func (s *Server) Conversations() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.users))
-	for c := range s.users {
+	out := make([]string, 0, len(s.sessions)+len(s.named))
+	for _, st := range s.sessions {
+		out = append(out, st.conversationID)
+	}
+	for c := range s.named {
 		out = append(out, c)
 	}
 	return out

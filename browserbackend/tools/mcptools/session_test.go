@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,18 +16,10 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 )
 
-// sessionEnd is one OnSessionEnd call.
-type sessionEnd struct {
-	conversation string
-	released     []string
-}
-
-func endRecorder() (chan sessionEnd, func(string, []string)) {
-	ch := make(chan sessionEnd, 8)
-	return ch, func(conv string, released []string) {
-		slices.Sort(released)
-		ch <- sessionEnd{conv, released}
-	}
+// endRecorder returns OnSessionEnd recording into a channel.
+func endRecorder() (chan string, func(string)) {
+	ch := make(chan string, 8)
+	return ch, func(conv string) { ch <- conv }
 }
 
 func TestTwoSessionsKeepTheirOwnConversations(t *testing.T) {
@@ -58,20 +49,23 @@ func TestTwoSessionsKeepTheirOwnConversations(t *testing.T) {
 	assert.Equal(t, s.URL+"/shared", shared.URL)
 	assert.Len(t, b.Conversations(), 3)
 
-	// Session a ends: its own page closes; the shared one stays for c.
+	// Session a ends: its own page closes; the named one stays.
 	require.NoError(t, a.Close())
-	end := <-ends
-	assert.Equal(t, []string{end.conversation}, end.released)
-	assert.NotContains(t, b.Conversations(), end.conversation)
+	endA := <-ends
+	assert.NotContains(t, b.Conversations(), endA)
 	assert.Contains(t, b.Conversations(), "shared")
 	snapC, _ = ok[tools.SnapshotResult](t, c, "browser_snapshot", nil)
 	assert.Equal(t, s.URL+"/page-b", snapC.URL)
+	shared, _ = ok[tools.ExtractResult](t, c, "browser_extract", map[string]any{"conversation_id": "shared"})
+	assert.Equal(t, s.URL+"/shared", shared.URL, "a named conversation outlives the session that opened it")
 
 	require.NoError(t, c.Close())
-	end = <-ends
-	assert.ElementsMatch(t, []string{end.conversation, "shared"}, end.released)
-	assert.Empty(t, b.Conversations(), "no page is left behind")
-	assert.Empty(t, srv.Conversations())
+	endC := <-ends
+	assert.NotEqual(t, endA, endC)
+	assert.Equal(t, []string{"shared"}, b.Conversations(), "only the named conversation is left")
+	assert.Equal(t, []string{"shared"}, srv.Conversations())
+	require.NoError(t, srv.Close())
+	assert.Empty(t, b.Conversations(), "Close closes the named conversations: no page is left behind")
 }
 
 func TestClientDisconnectingMidToolLeavesNoPageBehind(t *testing.T) {
@@ -102,8 +96,7 @@ func TestClientDisconnectingMidToolLeavesNoPageBehind(t *testing.T) {
 
 	require.NoError(t, fromClient.Close()) // the server reads EOF
 	require.NoError(t, toClient.Close())
-	end := <-ends
-	assert.Equal(t, []string{end.conversation}, end.released)
+	<-ends
 	assert.Empty(t, b.Conversations(), "the session's page was closed")
 
 	cancel()
