@@ -82,9 +82,9 @@ func defaultKeyFile() string {
 
 type config struct {
 	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir string
-	sessionTimeout                                                                time.Duration
-	inspect, useLocal, verbose                                                    bool
-	cdpPort                                                                       int
+	sessionTimeout                                                                  time.Duration
+	inspect, useLocal, verbose                                                      bool
+	cdpPort                                                                         int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {

@@ -108,7 +108,7 @@ type Server struct {
 	closed   bool
 	sessions map[*mcp.ServerSession]*session
 	named    map[string]bool // conversations named by a call's conversation_id
-	wg       sync.WaitGroup // session watchers
+	wg       sync.WaitGroup  // session watchers
 
 	shots shotLinks
 }
