@@ -22,7 +22,7 @@
 //	-local            add the local Playwright backend as the last resort (default true)
 //	-chromium         browser executable of the local backend
 //	-screenshots      image (inline PNG, default) or link (a resource link read with resources/read)
-//	-screenshot-dir   where screenshots are written (default: a browserchain directory in the temp dir)
+//	-screenshot-dir   where screenshots are written (default: $TMPDIR/browserchain-screenshots)
 //	-v                debug logging
 //
 // Logs go to stderr (stdout is the stdio transport), and to the client
@@ -103,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.useLocal, "local", true, "add the local Playwright backend as last resort")
 	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
 	fs.StringVar(&c.screenshots, "screenshots", "image", "screenshot delivery: image (inline PNG) or link (resource link)")
-	fs.StringVar(&c.shotDir, "screenshot-dir", "", "directory screenshots are written to (default: tools.DefaultScreenshotDir)")
+	fs.StringVar(&c.shotDir, "screenshot-dir", "", "directory screenshots are written to (default: $TMPDIR/browserchain-screenshots)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		return c, err
