@@ -17,6 +17,10 @@
 #      (playwright-go's own default; PLAYWRIGHT_DRIVER_PATH overrides it as it
 #      does for playwright-go). The driver bundle gets the same small patch
 #      playwright-go's installer applies (page errors without a location).
+#   4. The MCP Inspector CLI (@modelcontextprotocol/inspector, pinned), the
+#      independent MCP client the tests of examples/mcp run, installed with
+#      npm into $HOME/.cache/browserchain/mcp-inspector/<version> (no global
+#      install). Its 1.x line runs on Node 20; 2.x needs Node 22.19.
 #
 # Works as root without a TTY (CI); uses sudo for apt only when not root.
 # Node.js >= 20 is required by playwright-core; it is installed from apt when
@@ -96,4 +100,20 @@ fi
 if [ "$(readlink "$driver_dir/node" 2>/dev/null || true)" != "$(command -v node)" ]; then
 	ln -sfn "$(command -v node)" "$driver_dir/node"
 fi
-log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir"
+# ---- 4. MCP Inspector CLI -----------------------------------------------------
+inspector_version=1.0.3 # keep in step with examples/mcp/inspector_test.go
+inspector_dir="$HOME/.cache/browserchain/mcp-inspector/$inspector_version"
+inspector_pkg="$inspector_dir/node_modules/@modelcontextprotocol/inspector/package.json"
+installed_inspector=""
+if [ -f "$inspector_pkg" ] && [ -x "$inspector_dir/node_modules/.bin/mcp-inspector" ]; then
+	installed_inspector="$(node -p "require(process.argv[1]).version" "$inspector_pkg" 2>/dev/null || true)"
+fi
+if [ "$installed_inspector" != "$inspector_version" ]; then
+	log "installing the MCP Inspector CLI $inspector_version in $inspector_dir"
+	mkdir -p "$inspector_dir"
+	npm install --prefix "$inspector_dir" --no-audit --no-fund --omit=dev --ignore-scripts --loglevel=error \
+		"@modelcontextprotocol/inspector@$inspector_version" </dev/null >/dev/null
+	[ -x "$inspector_dir/node_modules/.bin/mcp-inspector" ] || die "the MCP Inspector install has no mcp-inspector binary"
+fi
+
+log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version"

@@ -1,0 +1,128 @@
+package mcptools
+
+import "github.com/browserchain/browserchain/browserbackend/tools"
+
+// The argument types below are the tools' input schemas (MCP-1): the SDK
+// derives each tool's JSON Schema from the struct, with the jsonschema tag as
+// the property's description and every field without omitempty required.
+// Their JSON names are those of the tools package's input structs, so a call
+// reads the same whether it comes over MCP or from Go.
+
+// Common holds the properties every browser tool accepts.
+type Common struct {
+	BrowserMode    string `json:"browser_mode,omitempty" jsonschema:"Which browser serves the call. auto (the default) tries the user's Chrome through the paired extension or desktop bridge, then a Chrome with a debugging port (cdp-inspect), then a private Chromium (local), and fails over on connection errors. extension, cdp-inspect (alias cdp-debugger) and local (alias playwright) pin that one backend and never fall back; when it is unavailable the error lists what was tried and how to fix it. Omit it unless the user asked for a particular browser."`
+	TimeoutMs      int    `json:"timeout_ms,omitempty" jsonschema:"Deadline of the whole call in milliseconds, 0 to 300000; 0 or omitted uses the tool's default (navigate 30000, wait_for 10000, others 15000)."`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Names the conversation whose page or tab this call acts in. Omit it: each MCP session has a conversation of its own. Calls that pass the same conversation_id share one page, also across sessions."`
+}
+
+func (c Common) common() Common { return c }
+
+// Element names the element a tool acts on.
+type Element struct {
+	Ref      string `json:"ref,omitempty" jsonschema:"Element ref from the latest browser_snapshot, e.g. e42. Preferred over selector."`
+	Selector string `json:"selector,omitempty" jsonschema:"CSS selector of the element in the main document, used when no ref is given."`
+}
+
+func (e Element) target() tools.Target { return tools.Target{Ref: e.Ref, Selector: e.Selector} }
+
+// NavigateArgs is the browser_navigate input.
+type NavigateArgs struct {
+	URL          string `json:"url" jsonschema:"URL to load: http, https, about:blank or data:. The call returns once the page has loaded."`
+	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation instead of reusing its tab (the previous tab stays open)."`
+	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: work in the tab the user has in front instead of a tab of the conversation's own. Only when the user asks for it."`
+	Common
+}
+
+// SnapshotArgs is the browser_snapshot input.
+type SnapshotArgs struct {
+	MaxNodes int `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 10000; 0 or omitted means 1500. Larger trees are cut and marked truncated."`
+	Common
+}
+
+// ScreenshotArgs is the browser_screenshot input.
+type ScreenshotArgs struct {
+	Width    int  `json:"width,omitempty" jsonschema:"With height: capture this many CSS pixels from the top-left of the page instead of the viewport."`
+	Height   int  `json:"height,omitempty" jsonschema:"With width: capture this many CSS pixels from the top-left of the page instead of the viewport."`
+	FullPage bool `json:"full_page,omitempty" jsonschema:"Capture the whole scrollable page instead of the visible viewport (ignored with width and height)."`
+	Common
+}
+
+// ElementArgs is the browser_click and browser_hover input.
+type ElementArgs struct {
+	Element
+	Common
+}
+
+// TypeArgs is the browser_type input.
+type TypeArgs struct {
+	Element
+	Text   string `json:"text" jsonschema:"Text to type into the element."`
+	Clear  bool   `json:"clear,omitempty" jsonschema:"Empty the field before typing."`
+	Slowly bool   `json:"slowly,omitempty" jsonschema:"Send one key press per character, for pages that react to key events; otherwise the text is inserted at once."`
+	Submit bool   `json:"submit,omitempty" jsonschema:"Press Enter after typing."`
+	Common
+}
+
+// PressKeyArgs is the browser_press_key input.
+type PressKeyArgs struct {
+	Key string `json:"key" jsonschema:"A character or a named key, optionally with modifiers joined by +: Enter, Tab, Escape, ArrowDown, a, Control+a, Shift+Tab."`
+	Element
+	Common
+}
+
+// ScrollArgs is the browser_scroll input.
+type ScrollArgs struct {
+	Element
+	DeltaX float64 `json:"delta_x,omitempty" jsonschema:"Horizontal scroll in CSS pixels, positive to the right."`
+	DeltaY float64 `json:"delta_y,omitempty" jsonschema:"Vertical scroll in CSS pixels, positive down. With no element and no deltas the page scrolls down one viewport; with an element and no deltas the element is scrolled into view."`
+	Common
+}
+
+// SelectOptionArgs is the browser_select_option input.
+type SelectOptionArgs struct {
+	Element
+	Values []string `json:"values" jsonschema:"Options to select, matched against each option's value and then its label; a single-choice select takes the first match."`
+	Common
+}
+
+// WaitForArgs is the browser_wait_for input: exactly one of selector, text
+// and navigation/url_contains.
+type WaitForArgs struct {
+	Selector    string `json:"selector,omitempty" jsonschema:"Wait until an element matches this CSS selector."`
+	Text        string `json:"text,omitempty" jsonschema:"Wait until the page's visible text contains this string."`
+	Navigation  bool   `json:"navigation,omitempty" jsonschema:"Wait until a main-frame navigation has loaded (e.g. after a click that submits a form)."`
+	URLContains string `json:"url_contains,omitempty" jsonschema:"With navigation (or alone): wait until the loaded page's URL contains this string; a page already there counts at once."`
+	Common
+}
+
+// ExtractArgs is the browser_extract input.
+type ExtractArgs struct {
+	Element
+	MaxChars int `json:"max_chars,omitempty" jsonschema:"Most characters returned, 0 to 1000000; 0 or omitted means 50000. Longer text is cut and marked truncated."`
+	Common
+}
+
+// LinksArgs is the browser_links input.
+type LinksArgs struct {
+	Contains string `json:"contains,omitempty" jsonschema:"Keep only links whose URL or text contains this string (case-insensitive)."`
+	Limit    int    `json:"limit,omitempty" jsonschema:"Most links returned, 0 to 200; 0 or omitted means 50."`
+	Common
+}
+
+// AttachArgs is the browser_attach input.
+type AttachArgs struct {
+	NewTab       bool `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation."`
+	UseActiveTab bool `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: use the tab the user has in front. Only when the user asks for it."`
+	Common
+}
+
+// ReleaseArgs is the browser_detach and browser_close input.
+type ReleaseArgs struct {
+	Common
+}
+
+// StatusArgs is the browser_status input.
+type StatusArgs struct {
+	Probe bool `json:"probe,omitempty" jsonschema:"Actively check each backend (a short connection attempt) instead of reporting the cheap preflight only."`
+	Common
+}

@@ -1,0 +1,36 @@
+// Package mcptools serves the browser tools of package tools as Model
+// Context Protocol tools, with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk), over any MCP transport (SPEC §13,
+// MCP-1; TOOL-1, TOOL-2).
+//
+// A host application builds its Selector and tools.Tools as usual, then:
+//
+//	srv := mcptools.New(mcptools.Options{Tools: tl, ActorPrincipalID: "user-7"})
+//	defer srv.Close()
+//	ms := srv.NewMCPServer(nil)               // or srv.Register(yourServer)
+//	err := ms.Run(ctx, &mcp.StdioTransport{})  // or mcp.NewStreamableHTTPHandler
+//
+// The tools are browser_navigate, browser_snapshot, browser_screenshot,
+// browser_click, browser_type, browser_hover, browser_scroll,
+// browser_press_key, browser_select_option, browser_wait_for,
+// browser_extract, browser_links, browser_attach, browser_detach,
+// browser_close and browser_status (ToolNames). Each input schema is
+// generated from an argument type of this package (its jsonschema tags are
+// the property descriptions) and has browser_mode, timeout_ms and
+// conversation_id. A result is a short text for the model plus the tools
+// package's result as structured content; browser_screenshot adds the PNG as
+// image content or, with ScreenshotResourceLink, a resource link the client
+// reads with resources/read.
+//
+// A failure is a tool error (IsError) whose text says what to do: an invalid
+// browser_mode lists the accepted values and is refused before any CDP
+// command; a selection failure carries SelectionError.Report() — every
+// backend tried and the remediation.
+//
+// Each MCP session has its own conversation (its own page or tab) unless a
+// call names one; when the session ends, its conversation is closed. A named
+// conversation lasts until browser_close or Server.Close.
+// browser_navigate and browser_wait_for send progress notifications when the
+// client asked for them with a progress token; every call is logged to the
+// Logger and, once the client set a level, through MCP logging.
+package mcptools

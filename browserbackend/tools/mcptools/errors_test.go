@@ -1,0 +1,81 @@
+package mcptools_test
+
+import (
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
+	"github.com/browserchain/browserchain/cdpinspect"
+)
+
+func TestInvalidBrowserModeIsAToolErrorBeforeAnyCDPCommand(t *testing.T) {
+	for _, mode := range []string{"chrome", "host-bridge", "cdp", " auto2 "} {
+		t.Run(mode, func(t *testing.T) {
+			tl, provs := fakeChain()
+			_, ms := serve(t, mcptools.Options{Tools: tl})
+			cs := connect(t, ms, nil)
+			for _, name := range mcptools.ToolNames {
+				res := call(t, cs, name, with(validArgs[name], "browser_mode", mode))
+				require.True(t, res.IsError, name)
+				txt := text(res)
+				assert.Contains(t, txt, "accepted values are auto, extension, cdp-inspect, local", name)
+				assert.Contains(t, txt, "cdp-debugger = cdp-inspect", "%s: the aliases are listed", name)
+				assert.Contains(t, txt, "Omit browser_mode", "%s: the text says what to do", name)
+			}
+			for _, p := range provs {
+				assert.Zero(t, p.Proposed(), "%s: no provider was even asked", p.K)
+				assert.Zero(t, p.Builds(), "%s: nothing was built", p.K)
+				for _, b := range p.Backends() {
+					assert.Empty(t, b.Calls(), "%s: no CDP command was sent", p.K)
+				}
+			}
+		})
+	}
+}
+
+// An invalid default mode (the -mode flag) is refused the same way.
+func TestInvalidDefaultModeIsAToolError(t *testing.T) {
+	tl, provs := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl, DefaultMode: "chrome"})
+	cs := connect(t, ms, nil)
+	res := call(t, cs, "browser_snapshot", nil)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(res), "accepted values are auto, extension, cdp-inspect, local")
+	for _, p := range provs {
+		assert.Zero(t, p.Proposed(), p.K)
+	}
+}
+
+func TestPinnedModeThatIsUnavailableReturnsTheReportWithRemediation(t *testing.T) {
+	// A loopback port nothing listens on: cdp-inspect's discovery is refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	cfg.Port = port
+	log := browserbackendtest.DiscardLogger()
+	local := &browserbackendtest.Provider{K: browserbackend.KindLocal}
+	sel := browserbackend.NewSelector(browserbackend.Options{Logger: log,
+		Providers: []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log)), local}})
+	_, ms := serve(t, mcptools.Options{Tools: tools.New(tools.Options{Selector: sel, Logger: log})})
+	cs := connect(t, ms, nil)
+
+	res := call(t, cs, "browser_navigate", map[string]any{"url": "http://127.0.0.1:1/", "browser_mode": "cdp-debugger"})
+	require.True(t, res.IsError)
+	txt := text(res)
+	assert.Contains(t, txt, `Requested browser_mode "cdp-inspect" is unavailable.`)
+	assert.Contains(t, txt, "Attempted backends:\n  1. cdp-inspect")
+	assert.Contains(t, txt, "To fix:\n  - ", "the remediation checklist is in the text")
+	assert.Contains(t, txt, "browser_status", "the text says what to call next")
+	assert.Zero(t, local.Builds(), "a pinned mode never falls back to local")
+	assert.Nil(t, res.StructuredContent, "a failure has no structured result")
+}

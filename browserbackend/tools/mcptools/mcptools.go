@@ -1,0 +1,289 @@
+package mcptools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// ScreenshotContent chooses how browser_screenshot hands the image to the
+// client (MCP-1).
+type ScreenshotContent int
+
+const (
+	// ScreenshotImage puts the PNG into the result as image content (base64
+	// on the wire). The default.
+	ScreenshotImage ScreenshotContent = iota
+	// ScreenshotResourceLink puts a resource link (ScreenshotURIPrefix +
+	// file name) into the result; the client reads the image with
+	// resources/read when it wants it.
+	ScreenshotResourceLink
+)
+
+// ScreenshotURIPrefix starts the URI of every screenshot resource link.
+const ScreenshotURIPrefix = "browserchain://screenshots/"
+
+// Defaults of Options.
+const (
+	// DefaultInterfaceID is the invocation interface of MCP tool calls.
+	DefaultInterfaceID = "mcp"
+	// DefaultProgressInterval is how often a long tool reports progress.
+	DefaultProgressInterval = time.Second
+	// DefaultReleaseTimeout bounds closing one conversation when its session
+	// ends.
+	DefaultReleaseTimeout = 10 * time.Second
+	// maxScreenshotLinks bounds the screenshots resources/read can serve; the
+	// oldest link stops resolving first.
+	maxScreenshotLinks = 256
+)
+
+// SupportedProtocolVersions are the MCP protocol versions NewMCPServer
+// offers: the session-based ones. A conversation belongs to an MCP session,
+// so the sessionless protocol (2026-07-28 and later) is not offered.
+var SupportedProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// Options configures New. Tools is required; the zero value of every other
+// field works.
+type Options struct {
+	// Tools runs the calls. Wire its CloseConversation (local.Browser's) so
+	// that a session's end closes its local page.
+	Tools *tools.Tools
+	// InterfaceID and ActorPrincipalID are those of every invocation;
+	// InterfaceID "" means DefaultInterfaceID. ActorPrincipalID must be the
+	// actor the extension or bridge paired as for them to serve.
+	InterfaceID      string
+	ActorPrincipalID string
+	// DefaultMode is the browser_mode of a call that sends none; "" means
+	// auto. An invalid value makes every such call a tool error.
+	DefaultMode browserbackend.Mode
+	// Screenshots chooses image content (default) or a resource link.
+	Screenshots ScreenshotContent
+	// ProgressInterval is the period of the progress notifications of
+	// browser_navigate and browser_wait_for; 0 means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// ReleaseTimeout bounds closing one conversation at a session's end; 0
+	// means DefaultReleaseTimeout.
+	ReleaseTimeout time.Duration
+	// OnSessionEnd, optional, is called once per ended MCP session that made
+	// a tool call, after its conversation was closed. It runs on the
+	// goroutine that watched the session.
+	OnSessionEnd func(conversationID string)
+	// Logger receives one record per tool call (tool, backend, outcome,
+	// duration; never typed text or arguments) and one per session end; the
+	// same records go to the calling client through MCP logging once it has
+	// set a level. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server puts the browser tools on MCP servers and keeps the conversation of
+// every MCP session it has served (MCP-1).
+//
+// Each MCP session gets a conversation of its own, "mcp-" plus the session
+// id (or a random id on transports without one, such as stdio), unless a
+// call names one in conversation_id. When a session ends — the client closed
+// it, disconnected, or timed out — Server waits for its calls in flight
+// (their contexts are cancelled by the SDK on a disconnect) and then closes
+// the session's conversation with tools.Tools.Close: its extension tab or
+// local page goes away. A conversation a call named outlives the session
+// (clients name one to share it across sessions); it is closed by
+// browser_close or by Close.
+//
+// A Server is safe for concurrent use. Close ends it.
+type Server struct {
+	opts Options
+	base *slog.Logger // Options.Logger or slog.Default()
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[*mcp.ServerSession]*session
+	named    map[string]bool // conversations named by a call's conversation_id
+	wg       sync.WaitGroup  // session watchers
+
+	shots shotLinks
+}
+
+// session is the state of one MCP session.
+type session struct {
+	conversationID string
+	calls          sync.WaitGroup
+	logger         *slog.Logger // slog plus the session's MCP logging
+}
+
+// New returns a Server over opts.Tools; it panics when Tools is nil (a
+// wiring bug).
+func New(opts Options) *Server {
+	if opts.Tools == nil {
+		panic("mcptools: Options.Tools is nil")
+	}
+	if opts.InterfaceID == "" {
+		opts.InterfaceID = DefaultInterfaceID
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.ReleaseTimeout <= 0 {
+		opts.ReleaseTimeout = DefaultReleaseTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		opts:     opts,
+		base:     log,
+		log:      log.With("module", "browser-mcp"),
+		sessions: map[*mcp.ServerSession]*session{},
+		named:    map[string]bool{},
+		shots:    shotLinks{paths: map[string]string{}},
+	}
+}
+
+// NewMCPServer returns an MCP server named impl (nil: "browserchain") that
+// offers SupportedProtocolVersions, the logging capability and the browser
+// tools (Register). Serve it with Run(ctx, &mcp.StdioTransport{}) or
+// mcp.NewStreamableHTTPHandler.
+func (s *Server) NewMCPServer(impl *mcp.Implementation) *mcp.Server {
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "browserchain", Version: "dev"}
+	}
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions: "Browser tools over the user's Chrome (paired extension or desktop bridge), a Chrome with a " +
+			"debugging port, or a private Chromium. Start with browser_navigate, read the page with browser_snapshot " +
+			"and act on elements by their ref. browser_status says which browsers are available.",
+		Capabilities:              &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
+		SupportedProtocolVersions: SupportedProtocolVersions,
+		Logger:                    s.log,
+	})
+	s.Register(srv)
+	return srv
+}
+
+// ErrClosed is the tool error of a call made after Close.
+var ErrClosed = errors.New("mcptools: the browser tool server is closed")
+
+// enter registers a tool call of ss and returns its session state and the
+// invocation it runs as; done must be called when the call returns.
+func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocation, *session, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return browserbackend.Invocation{}, nil, nil, ErrClosed
+	}
+	if ss == nil {
+		return browserbackend.Invocation{}, nil, nil, errNoSession
+	}
+	st := s.sessions[ss]
+	if st == nil {
+		st = &session{conversationID: "mcp-" + sessionKey(ss)}
+		st.logger = slog.New(slog.NewMultiHandler(s.base.Handler(),
+			mcp.NewLoggingHandler(ss, &mcp.LoggingHandlerOptions{LoggerName: "browserchain"}))).With("module", "browser-mcp")
+		s.sessions[ss] = st
+		s.wg.Add(1)
+		go s.watch(ss, st)
+	}
+	conv := c.ConversationID
+	if conv == "" {
+		conv = st.conversationID
+	} else {
+		s.named[conv] = true
+	}
+	st.calls.Add(1)
+	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
+		ActorPrincipalID: s.opts.ActorPrincipalID, Mode: s.opts.DefaultMode}
+	return inv, st, st.calls.Done, nil
+}
+
+var errNoSession = errors.New("mcptools: a tool call without an MCP session")
+
+func sessionKey(ss *mcp.ServerSession) string {
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// watch waits for ss to end, then releases its conversations.
+func (s *Server) watch(ss *mcp.ServerSession, st *session) {
+	defer s.wg.Done()
+	_ = ss.Wait()
+	s.endSession(ss, st)
+}
+
+// endSession waits for the session's calls in flight, then closes the
+// session's own conversation.
+func (s *Server) endSession(ss *mcp.ServerSession, st *session) {
+	st.calls.Wait()
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+	s.release(st.conversationID)
+	s.log.Info("mcp session ended", "conversationId", st.conversationID)
+	if s.opts.OnSessionEnd != nil {
+		s.opts.OnSessionEnd(st.conversationID)
+	}
+}
+
+// release closes one conversation's page or tab, bounded by ReleaseTimeout.
+func (s *Server) release(conv string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ReleaseTimeout)
+	defer cancel()
+	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
+		ActorPrincipalID: s.opts.ActorPrincipalID}
+	if _, err := s.opts.Tools.Close(ctx, inv, tools.ReleaseInput{BrowserMode: string(browserbackend.ModeAuto)}); err != nil {
+		s.log.Warn("closing the conversation of an ended mcp session failed", "conversationId", conv, "error", err)
+	}
+}
+
+// Close ends every MCP session this Server has served (ServerSession.Close,
+// which waits for their calls in flight), closes their conversations, and
+// makes later tool calls fail with ErrClosed. It returns when all of that is
+// done; it is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*mcp.ServerSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		live = append(live, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range live {
+		_ = ss.Close()
+	}
+	s.wg.Wait()
+	s.mu.Lock()
+	named := s.named
+	s.named = map[string]bool{}
+	s.mu.Unlock()
+	for conv := range named {
+		s.release(conv)
+	}
+	return nil
+}
+
+// Conversations returns the conversation ids of the live sessions and the
+// conversations calls have named, in no particular order.
+func (s *Server) Conversations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sessions)+len(s.named))
+	for _, st := range s.sessions {
+		out = append(out, st.conversationID)
+	}
+	for c := range s.named {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,324 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// ToolNames are the names of the tools Register adds, in registration order
+// (the seed's names, MCP-1).
+var ToolNames = []string{
+	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
+	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
+	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
+}
+
+// args is what every argument type has: the Common properties.
+type args interface{ common() Common }
+
+// toolDef is one tool: its MCP description and how to run it.
+type toolDef[A args, R any] struct {
+	name, title, desc string
+	readOnly          bool
+	// progress makes the call report progress while it runs.
+	progress func(A) string
+	call     func(ctx context.Context, inv browserbackend.Invocation, a A) (R, error)
+	// content renders the result for the model; text is the default.
+	content func(s *Server, r R) ([]mcp.Content, error)
+	text    func(R) string
+	backend func(R) browserbackend.Kind
+}
+
+// Register adds the browser tools (ToolNames) to srv, and, when Screenshots
+// is ScreenshotResourceLink, the screenshot resource template. Register a
+// Server on any number of MCP servers; their sessions share its
+// conversations bookkeeping.
+//
+// Every tool's input schema is generated from its argument type and has
+// browser_mode, timeout_ms and conversation_id; its output schema from the
+// tools package's result type (structured content). A failure is a tool
+// error (IsError) whose text says what to do (errorText); an invalid
+// browser_mode is refused before any CDP command is sent (TOOL-1).
+func (s *Server) Register(srv *mcp.Server) {
+	add(s, srv, toolDef[NavigateArgs, tools.NavigateResult]{
+		name: "browser_navigate", title: "Navigate",
+		desc: "Load a URL in the conversation's page and wait until it has loaded. Returns the final URL (after redirects) and the title. " +
+			"The first navigate of a conversation opens its page (on the user's Chrome: a tab of its own).",
+		progress: func(a NavigateArgs) string { return "navigating to " + a.URL },
+		call: func(ctx context.Context, inv browserbackend.Invocation, a NavigateArgs) (tools.NavigateResult, error) {
+			return s.opts.Tools.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: a.BrowserMode, URL: a.URL,
+				TimeoutMs: a.TimeoutMs, NewTab: a.NewTab, UseActiveTab: a.UseActiveTab})
+		},
+		text:    navigateText,
+		backend: func(r tools.NavigateResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[SnapshotArgs, tools.SnapshotResult]{
+		name: "browser_snapshot", title: "Page snapshot", readOnly: true,
+		desc: "Read the page as an accessibility tree, one element per line with its role, name and ref (e.g. [ref=e42]). " +
+			"Use the refs in browser_click, browser_type, browser_hover, browser_scroll, browser_select_option, browser_press_key and browser_extract. " +
+			"Take a new snapshot after the page changed.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a SnapshotArgs) (tools.SnapshotResult, error) {
+			return s.opts.Tools.Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes})
+		},
+		text:    snapshotText,
+		backend: func(r tools.SnapshotResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ScreenshotArgs, tools.ScreenshotResult]{
+		name: "browser_screenshot", title: "Screenshot", readOnly: true,
+		desc: "Capture the visible viewport (or the full page, or a width×height area from the top-left) as a PNG image. " +
+			"Prefer browser_snapshot to read the page; use a screenshot to see layout or images.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ScreenshotArgs) (tools.ScreenshotResult, error) {
+			return s.opts.Tools.Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Width: a.Width, Height: a.Height, FullPage: a.FullPage})
+		},
+		content: screenshotContent,
+		backend: func(r tools.ScreenshotResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
+		name: "browser_click", title: "Click",
+		desc: "Click an element (by ref from browser_snapshot, or a CSS selector) at its centre, scrolling it into view first.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
+			return s.opts.Tools.Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
+		},
+		text:    actionText("clicked"),
+		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[TypeArgs, tools.ActionResult]{
+		name: "browser_type", title: "Type text",
+		desc: "Focus an editable element (by ref or CSS selector) and type text into it; optionally clear it first and press Enter after.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a TypeArgs) (tools.ActionResult, error) {
+			return s.opts.Tools.Type(ctx, inv, tools.TypeInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
+				Text: a.Text, Clear: a.Clear, Slowly: a.Slowly, Submit: a.Submit})
+		},
+		text:    actionText("typed into"),
+		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
+		name: "browser_hover", title: "Hover",
+		desc: "Move the mouse over an element (by ref or CSS selector), e.g. to open a menu.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
+			return s.opts.Tools.Hover(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
+		},
+		text:    actionText("hovered over"),
+		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ScrollArgs, tools.ActionResult]{
+		name: "browser_scroll", title: "Scroll",
+		desc: "Scroll the page or an element: by delta_x/delta_y CSS pixels, an element into view, or (with nothing given) one screen down.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ScrollArgs) (tools.ActionResult, error) {
+			return s.opts.Tools.Scroll(ctx, inv, tools.ScrollInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
+				DeltaX: a.DeltaX, DeltaY: a.DeltaY})
+		},
+		text:    actionText("scrolled"),
+		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[PressKeyArgs, tools.ActionResult]{
+		name: "browser_press_key", title: "Press key",
+		desc: "Press a key or key combination (Enter, Escape, Tab, ArrowDown, Control+a …) in the focused element, or focus an element first.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a PressKeyArgs) (tools.ActionResult, error) {
+			return s.opts.Tools.PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Key: a.Key, Target: a.target()})
+		},
+		text:    actionText("pressed the key on"),
+		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[SelectOptionArgs, tools.SelectOptionResult]{
+		name: "browser_select_option", title: "Select option",
+		desc: "Select options of a <select> element (by ref or CSS selector), matched by value or label.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a SelectOptionArgs) (tools.SelectOptionResult, error) {
+			return s.opts.Tools.SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Target: a.target(), Values: a.Values})
+		},
+		text: func(r tools.SelectOptionResult) string {
+			return fmt.Sprintf("Selected %q (backend %s).", r.Selected, r.Backend)
+		},
+		backend: func(r tools.SelectOptionResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[WaitForArgs, tools.WaitForResult]{
+		name: "browser_wait_for", title: "Wait for", readOnly: true,
+		desc: "Wait until an element matches a CSS selector, the page shows a text, or a navigation has loaded (optionally at a URL containing url_contains). Give exactly one of selector, text and navigation/url_contains.",
+		progress: func(a WaitForArgs) string {
+			switch {
+			case a.Selector != "":
+				return "waiting for selector " + a.Selector
+			case a.Text != "":
+				return "waiting for text"
+			}
+			return "waiting for a navigation"
+		},
+		call: func(ctx context.Context, inv browserbackend.Invocation, a WaitForArgs) (tools.WaitForResult, error) {
+			return s.opts.Tools.WaitFor(ctx, inv, tools.WaitForInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Selector: a.Selector, Text: a.Text, Navigation: a.Navigation, URLContains: a.URLContains})
+		},
+		text: func(r tools.WaitForResult) string {
+			return fmt.Sprintf("Done waiting: %s matched at %s (backend %s).", r.Matched, r.URL, r.Backend)
+		},
+		backend: func(r tools.WaitForResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ExtractArgs, tools.ExtractResult]{
+		name: "browser_extract", title: "Extract text", readOnly: true,
+		desc: "Return the visible text of the page, or of one element (by ref or CSS selector).",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ExtractArgs) (tools.ExtractResult, error) {
+			return s.opts.Tools.Extract(ctx, inv, tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Target: a.target(), MaxChars: a.MaxChars})
+		},
+		text:    extractText,
+		backend: func(r tools.ExtractResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[LinksArgs, tools.LinksResult]{
+		name: "browser_links", title: "Links", readOnly: true,
+		desc: "List the page's links (absolute URL and text), optionally only those containing a string; at most limit (default 50, at most 200).",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a LinksArgs) (tools.LinksResult, error) {
+			return s.opts.Tools.Links(ctx, inv, tools.LinksInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Contains: a.Contains, Limit: a.Limit})
+		},
+		text:    linksText,
+		backend: func(r tools.LinksResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[AttachArgs, tools.AttachResult]{
+		name: "browser_attach", title: "Attach",
+		desc: "Pick the conversation's browser and page without changing it and report its URL and title; the backend chosen is remembered for the conversation.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a AttachArgs) (tools.AttachResult, error) {
+			return s.opts.Tools.Attach(ctx, inv, tools.AttachInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				NewTab: a.NewTab, UseActiveTab: a.UseActiveTab})
+		},
+		text: func(r tools.AttachResult) string {
+			return fmt.Sprintf("Attached to %s — %q (backend %s).", r.URL, r.Title, r.Backend)
+		},
+		backend: func(r tools.AttachResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ReleaseArgs, tools.ReleaseResult]{
+		name: "browser_detach", title: "Detach",
+		desc: "Release the conversation's hold on its browser: the tab stays open, and the next call picks a browser afresh.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ReleaseArgs) (tools.ReleaseResult, error) {
+			return s.opts.Tools.Detach(ctx, inv, tools.ReleaseInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
+		},
+		text:    func(r tools.ReleaseResult) string { return releaseText("Detached", r) },
+		backend: func(r tools.ReleaseResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ReleaseArgs, tools.ReleaseResult]{
+		name: "browser_close", title: "Close",
+		desc: "Close what the conversation opened (its own tab or private page; never the user's tabs) and release its browser.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ReleaseArgs) (tools.ReleaseResult, error) {
+			return s.opts.Tools.Close(ctx, inv, tools.ReleaseInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
+		},
+		text:    func(r tools.ReleaseResult) string { return releaseText("Closed", r) },
+		backend: func(r tools.ReleaseResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[StatusArgs, tools.StatusReport]{
+		name: "browser_status", title: "Browser status", readOnly: true,
+		desc: "Report which browsers are available (the user's Chrome through the extension or desktop bridge, a Chrome with a debugging port, a private Chromium), in which order auto tries them, the browser_mode to use, and what the user can do to make a better one available.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a StatusArgs) (tools.StatusReport, error) {
+			return s.opts.Tools.Status(ctx, inv, tools.StatusInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Probe: a.Probe})
+		},
+		text:    statusText,
+		backend: func(r tools.StatusReport) browserbackend.Kind { return "" },
+	})
+	if s.opts.Screenshots == ScreenshotResourceLink {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{
+			Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
+			Description: "A PNG taken by browser_screenshot.",
+			URITemplate: ScreenshotURIPrefix + "{name}",
+		}, s.readScreenshot)
+	}
+}
+
+// add registers one tool: the handler enters the session, reports progress
+// when asked, runs the call, logs it and renders the result.
+func add[A args, R any](s *Server, srv *mcp.Server, d toolDef[A, R]) {
+	t := &mcp.Tool{Name: d.name, Title: d.title, Description: d.desc,
+		Annotations: &mcp.ToolAnnotations{Title: d.title, ReadOnlyHint: d.readOnly, OpenWorldHint: ptr(true)}}
+	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, R, error) {
+		var zero R
+		inv, st, done, err := s.enter(req.Session, a.common())
+		if err != nil {
+			return nil, zero, err
+		}
+		defer done()
+		start := time.Now()
+		if d.progress != nil {
+			if token := req.Params.GetProgressToken(); token != nil {
+				stop := s.reportProgress(ctx, req.Session, token, d.progress(a))
+				defer stop()
+			}
+		}
+		r, err := d.call(ctx, inv, a)
+		ms := time.Since(start).Milliseconds()
+		if err != nil {
+			st.logger.Warn("browser tool failed", "tool", d.name, "conversationId", inv.ConversationID,
+				"code", errorCode(err), "durationMs", ms, "error", err)
+			return nil, zero, toolError{err}
+		}
+		st.logger.Info("browser tool done", "tool", d.name, "conversationId", inv.ConversationID,
+			"backend", d.backend(r), "durationMs", ms)
+		var content []mcp.Content
+		if d.content != nil {
+			if content, err = d.content(s, r); err != nil {
+				return nil, zero, toolError{err}
+			}
+		} else {
+			content = []mcp.Content{&mcp.TextContent{Text: d.text(r)}}
+		}
+		return &mcp.CallToolResult{Content: content}, r, nil
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// reportProgress sends a progress notification now and then every
+// ProgressInterval until stop is called; stop returns once no notification
+// is being sent.
+func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, msg string) (stop func()) {
+	start := time.Now()
+	n := 0
+	send := func() {
+		msg := msg
+		if n > 0 {
+			msg = fmt.Sprintf("%s (%.0f s)", msg, time.Since(start).Seconds())
+		}
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
+		n++
+	}
+	send()
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(s.opts.ProgressInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				send()
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// screenshotContent returns the caption and the image or its resource link.
+func screenshotContent(s *Server, r tools.ScreenshotResult) ([]mcp.Content, error) {
+	caption := &mcp.TextContent{Text: screenshotText(r)}
+	if s.opts.Screenshots == ScreenshotResourceLink {
+		name := filepath.Base(r.Path)
+		s.shots.add(name, r.Path)
+		size := r.Size
+		return []mcp.Content{caption, &mcp.ResourceLink{URI: ScreenshotURIPrefix + name, Name: name,
+			Title: "Screenshot of " + r.URL, MIMEType: r.MediaType, Size: &size}}, nil
+	}
+	data, err := os.ReadFile(r.Path)
+	if err != nil {
+		return nil, &tools.Error{Op: "screenshot", Code: tools.CodeIO, Message: "reading the screenshot file", Err: err}
+	}
+	return []mcp.Content{caption, &mcp.ImageContent{Data: data, MIMEType: r.MediaType}}, nil
+}

@@ -1,0 +1,221 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// The text content of each result: short, for a model to read; the full
+// result is the structured content.
+
+func navigateText(r tools.NavigateResult) string {
+	return fmt.Sprintf("Loaded %s — %q (backend %s). Call browser_snapshot to read the page.", r.URL, r.Title, r.Backend)
+}
+
+func snapshotText(r tools.SnapshotResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Page %s — %q (backend %s)\n", r.URL, r.Title, r.Backend)
+	b.WriteString(r.Text)
+	if r.Truncated {
+		b.WriteString("\n[snapshot truncated: raise max_nodes to see more]")
+	}
+	for _, f := range r.SkippedFrames {
+		fmt.Fprintf(&b, "\n[frame not read: %s]", f)
+	}
+	return b.String()
+}
+
+func screenshotText(r tools.ScreenshotResult) string {
+	s := fmt.Sprintf("Screenshot of %s: %d×%d px %s, %d bytes, sha256 %s, saved at %s (backend %s).",
+		r.URL, r.Width, r.Height, r.MediaType, r.Size, r.SHA256, r.Path, r.Backend)
+	if r.Clipped {
+		s += " The full page was cut at the maximum height."
+	}
+	return s
+}
+
+func actionText(verb string) func(tools.ActionResult) string {
+	return func(r tools.ActionResult) string {
+		what := "the page"
+		if r.Ref != "" {
+			what = r.Ref
+		}
+		return fmt.Sprintf("Done: %s %s (backend %s). Take a new browser_snapshot if the page changed.", verb, what, r.Backend)
+	}
+}
+
+func extractText(r tools.ExtractResult) string {
+	if r.Truncated {
+		return fmt.Sprintf("%s\n[text truncated: %d of %d characters; raise max_chars to see more]", r.Text, len([]rune(r.Text)), r.Length)
+	}
+	return r.Text
+}
+
+func linksText(r tools.LinksResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d links on %s", r.Total, r.URL)
+	if r.Truncated {
+		fmt.Fprintf(&b, " (first %d shown; raise limit or use contains)", len(r.Links))
+	}
+	b.WriteString(":")
+	for _, l := range r.Links {
+		fmt.Fprintf(&b, "\n- %s %s", l.Href, l.Text)
+	}
+	return b.String()
+}
+
+func releaseText(verb string, r tools.ReleaseResult) string {
+	switch {
+	case r.TabClosed:
+		return fmt.Sprintf("%s: tab %d closed.", verb, r.TabID)
+	case r.TabID != 0:
+		return fmt.Sprintf("%s: tab %d released.", verb, r.TabID)
+	case r.Forgot != "":
+		return fmt.Sprintf("%s: released the %s backend.", verb, r.Forgot)
+	}
+	return verb + ": the conversation held no browser."
+}
+
+func statusText(r tools.StatusReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "browser_mode %s; auto tries %v.\n", r.Mode, r.AutoOrder)
+	for _, bs := range r.Backends {
+		state := "unavailable"
+		if bs.Available {
+			state = "available"
+		}
+		fmt.Fprintf(&b, "- %s: %s", bs.Kind, state)
+		if bs.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", bs.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if r.RecommendedKind != "" {
+		fmt.Fprintf(&b, "Recommended: %s", r.RecommendedKind)
+		if r.RecommendedMode != "" {
+			fmt.Fprintf(&b, " (browser_mode %s)", r.RecommendedMode)
+		}
+		b.WriteString(".\n")
+	}
+	if len(r.UserActions) > 0 {
+		b.WriteString("The user can:\n")
+		for _, a := range r.UserActions {
+			fmt.Fprintf(&b, "- %s\n", a)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// toolError is a failure returned to the client as a tool error: its text is
+// errorText, errors.As still reaches the cause.
+type toolError struct{ err error }
+
+func (e toolError) Error() string { return errorText(e.err) }
+func (e toolError) Unwrap() error { return e.err }
+
+// errorText says what went wrong and what to do about it (MCP-1): for a
+// selection failure the report of every attempt with its remediation; for
+// an invalid browser_mode the accepted values; otherwise the tools error and
+// the next step for its code.
+func errorText(err error) string {
+	var se *browserbackend.SelectionError
+	if errors.As(err, &se) {
+		return strings.TrimRight(se.Report(), "\n") +
+			"\nCall browser_status to see which browsers are available, or retry with browser_mode auto."
+	}
+	var te *tools.Error
+	if !errors.As(err, &te) {
+		if errors.Is(err, ErrClosed) {
+			return "The browser tool server is shutting down; no call can run. Reconnect to a running server."
+		}
+		return err.Error()
+	}
+	var be *browserbackend.Error
+	cause := te.Message
+	if errors.As(te.Err, &be) && be.Message != "" {
+		cause = be.Message
+	} else if te.Err != nil && cause == "" {
+		cause = te.Err.Error()
+	}
+	switch te.Code {
+	case tools.CodeInvalidMode:
+		return "browser_" + te.Op + " refused: " + cause + ". Omit browser_mode to let the chain choose (auto)."
+	case tools.CodeInvalidInput:
+		return "browser_" + te.Op + " refused: " + cause + ". Fix the arguments and call again."
+	case tools.CodeNotFound:
+		return "browser_" + te.Op + ": " + cause + ". Take a new browser_snapshot and use a ref from it, or a CSS selector that matches."
+	case tools.CodeNoTab:
+		return "browser_" + te.Op + ": the conversation has no tab yet. Call browser_navigate first (it opens one), or pass use_active_tab: true if the user wants their current tab used."
+	case tools.CodeTimeout:
+		return "browser_" + te.Op + " timed out: " + cause + ". Raise timeout_ms (at most 300000), or check with browser_snapshot what the page shows."
+	case tools.CodeNavigationFailed:
+		return "browser_" + te.Op + " failed: " + cause + ". Check the URL; the site may be down or unreachable from this browser."
+	case tools.CodePageError:
+		return "browser_" + te.Op + ": a script in the page failed: " + cause + ". Take a new browser_snapshot; the page may have changed."
+	}
+	if be != nil && be.Class == browserbackend.ClassTransport {
+		return "browser_" + te.Op + ": the browser stopped answering (" + te.Error() + "). Call again; call browser_status if it keeps failing."
+	}
+	return te.Error()
+}
+
+// errorCode is the code logged for a failure.
+func errorCode(err error) string {
+	var te *tools.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return "error"
+}
+
+// shotLinks maps the file names of linked screenshots to their paths, so
+// resources/read serves only files this Server linked; the oldest of more
+// than maxScreenshotLinks is forgotten.
+type shotLinks struct {
+	mu    sync.Mutex
+	paths map[string]string
+	order []string
+}
+
+func (l *shotLinks) add(name, path string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.paths[name]; !ok {
+		l.order = append(l.order, name)
+	}
+	l.paths[name] = path
+	for len(l.order) > maxScreenshotLinks {
+		delete(l.paths, l.order[0])
+		l.order = l.order[1:]
+	}
+}
+
+func (l *shotLinks) get(name string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.paths[name]
+	return p, ok
+}
+
+// readScreenshot serves resources/read of a screenshot link.
+func (s *Server) readScreenshot(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	path, ok := s.shots.get(strings.TrimPrefix(uri, ScreenshotURIPrefix))
+	if !ok || !strings.HasPrefix(uri, ScreenshotURIPrefix) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: data}}}, nil
+}

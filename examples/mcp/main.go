@@ -1,0 +1,268 @@
+// Command mcp serves the browser tools to any Model Context Protocol client
+// (SPEC §13, MCP-2): over stdio by default, over streamable HTTP with -http.
+// It embeds the reference server (examples/server/runtime) so the paired
+// Chrome extension and the desktop bridge can connect, and chains them with
+// cdp-inspect and the local Playwright backend, as examples/server does.
+//
+//	go run ./examples/mcp                         # stdio: what MCP clients launch
+//	go run ./examples/mcp -http 127.0.0.1:8931    # streamable HTTP at http://127.0.0.1:8931/mcp
+//
+// Flags:
+//
+//	-http             serve streamable HTTP on this loopback address instead of stdio
+//	-session-timeout  close an HTTP session idle this long, and its pages (default 10m)
+//	-listen           address of the embedded reference server (extension, bridge); "" disables it
+//	                  (default 127.0.0.1:7821; when taken, the server runs without it and says so)
+//	-key-file         HS256 signing key of the reference server (default as examples/server)
+//	-allowed-origins  chrome-extension:// origins allowed to pair (default: the reference extension)
+//	-actor            actor principal id of paired clients and of every tool call (default local-user)
+//	-mode             browser_mode of a call that sends none: auto, extension, cdp-inspect, local (default auto)
+//	-cdp-inspect      add cdp-inspect to every auto call (default false)
+//	-cdp-port         DevTools port cdp-inspect probes (default 9222)
+//	-local            add the local Playwright backend as the last resort (default true)
+//	-chromium         browser executable of the local backend
+//	-screenshots      image (inline PNG, default) or link (a resource link read with resources/read)
+//	-screenshot-dir   where screenshots are written (default: $TMPDIR/browserchain-screenshots)
+//	-v                debug logging
+//
+// Logs go to stderr (stdout is the stdio transport), and to the client
+// through MCP logging once it sets a level. On exit (stdin closed, SIGINT,
+// SIGTERM) every session's pages are closed and the local Chromium is shut
+// down.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/examples/extension"
+	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/local"
+)
+
+// MCPPath is where -http serves the streamable HTTP endpoint.
+const MCPPath = "/mcp"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultKeyFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, "browserchain", "server.key")
+}
+
+type config struct {
+	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir string
+	sessionTimeout                                                                  time.Duration
+	inspect, useLocal, verbose                                                      bool
+	cdpPort                                                                         int
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Minute, "close an idle HTTP session, and its pages, after this long")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7821", `address of the embedded reference server for the extension and bridge ("" disables it)`)
+	fs.StringVar(&c.keyFile, "key-file", defaultKeyFile(), "HS256 signing key file of the reference server (created with mode 0600)")
+	fs.StringVar(&c.origins, "allowed-origins", extension.Origin, "comma-separated chrome-extension:// origins allowed to pair")
+	fs.StringVar(&c.actor, "actor", auth.DefaultActor, "actor principal id of paired clients and of every tool call")
+	fs.StringVar(&c.mode, "mode", string(browserbackend.ModeAuto), "browser_mode of a call that sends none: auto, extension, cdp-inspect, local")
+	fs.BoolVar(&c.inspect, "cdp-inspect", false, "add cdp-inspect to every auto call")
+	fs.IntVar(&c.cdpPort, "cdp-port", 9222, "DevTools port for cdp-inspect")
+	fs.BoolVar(&c.useLocal, "local", true, "add the local Playwright backend as last resort")
+	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
+	fs.StringVar(&c.screenshots, "screenshots", "image", "screenshot delivery: image (inline PNG) or link (resource link)")
+	fs.StringVar(&c.shotDir, "screenshot-dir", "", "directory screenshots are written to (default: $TMPDIR/browserchain-screenshots)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.screenshots != "image" && c.screenshots != "link" {
+		return c, fmt.Errorf("-screenshots %q: want image or link", c.screenshots)
+	}
+	for _, a := range []struct{ flag, addr string }{{"-http", c.httpAddr}, {"-listen", c.listen}} {
+		if a.addr != "" {
+			if err := checkLoopback(a.addr); err != nil {
+				return c, fmt.Errorf("%s: %w", a.flag, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q is not a loopback address: the browser tools are served on loopback only", addr)
+	}
+	return nil
+}
+
+// run serves until stdin ends (stdio), ctx is cancelled, or serving fails,
+// then releases everything it started.
+func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	key, err := auth.LoadOrCreateKey(c.keyFile)
+	if err != nil {
+		return err
+	}
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled = c.inspect
+	cfg.Port = c.cdpPort
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
+	var lb *local.Browser
+	if c.useLocal {
+		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log})
+		defer lb.Close() // no Chromium or driver outlives the server
+		fallbacks = append(fallbacks, local.NewProvider(lb))
+	}
+	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: splitList(c.origins), ActorPrincipalID: c.actor,
+		Logger: log, Fallbacks: fallbacks})
+	if err != nil {
+		return err
+	}
+	mode, err := rt.Selector.ParseMode(c.mode) // the modes the chain's providers declare
+	if err != nil {
+		return fmt.Errorf("-mode: %w", err)
+	}
+	defer rt.Close()
+	if c.listen != "" {
+		stopRef, err := serveReference(rt, c.listen, log)
+		if err != nil {
+			log.Warn("reference server not started: the extension and bridge cannot connect to this process",
+				"module", "example-mcp", "addr", c.listen, "error", err)
+		} else {
+			defer stopRef()
+		}
+	}
+
+	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log}
+	if lb != nil {
+		to.CloseConversation = func(_ context.Context, _ browserbackend.Kind, conv string) error { return lb.CloseConversation(conv) }
+	}
+	mo := mcptools.Options{Tools: tools.New(to), ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
+	if c.screenshots == "link" {
+		mo.Screenshots = mcptools.ScreenshotResourceLink
+	}
+	srv := mcptools.New(mo)
+	defer srv.Close() // ends the sessions and closes their pages, before the browser closes
+	ms := srv.NewMCPServer(&mcp.Implementation{Name: "browserchain", Title: "browserchain browser tools", Version: "dev"})
+
+	if c.httpAddr == "" {
+		log.Info("serving MCP over stdio", "module", "example-mcp")
+		err := ms.Run(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout})
+		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return err
+	}
+	return serveHTTP(ctx, ms, c, log, srv.Close)
+}
+
+// serveReference starts the embedded reference server on addr.
+func serveReference(rt *runtime.Runtime, addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := rt.HTTPServer(addr)
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("reference server listening", "module", "example-mcp", "addr", ln.Addr().String())
+	return func() {
+		rt.Close() // ends the SSE streams so Shutdown does not wait for them
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}, nil
+}
+
+// serveHTTP serves the streamable HTTP transport at MCPPath until ctx ends;
+// endSessions ends the MCP sessions (and their event streams) before the
+// HTTP server shuts down.
+func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, endSessions func() error) error {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
+		&mcp.StreamableHTTPOptions{SessionTimeout: c.sessionTimeout, Logger: log})
+	mux := http.NewServeMux()
+	// The SDK refuses a non-loopback Host on a loopback listener (DNS
+	// rebinding); cross-origin protection refuses a web page's requests.
+	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(h))
+	ln, err := net.Listen("tcp", c.httpAddr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving MCP over streamable HTTP", "module", "example-mcp", "url", "http://"+ln.Addr().String()+MCPPath)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	_ = endSessions()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
