@@ -170,11 +170,11 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	defer rt.Close()
 	mode, err := rt.Selector.ParseMode(c.mode) // the modes the chain's providers declare
 	if err != nil {
 		return fmt.Errorf("-mode: %w", err)
 	}
-	defer rt.Close()
 	if c.listen != "" {
 		stopRef, err := serveReference(rt, c.listen, log)
 		if err != nil {
