@@ -58,6 +58,7 @@ func (a *Authority) deny(w http.ResponseWriter, r *http.Request, status int, cod
 		slog.Int("status", status),
 		slog.String("code", code),
 		slog.String("interfaceId", r.Header.Get(HeaderInterfaceID)),
+		slog.String("clientId", r.Header.Get(HeaderClientID)),
 	}
 	a.log.LogAttrs(r.Context(), slog.LevelWarn, "auth: request denied", attrsOf(append(base, attrs...))...)
 	writeError(w, status, code, msg)
