@@ -56,6 +56,16 @@ const (
 	CodeInvalidMode       = "invalid_mode"
 	CodeInvalidParams     = "invalid_params"
 	CodeNoCandidates      = "no_candidates"
+	// CodeTargetNotFound, CodeForbiddenTarget and CodeClientError are the
+	// protocol-class codes of a client's plain-text error answer (WIRE-2):
+	// the tab or target it names does not exist; the browser refuses to
+	// debug it (a chrome:// page, another extension's page); anything else.
+	CodeTargetNotFound  = "target_not_found"
+	CodeForbiddenTarget = "forbidden_target"
+	CodeClientError     = "client_error"
+	// CodePayloadTooLarge: the client's result exceeded the server's body
+	// cap (WIRE-5); the command ran, its answer is lost.
+	CodePayloadTooLarge = "payload_too_large"
 )
 
 // Error is the one error type of the library (SEL-10). Backends classify their

@@ -572,9 +572,13 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //   - error with a string code from the transport set (transport_error,
 //     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled):
 //     ClassTransport with that code;
-//   - error with a numeric code: ClassProtocol with that CDP code;
+//   - error with a numeric code: ClassProtocol with that CDP code, the
+//     innermost one when the message holds another CDP error (WIRE-2);
 //   - error with another string code: ClassProtocol with that code;
-//   - error content that is not such an object: ClassTransport/invalid_response.
+//   - error in plain text: ClassProtocol with target_not_found,
+//     forbidden_target or client_error (WIRE-2, ParseErrorAnswer): the
+//     client answered, so there is no failover;
+//   - an error object without a usable code: ClassTransport/invalid_response.
 func ClassifyResult(method string, backend browserbackend.Kind, content string, isError bool) (json.RawMessage, error) {
 	mk := func(class browserbackend.Class, code, msg string) *browserbackend.Error {
 		return &browserbackend.Error{Class: class, Code: code, Method: method, Backend: backend, Dispatched: true, Message: msg}
@@ -588,30 +592,16 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		}
 		return json.RawMessage(content), nil
 	}
-	var ec ErrorContent
-	if err := json.Unmarshal([]byte(content), &ec); err != nil || len(ec.Code) == 0 {
-		msg := "client returned an error without a structured code"
-		if len(content) <= 200 && err != nil {
-			msg += ": " + content
-		}
-		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, msg)
+	ans := ParseErrorAnswer(content)
+	switch {
+	case ans.Malformed:
+		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned an error without a usable code")
+	case ans.HasCDPCode:
+		e := browserbackend.ProtocolError(ans.CDPCode, ans.Message)
+		e.Method, e.Backend, e.Dispatched = method, backend, true
+		return nil, e
+	case IsTransportCode(ans.StringCode):
+		return nil, mk(browserbackend.ClassTransport, ans.StringCode, ans.Message)
 	}
-	var s string
-	if json.Unmarshal(ec.Code, &s) == nil && s != "" { // null and "" are no code
-		if IsTransportCode(s) {
-			return nil, mk(browserbackend.ClassTransport, s, ec.Message)
-		}
-		return nil, mk(browserbackend.ClassProtocol, s, ec.Message)
-	}
-	var n json.Number
-	dec := json.NewDecoder(strings.NewReader(string(ec.Code)))
-	dec.UseNumber()
-	if dec.Decode(&n) == nil {
-		if i, err := n.Int64(); err == nil && i >= -1<<31 && i < 1<<31 {
-			e := browserbackend.ProtocolError(int(i), ec.Message)
-			e.Method, e.Backend, e.Dispatched = method, backend, true
-			return nil, e
-		}
-	}
-	return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned an error with an unusable code")
+	return nil, mk(browserbackend.ClassProtocol, ans.StringCode, ans.Message)
 }

@@ -402,7 +402,7 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 		{"session code", `{"code":"cdp_session_not_found","message":"x"}`, true, browserbackend.ClassTransport, "cdp_session_not_found", 0},
 		{"CDP code", `{"code":-32601,"message":"'Foo.bar' wasn't found"}`, true, browserbackend.ClassProtocol, browserbackend.CodeCDPError, -32601},
 		{"other string code", `{"code":"extension_required","message":"x"}`, true, browserbackend.ClassProtocol, "extension_required", 0},
-		{"error not JSON", `boom`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
+		{"error in plain text", `boom`, true, browserbackend.ClassProtocol, browserbackend.CodeClientError, 0},
 		{"error without code", `{"message":"x"}`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
 		{"fractional code", `{"code":1.5}`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
 	}

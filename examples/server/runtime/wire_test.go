@@ -128,8 +128,8 @@ func TestWire1_EveryRejectedPostIsLoggedOnceWithRouteCodeAndClient(t *testing.T)
 	bearer := map[string]string{"Authorization": "Bearer " + token, "X-Vellum-Client-Id": vellumClient}
 	cases := []struct {
 		path, body, code string
-		hdr               map[string]string
-		status            int
+		hdr              map[string]string
+		status           int
 	}{
 		{hostproxy.PathEvent, `{"method":"Page.loadEventFired"}`, "missing_token", nil, http.StatusUnauthorized},
 		{hostproxy.PathEvent, `{"method":"Page.loadEventFired"}`, "unknown_client", bearer, http.StatusNotFound},
