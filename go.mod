@@ -1,6 +1,6 @@
 module github.com/browserchain/browserchain
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/chromedp/cdproto v0.160.2
@@ -13,6 +13,7 @@ require (
 	github.com/tmaxmax/go-sse v0.12.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.30.0
+	golang.org/x/time v0.16.0
 )
 
 require (

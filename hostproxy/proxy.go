@@ -55,6 +55,16 @@ type Options struct {
 	// then refused 404 after all). It must return quickly. For measurement
 	// and tests: which transport carried a result, the client's timings.
 	OnResult func(ResultReceipt)
+	// EventRate and EventBurst are each client's budget of CDP event posts
+	// (POST /v1/host-browser-event), per second and at once; 0 means
+	// DefaultEventRate and DefaultEventBurst. Posts beyond it are shed
+	// (WIRE-5): answered 429 events_shed, counted (EventsShed) and logged
+	// at most once a second per client. Result posts and invalidations are
+	// never charged to it.
+	EventRate  float64
+	EventBurst int
+	// Now is the clock of the event budget; nil means time.Now.
+	Now func() time.Time
 }
 
 // Route restricts which kind of client a Request may go to, on top of the
@@ -110,6 +120,7 @@ type Proxy struct {
 	onResult func(ResultReceipt)
 	done     chan struct{}
 	closeOne sync.Once
+	events   *eventBudget
 
 	mu        sync.Mutex
 	waiters   map[string]*waiter
@@ -134,6 +145,7 @@ func New(opts Options) *Proxy {
 		maxBody:   opts.MaxBodyBytes,
 		newID:     opts.NewRequestID,
 		onResult:  opts.OnResult,
+		events:    newEventBudget(opts.EventRate, opts.EventBurst, opts.Now),
 		done:      make(chan struct{}),
 		waiters:   make(map[string]*waiter),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
@@ -172,6 +184,10 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// EventsShed reports how many CDP event posts were shed over their
+// client's event budget since New (WIRE-5).
+func (p *Proxy) EventsShed() uint64 { return p.events.shed.Load() }
 
 // Hub returns the hub the proxy publishes to.
 func (p *Proxy) Hub() eventhub.Hub { return p.hub }

@@ -1,11 +1,13 @@
 package hostproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
@@ -130,10 +132,13 @@ func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
 func (p *Proxy) ResultHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
+		clientID := postingClient(r)
 		if !ok {
+			if id := requestIDPrefix(data); id != "" {
+				p.failTooLarge(id, clientID, r)
+			}
 			return
 		}
-		clientID := postingClient(r)
 		body, err := DecodeResult(data)
 		if errors.Is(err, ErrNoRequestID) {
 			p.reject(w, r, clientID, http.StatusBadRequest, "missing_request_id", "requestId is required")
@@ -150,6 +155,52 @@ func (p *Proxy) ResultHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, accepted)
 	})
+}
+
+// failTooLarge fails the request id a refused, oversized result named
+// with payload_too_large at once (WIRE-5), after the same client and actor
+// checks as any result: the caller learns the command ran but its answer is
+// lost, instead of waiting out its timeout.
+func (p *Proxy) failTooLarge(id, clientID string, r *http.Request) {
+	actor, _ := eventhub.ActorFrom(r.Context())
+	content := errorContent(browserbackend.CodePayloadTooLarge,
+		fmt.Sprintf("the client's result exceeded the server's limit of %d bytes", p.maxBody))
+	if rej := p.acceptResult(ResultBody{RequestID: id, Content: content, IsError: true}, clientID, actor, TransportHTTP, nil); rej != nil {
+		p.log.Debug("oversized result names no request of this client", "requestId", id, "clientId", clientID, "code", rej.code)
+	}
+}
+
+func errorContent(code, msg string) string {
+	raw, _ := json.Marshal(ErrorContent{Code: json.RawMessage(strconv.Quote(code)), Message: msg})
+	return string(raw)
+}
+
+// requestIDPrefix returns the requestId of a result body from its first
+// bytes (a body cut at the cap), or "" when it does not come before the
+// cut. Both real clients write requestId first.
+func requestIDPrefix(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if k == "requestId" {
+			v, err := dec.Token()
+			if s, ok := v.(string); ok && err == nil {
+				return s
+			}
+			return ""
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // clientFor checks the posting client of the event routes (WIRE-1). The
@@ -194,8 +245,12 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient str
 // every backend bound to that client.
 // Answers 200 {"accepted":true}, 400 (unknown client, malformed body, no
 // method), 403 (another actor's client), 404 (client not connected), 413.
+//
+// Each client's posts are charged to its own event budget
+// (Options.EventRate): beyond it they are answered 429 events_shed and
+// dropped, counted by EventsShed and logged at most once a second (WIRE-5).
 func (p *Proxy) EventHandler() http.Handler {
-	return p.eventRoute(func(data []byte) (browserbackend.Event, string, error) {
+	return p.eventRoute(true, func(data []byte) (browserbackend.Event, string, error) {
 		body, err := DecodeEvent(data)
 		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID}, "", err
 	})
@@ -208,7 +263,7 @@ func (p *Proxy) EventHandler() http.Handler {
 // sessionId (params {"sessionId","targetId","reason"}), so a client fails
 // later commands bound to the session. Answers as EventHandler.
 func (p *Proxy) SessionInvalidatedHandler() http.Handler {
-	return p.eventRoute(func(data []byte) (browserbackend.Event, string, error) {
+	return p.eventRoute(false, func(data []byte) (browserbackend.Event, string, error) {
 		body, err := DecodeInvalidation(data)
 		if err != nil {
 			return browserbackend.Event{}, "", err
@@ -220,7 +275,7 @@ func (p *Proxy) SessionInvalidatedHandler() http.Handler {
 
 // eventRoute is the shared shape of the two event routes: read the capped
 // body, decode, check the posting client, count as activity, deliver.
-func (p *Proxy) eventRoute(decode func([]byte) (ev browserbackend.Event, bodyClient string, err error)) http.Handler {
+func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend.Event, bodyClient string, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
 		if !ok {
@@ -234,6 +289,16 @@ func (p *Proxy) eventRoute(decode func([]byte) (ev browserbackend.Event, bodyCli
 		clientID, ok := p.clientFor(w, r, bodyClient)
 		if !ok {
 			return
+		}
+		if budgeted {
+			if ok, logNow, n := p.events.allow(clientID); !ok {
+				if logNow {
+					p.log.Warn("host_browser events shed over the client's event budget",
+						"route", r.URL.Path, "clientId", clientID, "shed", n, "shedTotal", p.events.shed.Load())
+				}
+				writeError(w, http.StatusTooManyRequests, "events_shed", "event budget exceeded; the event was dropped")
+				return
+			}
 		}
 		p.hub.Touch(clientID)
 		p.publishEvent(clientID, ev)

@@ -641,6 +641,10 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 		b.log.Warn("posting result failed", "requestId", id, "error", err)
 	case status == http.StatusNotFound:
 		b.log.Debug("result no longer wanted (timed out or cancelled on the server)", "requestId", id)
+	case status == http.StatusRequestEntityTooLarge && !isErr:
+		// Tell the caller at once that the answer is lost (WIRE-5).
+		b.log.Warn("result refused as too large; reporting payload_too_large", "requestId", id, "bytes", len(content))
+		b.postResult(ctx, id, errorContent(browserbackend.CodePayloadTooLarge, "the result exceeded the server's body limit"), true)
 	case status != http.StatusOK:
 		b.log.Warn("result refused", "requestId", id, "status", status)
 	}

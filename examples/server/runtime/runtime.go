@@ -56,6 +56,13 @@ type Config struct {
 	// (hostproxy.Options.OnResult): tests and measurements count results by
 	// transport with it.
 	OnResult func(hostproxy.ResultReceipt)
+	// MaxBodyBytes caps result and event bodies
+	// (hostproxy.Options.MaxBodyBytes); 0 means 64 MiB.
+	MaxBodyBytes int64
+	// EventRate and EventBurst are each client's event-post budget
+	// (hostproxy.Options.EventRate); 0 means the proxy's defaults.
+	EventRate  float64
+	EventBurst int
 	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
 	// the server HTTPServer returns; 0 means DefaultReadHeaderTimeout,
 	// DefaultReadTimeout, DefaultIdleTimeout.
@@ -103,7 +110,8 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
-		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
+		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult, MaxBodyBytes: cfg.MaxBodyBytes,
+		EventRate: cfg.EventRate, EventBurst: cfg.EventBurst, Now: cfg.Now})
 	// hostproxy.New has installed the proxy's replay filter in the hub: a
 	// reconnect replays a host_browser_request only while its caller still
 	// waits, never one whose caller already failed on the disconnect (HUB-3,
@@ -116,7 +124,13 @@ func New(cfg Config) (*Runtime, error) {
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
-		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log}),
+		// Event posts and invalidations come in bursts (one per CDP event):
+		// they have the proxy's own per-client budget, so they never use up
+		// the budget result posts need (WIRE-5).
+		Limiter: eventhub.NewRateLimiter(eventhub.RateLimitConfig{Logger: log, Exempt: func(r *http.Request) bool {
+			return r.URL.Path == hostproxy.PathEvent || r.URL.Path == hostproxy.PathSessionInvalidated ||
+				eventhub.DefaultRateLimitExempt(r)
+		}}),
 		log:     log,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +27,16 @@ const vellumDevOrigin = "chrome-extension://kajfcoaefacmjgdaloeafnpcfaeahcio"
 
 const vellumClient = "3f0c9a51-6d3e-4c1b-9a57-0e2f4b1d7c88"
 
-func newWireServer(t *testing.T) (*runtime.Runtime, *httptest.Server, *browserbackendtest.LogRecorder) {
+func newWireServer(t *testing.T, tune ...func(*runtime.Config)) (*runtime.Runtime, *httptest.Server, *browserbackendtest.LogRecorder) {
 	t.Helper()
 	rec, log := browserbackendtest.NewLogRecorder()
-	rt, err := runtime.New(runtime.Config{Key: bytes.Repeat([]byte("w"), 32),
+	cfg := runtime.Config{Key: bytes.Repeat([]byte("w"), 32),
 		AllowedOrigins: []string{origin, vellumDevOrigin}, Logger: log,
-		SelectorOptions: browserbackend.Options{ExtensionGrace: -1}})
+		SelectorOptions: browserbackend.Options{ExtensionGrace: -1}}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	rt, err := runtime.New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(rt.Handler)
 	t.Cleanup(func() { rt.Close(); srv.Close() })
@@ -203,4 +209,144 @@ func TestWire7_WebPagesAreRefusedEvenWithAValidToken(t *testing.T) {
 	assert.Equal(t, http.StatusOK, do(t, srv, "POST", hostproxy.PathEvent, ok, `{"method":"Page.loadEventFired"}`).StatusCode)
 	ok["X-Vellum-Client-Id"] = vellumClient
 	assert.Equal(t, http.StatusNotFound, do(t, srv, "POST", hostproxy.PathResult, ok, `{"requestId":"x","content":"{}"}`).StatusCode)
+}
+
+// vellumPost posts body to path with the headers the real extension sends
+// there (the client id only on results).
+func vellumPost(t *testing.T, srv *httptest.Server, token, path, body string) int {
+	t.Helper()
+	h := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token,
+		"Origin": vellumDevOrigin, "Sec-Fetch-Site": "none"}
+	if path == hostproxy.PathResult {
+		h["X-Vellum-Client-Id"] = vellumClient
+	}
+	req, err := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func nextRequest(t *testing.T, ctx context.Context, s *eventhubtest.Stream) hostproxy.RequestMessage {
+	t.Helper()
+	for {
+		env, err := s.NextEvent(ctx)
+		require.NoError(t, err)
+		var msg hostproxy.RequestMessage
+		require.NoError(t, json.Unmarshal(env.Message, &msg))
+		if msg.Type == hostproxy.TypeRequest {
+			return msg
+		}
+	}
+}
+
+func neverCalled() *browserbackendtest.Provider {
+	return &browserbackendtest.Provider{K: browserbackend.KindLocal, NewBackend: func() *browserbackendtest.Backend {
+		return browserbackendtest.NewBackend(browserbackend.KindLocal, browserbackendtest.JSON(map[string]any{}))
+	}}
+}
+
+// TestWire2_PlainTextAndDoublyEncodedErrorsStayInTheUsersBrowser: in auto
+// mode, an extension's plain-text error and its twice-encoded CDP error are
+// protocol errors: the hidden local browser never runs the command.
+func TestWire2_PlainTextAndDoublyEncodedErrorsStayInTheUsersBrowser(t *testing.T) {
+	local := neverCalled()
+	rt, srv, _ := newWireServer(t, func(c *runtime.Config) { c.Fallbacks = []browserbackend.Provider{local} })
+	token := pairLikeVellum(t, srv)
+	stream := subscribeLikeVellum(t, srv, token)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds a broken test only
+	defer cancel()
+	answers := []struct {
+		content string
+		want    error
+	}{
+		{`Cannot access a chrome:// URL`, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeForbiddenTarget}},
+		{`No tab with given id 999999.`, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound}},
+		{`{"code":-32000,"message":"{\"code\":-32601,\"message\":\"'No.suchMethod' wasn't found\"}"}`, browserbackend.ErrMethodNotFound},
+	}
+	for _, a := range answers {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := rt.Run(ctx, runtime.CommandRequest{ConversationID: "c", BrowserMode: "auto", Method: "Runtime.evaluate",
+				TimeoutMs: 3600_000})
+			errc <- err
+		}()
+		msg := nextRequest(t, ctx, stream)
+		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: msg.RequestID, Content: a.content, IsError: true})
+		require.Equal(t, http.StatusOK, vellumPost(t, srv, token, hostproxy.PathResult, string(body)))
+		err := <-errc
+		assert.ErrorIs(t, err, a.want, a.content)
+		assert.NotErrorIs(t, err, browserbackend.ErrTransport, a.content)
+	}
+	assert.Zero(t, local.Builds(), "no failover to the local browser")
+}
+
+// TestWire5_AnEventFloodNeverCostsAResultAndOversizedResultsFailAtOnce: 2,000
+// event posts in the same second (a frozen clock) leave every result post
+// of that second accepted; the events over their budget are shed, counted
+// and logged once. A result above the cap fails its caller with
+// payload_too_large, not a timeout, and nothing fails over.
+func TestWire5_AnEventFloodNeverCostsAResultAndOversizedResultsFailAtOnce(t *testing.T) {
+	clk := &clock{t: time.Now()}
+	local := neverCalled()
+	rt, srv, rec := newWireServer(t, func(c *runtime.Config) {
+		c.Now, c.EventRate, c.EventBurst, c.MaxBodyBytes = clk.Now, 100, 100, 4096
+		c.Fallbacks = []browserbackend.Provider{local}
+	})
+	token := pairLikeVellum(t, srv)
+	stream := subscribeLikeVellum(t, srv, token)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // bounds a broken test only
+	defer cancel()
+
+	const events, results = 2000, 20
+	var wg sync.WaitGroup
+	statuses := make(chan int, events)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < events; i += 8 {
+				statuses <- vellumPost(t, srv, token, hostproxy.PathEvent, `{"type":"host_browser_event","method":"Runtime.consoleAPICalled","params":{}}`)
+			}
+		}()
+	}
+	for range results {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := rt.Run(ctx, runtime.CommandRequest{ConversationID: "c", BrowserMode: "auto", Method: "Runtime.evaluate"})
+			errc <- err
+		}()
+		msg := nextRequest(t, ctx, stream)
+		assert.Equal(t, http.StatusOK, vellumPost(t, srv, token, hostproxy.PathResult,
+			`{"requestId":"`+msg.RequestID+`","content":"{\"result\":{}}","isError":false}`))
+		assert.NoError(t, <-errc)
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: events - 100}, counts)
+	assert.Equal(t, uint64(events-100), rt.Proxy.EventsShed())
+	assert.Len(t, rec.Find("host_browser events shed over the client's event budget"), 1, "one line for the frozen second")
+	assert.Empty(t, rec.Find("rate limit exceeded"))
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(ctx, runtime.CommandRequest{ConversationID: "c", BrowserMode: "auto", Method: "Page.captureScreenshot",
+			TimeoutMs: 3600_000})
+		errc <- err
+	}()
+	msg := nextRequest(t, ctx, stream)
+	big := `{"requestId":"` + msg.RequestID + `","content":"` + strings.Repeat("A", 8192) + `","isError":false}`
+	assert.Equal(t, http.StatusRequestEntityTooLarge, vellumPost(t, srv, token, hostproxy.PathResult, big))
+	err := <-errc
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+	assert.Zero(t, local.Builds(), "no failover to the local browser")
 }
