@@ -131,7 +131,7 @@ func New(cfg Config) (*Runtime, error) {
 			return r.URL.Path == hostproxy.PathEvent || r.URL.Path == hostproxy.PathSessionInvalidated ||
 				eventhub.DefaultRateLimitExempt(r)
 		}}),
-		log:     log,
+		log: log,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
