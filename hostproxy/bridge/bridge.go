@@ -71,7 +71,7 @@ func CDPInspectDialer(cfg browserbackend.CDPInspectConfig, opts ...cdpinspect.Op
 // fields take the defaults above.
 type Options struct {
 	// ServerURL is the assistant runtime's base URL, e.g.
-	// http://127.0.0.1:7821; the bridge uses /v1/events, /v1/ping and the
+	// http://127.0.0.1:7830; the bridge uses /v1/events, /v1/ping and the
 	// host-browser routes under it.
 	ServerURL string
 	// Token, when set, is sent as "Authorization: Bearer <token>". It is

@@ -18,6 +18,23 @@ import (
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
 
+// The published ids of the Vellum assistant's Chrome extension (WIRE-6):
+// its Chrome Web Store build and its dev, staging and local builds (each
+// build's manifest key fixes its id).
+const (
+	VellumIDProd    = "hphbdmpffeigpcdjkckleobjmhhokpne"
+	VellumIDDev     = "kajfcoaefacmjgdaloeafnpcfaeahcio"
+	VellumIDStaging = "idpcnibfinmkdhlpenkglianflkbhfim"
+	VellumIDLocal   = "gfcldmjjhcginboeldmknclbjilohcbn"
+)
+
+// VellumExtensionOrigins returns the chrome-extension:// origins of the
+// published Vellum extension ids, a fresh slice on each call.
+func VellumExtensionOrigins() []string {
+	return []string{"chrome-extension://" + VellumIDProd, "chrome-extension://" + VellumIDDev,
+		"chrome-extension://" + VellumIDStaging, "chrome-extension://" + VellumIDLocal}
+}
+
 // CommandPath is the mount point of the command endpoint.
 const CommandPath = "/v1/browser/command"
 
