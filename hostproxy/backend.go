@@ -3,6 +3,7 @@ package hostproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -187,12 +188,16 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// Tab is one tab as the extension reports it.
+// Tab is one tab as the extension reports it in Vellum.listTabs (WIRE-3):
+// {"tabId":<number>,"windowId","url","title","active","pinned"}. Vellum.findTab
+// fills ID, URL and Title; Vellum.createTab ID only.
 type Tab struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Active bool   `json:"active,omitempty"`
+	ID       browserbackend.TabID `json:"tabId"`
+	WindowID int                  `json:"windowId,omitempty"`
+	URL      string               `json:"url,omitempty"`
+	Title    string               `json:"title,omitempty"`
+	Active   bool                 `json:"active,omitempty"`
+	Pinned   bool                 `json:"pinned,omitempty"`
 }
 
 func (b *Backend) tabOp(ctx context.Context, method string, params any, out any) error {
@@ -227,52 +232,62 @@ func (b *Backend) ListTabs(ctx context.Context) ([]Tab, error) {
 }
 
 // SelectTab sends Vellum.selectTab {"tabId"}.
-func (b *Backend) SelectTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodSelectTab, map[string]int{"tabId": tabID}, nil)
+func (b *Backend) SelectTab(ctx context.Context, tabID browserbackend.TabID) error {
+	return b.tabOp(ctx, MethodSelectTab, map[string]browserbackend.TabID{"tabId": tabID}, nil)
 }
 
-// CloseTab sends Vellum.closeTab {"tabId"}.
-func (b *Backend) CloseTab(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodCloseTab, map[string]int{"tabId": tabID}, nil)
+// CloseTab sends Vellum.closeTab {"tabId"}; the answer
+// {"closed":true,"tabId","clientId"} carries nothing more.
+func (b *Backend) CloseTab(ctx context.Context, tabID browserbackend.TabID) error {
+	return b.tabOp(ctx, MethodCloseTab, map[string]browserbackend.TabID{"tabId": tabID}, nil)
 }
 
-// CreateTab sends Vellum.createTab {"url","active"} and decodes {"tab":Tab}.
+// CreateTab sends Vellum.createTab {"url","active"} and decodes
+// {"tabId":"<string>","clientId"} (WIRE-3). The real extension opens an
+// active about:blank whatever it is given: navigate the tab afterwards. A
+// answer without a tab id is a protocol error, code invalid_response.
 func (b *Backend) CreateTab(ctx context.Context, url string, active bool) (Tab, error) {
 	var out struct {
-		Tab Tab `json:"tab"`
+		TabID browserbackend.TabID `json:"tabId"`
 	}
-	err := b.tabOp(ctx, MethodCreateTab, map[string]any{"url": url, "active": active}, &out)
-	return out.Tab, err
+	if err := b.tabOp(ctx, MethodCreateTab, map[string]any{"url": url, "active": active}, &out); err != nil {
+		return Tab{}, err
+	}
+	if out.TabID == 0 {
+		return Tab{}, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
+			Method: MethodCreateTab, Backend: b.kind, Dispatched: true, Message: "answer has no tabId"}
+	}
+	return Tab{ID: out.TabID, URL: "about:blank", Active: true}, nil
 }
 
-// FindTab sends Vellum.findTab {"url"?,"title"?} (substring matches) and
-// decodes {"tab":Tab|null}; found is false when no tab matched.
-func (b *Backend) FindTab(ctx context.Context, url, title string) (tab Tab, found bool, err error) {
-	var out struct {
-		Tab *Tab `json:"tab"`
+// FindTab sends Vellum.findTab {"urlPattern"} and decodes
+// {"tabId":"<string>","url","title"} (WIRE-3); found is false when the
+// answer names no tab or the client answers target_not_found.
+func (b *Backend) FindTab(ctx context.Context, urlPattern string) (tab Tab, found bool, err error) {
+	var out Tab
+	err = b.tabOp(ctx, MethodFindTab, map[string]string{"urlPattern": urlPattern}, &out)
+	if errors.Is(err, errTargetNotFound) {
+		return Tab{}, false, nil
 	}
-	params := map[string]string{}
-	if url != "" {
-		params["url"] = url
-	}
-	if title != "" {
-		params["title"] = title
-	}
-	if err := b.tabOp(ctx, MethodFindTab, params, &out); err != nil || out.Tab == nil {
+	if err != nil || out.ID == 0 {
 		return Tab{}, false, err
 	}
-	return *out.Tab, true, nil
+	return out, true, nil
 }
 
-// Attach sends Vellum.attach {"tabId"}: later sessionless commands go to
+var errTargetNotFound = &browserbackend.Error{Code: browserbackend.CodeTargetNotFound}
+
+// Attach sends Vellum.attach {"tabId"} (answer
+// {"attached":true,"target":{"tabId"}}): later sessionless commands go to
 // that tab.
-func (b *Backend) Attach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodAttach, map[string]int{"tabId": tabID}, nil)
+func (b *Backend) Attach(ctx context.Context, tabID browserbackend.TabID) error {
+	return b.tabOp(ctx, MethodAttach, map[string]browserbackend.TabID{"tabId": tabID}, nil)
 }
 
-// Detach sends Vellum.detach {"tabId"}.
-func (b *Backend) Detach(ctx context.Context, tabID int) error {
-	return b.tabOp(ctx, MethodDetach, map[string]int{"tabId": tabID}, nil)
+// Detach sends Vellum.detach {"tabId"} (answer
+// {"detached":true,"target":{"tabId"}}).
+func (b *Backend) Detach(ctx context.Context, tabID browserbackend.TabID) error {
+	return b.tabOp(ctx, MethodDetach, map[string]browserbackend.TabID{"tabId": tabID}, nil)
 }
 
 var (

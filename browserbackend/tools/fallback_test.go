@@ -71,7 +71,7 @@ func TestExtensionTabCommandsPrecedeEveryCDPCommand(t *testing.T) {
 		inner := b.Handle
 		b.Handle = func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
 			if cmd.Method == "Vellum.createTab" {
-				return json.RawMessage(`{"tab":{"id":42}}`), nil
+				return json.RawMessage(`{"tabId":"42","clientId":"ext"}`), nil
 			}
 			return inner(ctx, cmd)
 		}
@@ -104,7 +104,7 @@ func TestConcurrentFirstCallsOfAConversationOpenOneTab(t *testing.T) {
 				mu.Lock()
 				creates++
 				mu.Unlock()
-				return json.RawMessage(`{"tab":{"id":7}}`), nil
+				return json.RawMessage(`{"tabId":"7","clientId":"ext"}`), nil
 			}
 			return inner(ctx, cmd)
 		}

@@ -143,11 +143,13 @@ type tabRequest struct {
 	useActive bool
 }
 
+// tabInfo is one tab of Vellum.listTabs (WIRE-3):
+// {"tabId":<number>,"windowId","url","title","active","pinned"}.
 type tabInfo struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Active bool   `json:"active,omitempty"`
+	ID     browserbackend.TabID `json:"tabId"`
+	URL    string               `json:"url,omitempty"`
+	Title  string               `json:"title,omitempty"`
+	Active bool                 `json:"active,omitempty"`
 }
 
 // vellum sends a Vellum.* pseudo-method through the client.
@@ -255,34 +257,42 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 		}
 		for _, tab := range out.Tabs {
 			if tab.Active {
-				if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": tab.ID}, nil); err != nil {
+				id := int(tab.ID)
+				if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": id}, nil); err != nil {
 					return 0, err
 				}
-				t.pins.set(key, tabPin{tabID: tab.ID})
-				return tab.ID, nil
+				t.pins.set(key, tabPin{tabID: id})
+				return id, nil
 			}
 		}
 		return 0, &Error{Op: op, Code: CodeNoTab, Message: "the browser reports no active tab"}
 	case req.open:
+		// The answer is {"tabId":"<string>","clientId"} (WIRE-3).
 		var out struct {
-			Tab tabInfo `json:"tab"`
+			TabID browserbackend.TabID `json:"tabId"`
 		}
 		// Active: a background tab in a real Chrome produces no frames, so
 		// Page.captureScreenshot and rAF-driven pages would stall in it.
 		// about:blank: the navigation itself then runs through Page.navigate
-		// with its load events, like on every other backend.
+		// with its load events, like on every other backend (the real
+		// extension opens an active about:blank whatever it is asked).
 		if err := vellum(ctx, c, methodCreateTab, map[string]any{"url": "about:blank", "active": true}, &out); err != nil {
 			return 0, err
 		}
-		if out.Tab.ID == 0 {
+		id := int(out.TabID)
+		if id == 0 {
 			return 0, &Error{Op: op, Code: CodeBackend, Message: "Vellum.createTab answered without a tab id"}
 		}
-		if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": out.Tab.ID}, nil); err != nil {
+		if err := vellum(ctx, c, methodAttach, map[string]int{"tabId": id}, nil); err != nil {
+			// Do not leave the tab behind: nobody would ever use it.
+			if cerr := vellum(ctx, c, methodCloseTab, map[string]int{"tabId": id}, nil); cerr != nil {
+				t.log.Warn("closing the tab that could not be attached failed", "tabId", id, "error", cerr)
+			}
 			return 0, err
 		}
-		t.pins.set(key, tabPin{tabID: out.Tab.ID, owned: true})
-		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", out.Tab.ID)
-		return out.Tab.ID, nil
+		t.pins.set(key, tabPin{tabID: id, owned: true})
+		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", id)
+		return id, nil
 	}
 	return 0, &Error{Op: op, Code: CodeNoTab,
 		Message: "this conversation has no browser tab yet: navigate first, or attach with use_active_tab"}
