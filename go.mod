@@ -1,6 +1,6 @@
 module github.com/browserchain/browserchain
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/chromedp/cdproto v0.160.2
@@ -15,6 +15,7 @@ require (
 	github.com/tmaxmax/go-sse v0.12.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.41.0
+	golang.org/x/time v0.16.0
 )
 
 require (
@@ -30,5 +31,4 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 )

@@ -1,6 +1,6 @@
 module github.com/browserchain/browserchain/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/browserchain/browserchain v0.0.0
@@ -22,6 +22,7 @@ require (
 	github.com/tmaxmax/go-sse v0.12.0 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
 
 replace github.com/browserchain/browserchain => ../

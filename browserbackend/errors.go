@@ -63,6 +63,15 @@ const (
 	// Unavailable class.
 	CodeNoCandidates      = "no_candidates"
 	CodeTargetUnavailable = "target_unavailable" // the invocation's target client is not connected
+	// Protocol class: a client's plain-text error answer (WIRE-2) — the tab
+	// or target it names does not exist; the browser refuses to debug it (a
+	// chrome:// page, another extension's page); anything else — and a
+	// result over the server's body cap (WIRE-5: the command ran, its answer
+	// is lost).
+	CodeTargetNotFound  = "target_not_found"
+	CodeForbiddenTarget = "forbidden_target"
+	CodeClientError     = "client_error"
+	CodePayloadTooLarge = "payload_too_large"
 	// Policy class.
 	CodeNotSupported  = "not_supported"
 	CodeInvalidMode   = "invalid_mode"

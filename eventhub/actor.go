@@ -17,3 +17,20 @@ func ActorFrom(ctx context.Context) (string, bool) {
 	a, ok := ctx.Value(actorKey{}).(string)
 	return a, ok
 }
+
+type clientKey struct{}
+
+// WithClientID returns a context carrying the client id an auth middleware
+// derived from the request's credential: the id the token is bound to, or
+// the id the token was bound to when it opened its events stream (WIRE-1).
+// Routes a client posts to without an X-Vellum-Client-Id header read it
+// with ClientIDFrom.
+func WithClientID(ctx context.Context, clientID string) context.Context {
+	return context.WithValue(ctx, clientKey{}, clientID)
+}
+
+// ClientIDFrom returns the client id set by WithClientID.
+func ClientIDFrom(ctx context.Context) (string, bool) {
+	c, ok := ctx.Value(clientKey{}).(string)
+	return c, ok && c != ""
+}

@@ -85,11 +85,35 @@ func TestExtensionBackend_TabOperationsAndClassification(t *testing.T) {
 		list, err := tabs.List(context.Background(), b)
 		got <- tabsOut{list, err}
 	}()
-	msg := answer(t, p, ext, `{"tabs":[{"id":7,"url":"https://a.test/","title":"A","active":true}]}`, false)
+	msg := answer(t, p, ext, `{"tabs":[{"tabId":7,"windowId":1,"url":"https://a.test/","title":"A","active":true,"pinned":false}]}`, false)
 	assert.Equal(t, wire.MethodListTabs, msg["cdpMethod"])
 	o := <-got
 	require.NoError(t, o.err)
-	assert.Equal(t, []tabs.Tab{{ID: 7, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
+	assert.Equal(t, []tabs.Tab{{ID: 7, WindowID: 1, URL: "https://a.test/", Title: "A", Active: true}}, o.tabs)
+
+	// The real shapes (WIRE-3): createTab and findTab name the tab with a
+	// string, which compares equal to listTabs' number.
+	created := make(chan tabs.Tab, 1)
+	go func() { tab, _ := tabs.Create(context.Background(), b, "about:blank", true); created <- tab }()
+	answer(t, p, ext, `{"tabId":"7","clientId":"ext"}`, false)
+	assert.Equal(t, o.tabs[0].ID, (<-created).ID)
+	found := make(chan tabs.Tab, 1)
+	go func() { tab, _, _ := tabs.Find(context.Background(), b, "https://a.test/*"); found <- tab }()
+	msg = answer(t, p, ext, `{"tabId":"7","url":"https://a.test/","title":"A"}`, false)
+	assert.Equal(t, map[string]any{"urlPattern": "https://a.test/*"}, msg["cdpParams"])
+	assert.Equal(t, tabs.Tab{ID: 7, URL: "https://a.test/", Title: "A"}, <-found)
+	missing := make(chan bool, 1)
+	go func() {
+		_, ok, err := tabs.Find(context.Background(), b, "https://b.test/*")
+		missing <- ok || err != nil
+	}()
+	answer(t, p, ext, `{"code":"target_not_found","message":"no tab matches"}`, true)
+	assert.False(t, <-missing, "not found is found=false, no error")
+	closed := make(chan error, 1)
+	go func() { closed <- tabs.Close(context.Background(), b, 7) }()
+	msg = answer(t, p, ext, `{"closed":true,"tabId":7,"clientId":"ext"}`, false)
+	assert.Equal(t, map[string]any{"tabId": float64(7)}, msg["cdpParams"])
+	assert.NoError(t, <-closed)
 
 	done := sendAsync(b, browserbackend.Command{Method: "Nope.nope"})
 	answer(t, p, ext, `{"code":-32601,"message":"'Nope.nope' wasn't found"}`, true)

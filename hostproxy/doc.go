@@ -25,9 +25,14 @@
 // After a cancel the client must not post a result for that request.
 //
 // Client → server (results may also go over the result socket, below),
-// each with header X-Vellum-Client-Id (the client id it
-// subscribed with) and the client's credentials (the host app's auth
-// middleware puts the actor into the context with eventhub.WithActor):
+// each with the client's credentials (the host app's auth middleware puts
+// the actor into the context with eventhub.WithActor) and, on results, the
+// header X-Vellum-Client-Id (the client id it subscribed with). Event and
+// invalidation posts may leave the header out, as the real Vellum extension
+// does (WIRE-1): the client is then the one the middleware derived from the
+// token (eventhub.WithClientID; auth.Middleware binds a token to the client
+// id its events stream named), or the invalidation body's clientId. Every
+// refused post is logged once at warn with route, code and client id.
 //
 //	POST /v1/host-browser-result             {"requestId","content","isError"}  → {"accepted":true}
 //	POST /v1/host-browser-event              {"method","params","sessionId"?}   → {"accepted":true}
@@ -41,7 +46,13 @@
 //     code (for example extension_required);
 //   - a number: the CDP error code the browser answered, a protocol error.
 //
-// Content that is not JSON is a transport error (invalid_response).
+// An error content that is plain text (the real extension's attach and
+// resolve failures: "No tab with given id 7.", "Cannot access a chrome://
+// URL") is a protocol error, target_not_found, forbidden_target or
+// client_error, never a transport error (WIRE-2); a CDP error encoded twice
+// ({"code":-32000,"message":"{\"code\":-32601,…}"}) carries its innermost
+// code (ParseErrorAnswer). An error object without a usable code is a
+// transport error (invalid_response).
 //
 // Result route answers (PXY-4): 400 malformed JSON or no requestId; 404
 // unknown or already answered; 409 the pending interaction is not
@@ -49,7 +60,11 @@
 // X-Vellum-Client-Id, 403 when it names another client, 403 when the
 // authenticated actor is not the target client's actor; 413 body larger than
 // Options.MaxBodyBytes (64 MiB by default). Rejected posts leave the request
-// pending. Error answers are {"error":{"code","message"}}.
+// pending, except an oversized result of the target client whose requestId
+// comes before the cut: its caller fails at once with payload_too_large
+// (WIRE-5). Error answers are {"error":{"code","message"}}. Event posts are
+// charged to a per-client event budget (Options.EventRate), never to the
+// results' budget; beyond it they are answered 429 events_shed.
 //
 // # Result socket
 //
@@ -81,7 +96,14 @@
 //
 // Events are delivered to the subscribers (SEL-14) of every backend bound to
 // the posting client; a session invalidation is delivered as a
-// Target.detachedFromTarget event carrying that sessionId.
+// Target.detachedFromTarget event carrying that sessionId. Events are not
+// yet routed by tab: with two conversations on one client each sees the
+// other's events, and the real extension's events name no tab at all. The
+// tools therefore attribute by frame (WIRE-4): a navigation ends only on
+// the load lifecycle event of the frame and loader id Page.navigate
+// answered, or that frame's frameStoppedLoading (a tab's main frame id is
+// its target id), and every extension command names its conversation's tab
+// in cdpSessionId.
 //
 // # Disconnects and replay
 //

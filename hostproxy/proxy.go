@@ -53,6 +53,16 @@ type Options struct {
 	// then refused 404 after all). It must return quickly. For measurement
 	// and tests: which transport carried a result, the client's timings.
 	OnResult func(ResultReceipt)
+	// EventRate and EventBurst are each client's budget of CDP event posts
+	// (POST /v1/host-browser-event), per second and at once; 0 means
+	// DefaultEventRate and DefaultEventBurst. Posts beyond it are shed
+	// (WIRE-5): answered 429 events_shed, counted (EventsShed) and logged
+	// at most once a second per client. Result posts and invalidations are
+	// never charged to it.
+	EventRate  float64
+	EventBurst int
+	// Now is the clock of the event budget; nil means time.Now.
+	Now func() time.Time
 }
 
 // Route restricts which kind of client a Request may go to, on top of the
@@ -107,6 +117,7 @@ type Proxy struct {
 	onResult func(ResultReceipt)
 	done     chan struct{}
 	closeOne sync.Once
+	events   *eventBudget
 
 	// mu guards the one pending map (PXY-3: the interactions and, for this
 	// Proxy's own requests, the hand-over of their results) and listeners.
@@ -127,6 +138,7 @@ func New(opts Options) *Proxy {
 		maxBody:   opts.MaxBodyBytes,
 		newID:     opts.NewRequestID,
 		onResult:  opts.OnResult,
+		events:    newEventBudget(opts.EventRate, opts.EventBurst, opts.Now),
 		done:      make(chan struct{}),
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
@@ -152,6 +164,10 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// EventsShed reports how many CDP event posts were shed over their
+// client's event budget since New (WIRE-5).
+func (p *Proxy) EventsShed() uint64 { return p.events.shed.Load() }
 
 // Hub returns the hub the proxy publishes to.
 func (p *Proxy) Hub() eventhub.Hub { return p.hub }
@@ -493,9 +509,13 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //   - error with a string code from the transport set (transport_error,
 //     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled):
 //     ClassTransport with that code;
-//   - error with a numeric code: ClassProtocol with that CDP code;
+//   - error with a numeric code: ClassProtocol with that CDP code, the
+//     innermost one when the message holds another CDP error (WIRE-2);
 //   - error with another string code: ClassProtocol with that code;
-//   - error content that is not such an object: ClassTransport/invalid_response.
+//   - error in plain text: ClassProtocol with target_not_found,
+//     forbidden_target or client_error (WIRE-2, ParseErrorAnswer): the
+//     client answered, so there is no failover;
+//   - an error object without a usable code: ClassTransport/invalid_response.
 func ClassifyResult(method string, backend browserbackend.Kind, content string, isError bool) (json.RawMessage, error) {
 	mk := func(class browserbackend.Class, code, msg string) *browserbackend.Error {
 		return &browserbackend.Error{Class: class, Code: code, Method: method, Backend: backend, Dispatched: true, Message: msg}
@@ -509,30 +529,16 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		}
 		return json.RawMessage(content), nil
 	}
-	var ec ErrorContent
-	if err := json.Unmarshal([]byte(content), &ec); err != nil || len(ec.Code) == 0 {
-		msg := "client returned an error without a structured code"
-		if len(content) <= 200 && err != nil {
-			msg += ": " + content
-		}
-		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, msg)
+	ans := ParseErrorAnswer(content)
+	switch {
+	case ans.Malformed:
+		return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned an error without a usable code")
+	case ans.HasCDPCode:
+		e := browserbackend.ProtocolError(ans.CDPCode, ans.Message)
+		e.Method, e.Backend, e.Dispatched = method, backend, true
+		return nil, e
+	case IsTransportCode(ans.StringCode):
+		return nil, mk(browserbackend.ClassTransport, ans.StringCode, ans.Message)
 	}
-	var s string
-	if json.Unmarshal(ec.Code, &s) == nil && s != "" { // null and "" are no code
-		if IsTransportCode(s) {
-			return nil, mk(browserbackend.ClassTransport, s, ec.Message)
-		}
-		return nil, mk(browserbackend.ClassProtocol, s, ec.Message)
-	}
-	var n json.Number
-	dec := json.NewDecoder(strings.NewReader(string(ec.Code)))
-	dec.UseNumber()
-	if dec.Decode(&n) == nil {
-		if i, err := n.Int64(); err == nil && i >= -1<<31 && i < 1<<31 {
-			e := browserbackend.ProtocolError(int(i), ec.Message)
-			e.Method, e.Backend, e.Dispatched = method, backend, true
-			return nil, e
-		}
-	}
-	return nil, mk(browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, "client returned an error with an unusable code")
+	return nil, mk(browserbackend.ClassProtocol, ans.StringCode, ans.Message)
 }

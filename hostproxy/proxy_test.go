@@ -229,7 +229,9 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 		{"another client", "ext-2", "alice", ok, 403, "wrong_client"},
 		{"another actor", "ext", "mallory", ok, 403, "wrong_actor"},
 		{"no actor", "ext", "", ok, 403, "wrong_actor"},
-		{"oversized body", "ext", "alice", []byte(`{"requestId":"` + id + `","content":"` + strings.Repeat("x", 2048) + `"}`), 413, "body_too_large"},
+		// An oversized result of another actor's client names the request
+		// but must not end it (WIRE-5 fails only the target's own).
+		{"oversized body of another actor", "ext", "mallory", []byte(`{"requestId":"` + id + `","content":"` + strings.Repeat("x", 2048) + `"}`), 413, "body_too_large"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -404,7 +406,7 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 		{"session code", `{"code":"cdp_session_not_found","message":"x"}`, true, browserbackend.ClassTransport, "cdp_session_not_found", 0},
 		{"CDP code", `{"code":-32601,"message":"'Foo.bar' wasn't found"}`, true, browserbackend.ClassProtocol, browserbackend.CodeCDPError, -32601},
 		{"other string code", `{"code":"extension_required","message":"x"}`, true, browserbackend.ClassProtocol, "extension_required", 0},
-		{"error not JSON", `boom`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
+		{"error in plain text", `boom`, true, browserbackend.ClassProtocol, browserbackend.CodeClientError, 0},
 		{"error without code", `{"message":"x"}`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
 		{"fractional code", `{"code":1.5}`, true, browserbackend.ClassTransport, browserbackend.CodeInvalidResponse, 0},
 	}
@@ -502,4 +504,23 @@ func (b *syncBuffer) find(t *testing.T, msg string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// TestResultRoute_OversizedResultFailsItsRequestAtOnce: the target client's
+// result above MaxBodyBytes is answered 413 and its caller fails with
+// payload_too_large (protocol, dispatched), not a timeout (WIRE-5).
+func TestResultRoute_OversizedResultFailsItsRequestAtOnce(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
+	msg, done := startRequest(t, context.Background(), p, Req{Method: "Page.captureScreenshot", TargetClientID: "ext",
+		Timeout: time.Hour}, ext)
+	id := msg["requestId"].(string)
+	rec := postResult(p, "ext", "alice", []byte(`{"requestId":"`+id+`","content":"`+strings.Repeat("x", 4096)+`"}`))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+	out := <-done
+	assert.ErrorIs(t, out.err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+	assert.NotErrorIs(t, out.err, browserbackend.ErrTransport)
+	assert.Equal(t, "", requestIDPrefix([]byte(`{"content":"`+strings.Repeat("x", 64))), "requestId after the cut is not found")
+	assert.Equal(t, "r1", requestIDPrefix([]byte(`{"isError":false,"requestId":"r1","content":"xx`)))
 }

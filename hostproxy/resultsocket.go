@@ -206,6 +206,7 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 		}
 		out := socketReply{Type: wire.SocketAccepted, RequestID: m.RequestID}
 		if rej != nil {
+			p.log.Warn("host_browser post refused", "route", wire.PathHostBrowserResultSocket, "status", rej.status, "code", rej.code, "clientId", clientID)
 			out = socketReply{Type: wire.SocketError, RequestID: m.RequestID, Status: rej.status, Code: rej.code, Error: rej.msg}
 		}
 		if buf.Cap() > 1<<20 {
@@ -317,14 +318,11 @@ func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transpo
 				fmt.Sprintf("%s header is required for a targeted request", wire.HeaderClientID)}
 		}
 		if clientID != in.TargetClientID {
-			p.log.Warn("host_browser_result from a client that was not the target",
-				"requestId", body.RequestID, "clientId", clientID, "targetClientId", in.TargetClientID, "transport", tr)
 			return &resultReject{http.StatusForbidden, "wrong_client",
 				fmt.Sprintf("request %q was not sent to this client", body.RequestID)}
 		}
 	}
 	if in.TargetActor != "" && actor != in.TargetActor {
-		p.log.Warn("host_browser_result from another actor", "requestId", body.RequestID, "clientId", clientID, "transport", tr)
 		return &resultReject{http.StatusForbidden, "wrong_actor",
 			fmt.Sprintf("request %q belongs to another actor", body.RequestID)}
 	}

@@ -1,11 +1,13 @@
 package hostproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
 
@@ -48,23 +50,41 @@ func writeError(w http.ResponseWriter, status int, code, format string, args ...
 
 var accepted = map[string]bool{"accepted": true}
 
+// reject answers a refused post and logs it once at warn with the route,
+// the reason code and the client id (WIRE-1); never a credential or a body.
+func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, clientID string, status int, code, format string, args ...any) {
+	p.log.Warn("host_browser post refused", "route", r.URL.Path, "status", status, "code", code, "clientId", clientID)
+	writeError(w, status, code, format, args...)
+}
+
+// postingClient is the client id a post names before any check: the
+// X-Vellum-Client-Id header, else the one the auth middleware derived from
+// the credential (eventhub.ClientIDFrom).
+func postingClient(r *http.Request) string {
+	if id := r.Header.Get(wire.HeaderClientID); id != "" {
+		return id
+	}
+	id, _ := eventhub.ClientIDFrom(r.Context())
+	return id
+}
+
 // readBody reads at most p.maxBody bytes; it answers 405/413/400 itself and
-// returns ok false then.
-func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// returns ok false then. On 413 data holds the first p.maxBody bytes.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) (data []byte, ok bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		p.reject(w, r, postingClient(r), http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return nil, false
 	}
 	data, err := readAll(http.MaxBytesReader(w, r.Body, p.maxBody), r.ContentLength, p.maxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large",
+			p.reject(w, r, postingClient(r), http.StatusRequestEntityTooLarge, "body_too_large",
 				"request body exceeds the limit of %d bytes", p.maxBody)
-			return nil, false
+			return data, false
 		}
-		writeError(w, http.StatusBadRequest, "bad_body", "reading request body: %v", err)
+		p.reject(w, r, postingClient(r), http.StatusBadRequest, "bad_body", "reading request body: %v", err)
 		return nil, false
 	}
 	return data, true
@@ -114,95 +134,173 @@ func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
 func (p *Proxy) ResultHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
+		clientID := postingClient(r)
 		if !ok {
+			if id := requestIDPrefix(data); id != "" {
+				p.failTooLarge(id, clientID, r)
+			}
 			return
 		}
 		body, err := DecodeResult(data)
 		if errors.Is(err, ErrNoRequestID) {
-			writeError(w, http.StatusBadRequest, "missing_request_id", "requestId is required")
+			p.reject(w, r, clientID, http.StatusBadRequest, "missing_request_id", "requestId is required")
 			return
 		}
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_body", "%v", err)
+			p.reject(w, r, clientID, http.StatusBadRequest, "malformed_body", "%v", err)
 			return
 		}
 		actor, _ := eventhub.ActorFrom(r.Context())
-		if rej := p.acceptResult(body, r.Header.Get(wire.HeaderClientID), actor, TransportHTTP, data); rej != nil {
-			writeError(w, rej.status, rej.code, "%s", rej.msg)
+		if rej := p.acceptResult(body, clientID, actor, TransportHTTP, data); rej != nil {
+			p.reject(w, r, clientID, rej.status, rej.code, "%s", rej.msg)
 			return
 		}
 		writeJSON(w, http.StatusOK, accepted)
 	})
 }
 
-// clientFor checks the posting client of the event routes: the header is
-// required (400), the client must be connected (404), and the authenticated
-// actor must be the client's actor (403).
-func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request) (string, bool) {
-	clientID := r.Header.Get(wire.HeaderClientID)
-	if clientID == "" {
-		writeError(w, http.StatusBadRequest, "missing_client_id", "%s header is required", wire.HeaderClientID)
+// failTooLarge fails the request id a refused, oversized result named
+// with payload_too_large at once (WIRE-5), after the same client and actor
+// checks as any result: the caller learns the command ran but its answer is
+// lost, instead of waiting out its timeout.
+func (p *Proxy) failTooLarge(id, clientID string, r *http.Request) {
+	actor, _ := eventhub.ActorFrom(r.Context())
+	content := errorContent(browserbackend.CodePayloadTooLarge,
+		fmt.Sprintf("the client's result exceeded the server's limit of %d bytes", p.maxBody))
+	if rej := p.acceptResult(ResultBody{RequestID: id, Content: content, IsError: true}, clientID, actor, TransportHTTP, nil); rej != nil {
+		p.log.Debug("oversized result names no request of this client", "requestId", id, "clientId", clientID, "code", rej.code)
+	}
+}
+
+func errorContent(code, msg string) string {
+	raw, _ := json.Marshal(ErrorContent{Code: json.RawMessage(strconv.Quote(code)), Message: msg})
+	return string(raw)
+}
+
+// requestIDPrefix returns the requestId of a result body from its first
+// bytes (a body cut at the cap), or "" when it does not come before the
+// cut. Both real clients write requestId first.
+func requestIDPrefix(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if k == "requestId" {
+			v, err := dec.Token()
+			if s, ok := v.(string); ok && err == nil {
+				return s
+			}
+			return ""
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// clientFor checks the posting client of the event routes (WIRE-1). The
+// client is the X-Vellum-Client-Id header, else the client the credential
+// identifies (the token's binding, eventhub.ClientIDFrom), else bodyClient
+// (the clientId an invalidation carries). A body naming another client than
+// the header or credential is 403 client_mismatch; no client at all is 400;
+// the client must be connected (404), and the authenticated actor must be
+// the client's actor (403). It answers and logs a refusal itself.
+func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient string) (string, bool) {
+	clientID := postingClient(r)
+	switch {
+	case clientID == "" && bodyClient == "":
+		p.reject(w, r, "", http.StatusBadRequest, "missing_client_id",
+			"the client is unknown: send %s, or open the events stream with this token first", wire.HeaderClientID)
+		return "", false
+	case clientID == "":
+		clientID = bodyClient
+	case bodyClient != "" && bodyClient != clientID:
+		p.reject(w, r, clientID, http.StatusForbidden, "client_mismatch", "body names client %q", bodyClient)
 		return "", false
 	}
 	info, ok := p.hub.Client(clientID)
 	if !ok {
-		writeError(w, http.StatusNotFound, "unknown_client", "client %q is not connected", clientID)
+		p.reject(w, r, clientID, http.StatusNotFound, "unknown_client", "client %q is not connected", clientID)
 		return "", false
 	}
 	if info.ActorPrincipalID != "" {
 		actor, _ := eventhub.ActorFrom(r.Context())
 		if actor != info.ActorPrincipalID {
-			writeError(w, http.StatusForbidden, "wrong_actor", "client %q belongs to another actor", clientID)
+			p.reject(w, r, clientID, http.StatusForbidden, "wrong_actor", "client %q belongs to another actor", clientID)
 			return "", false
 		}
 	}
 	return clientID, true
 }
 
-// EventHandler serves POST /v1/host-browser-event (PXY-4, SEL-14): body
-// {"method","params","sessionId"?}, header X-Vellum-Client-Id. The event is
-// delivered to the subscribers of every backend bound to that client.
-// Answers 200 {"accepted":true}, 400 (no header, malformed body, no method),
-// 403 (another actor's client), 404 (client not connected), 413.
+// EventHandler serves POST /v1/host-browser-event (PXY-4, SEL-14, WIRE-1):
+// body {"method","params","sessionId"?}; the posting client is named by the
+// X-Vellum-Client-Id header or, as the real extension does it, only by its
+// bearer token (see clientFor). The event is delivered to the subscribers of
+// every backend bound to that client.
+// Answers 200 {"accepted":true}, 400 (unknown client, malformed body, no
+// method), 403 (another actor's client), 404 (client not connected), 413.
+//
+// Each client's posts are charged to its own event budget
+// (Options.EventRate): beyond it they are answered 429 events_shed and
+// dropped, counted by EventsShed and logged at most once a second (WIRE-5).
 func (p *Proxy) EventHandler() http.Handler {
-	return p.eventRoute(func(data []byte) (browserbackend.Event, error) {
+	return p.eventRoute(true, func(data []byte) (browserbackend.Event, string, error) {
 		body, err := DecodeEvent(data)
-		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID}, err
+		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID}, "", err
 	})
 }
 
 // SessionInvalidatedHandler serves POST /v1/host-browser-session-invalidated
-// (PXY-4, SEL-14): body {"sessionId"?,"targetId"?,"reason"?}, header
-// X-Vellum-Client-Id. It is delivered as a Target.detachedFromTarget event
-// with that sessionId (params {"sessionId","targetId","reason"}), so a client
-// fails later commands bound to the session. Answers as EventHandler.
+// (PXY-4, SEL-14, WIRE-1): body {"sessionId"?,"targetId"?,"reason"?,
+// "clientId"?}; the client is named as for EventHandler or by the body's
+// clientId. It is delivered as a Target.detachedFromTarget event with that
+// sessionId (params {"sessionId","targetId","reason"}), so a client fails
+// later commands bound to the session. Answers as EventHandler.
 func (p *Proxy) SessionInvalidatedHandler() http.Handler {
-	return p.eventRoute(func(data []byte) (browserbackend.Event, error) {
+	return p.eventRoute(false, func(data []byte) (browserbackend.Event, string, error) {
 		body, err := DecodeInvalidation(data)
 		if err != nil {
-			return browserbackend.Event{}, err
+			return browserbackend.Event{}, "", err
 		}
-		params, _ := json.Marshal(body)
-		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, nil
+		params, _ := json.Marshal(InvalidationBody{SessionID: body.SessionID, TargetID: body.TargetID, Reason: body.Reason})
+		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, body.ClientID, nil
 	})
 }
 
 // eventRoute is the shared shape of the two event routes: read the capped
-// body, check the posting client, decode, count as activity, deliver.
-func (p *Proxy) eventRoute(decode func([]byte) (browserbackend.Event, error)) http.Handler {
+// body, decode, check the posting client, count as activity, deliver.
+func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend.Event, bodyClient string, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
 		if !ok {
 			return
 		}
-		clientID, ok := p.clientFor(w, r)
+		ev, bodyClient, err := decode(data)
+		if err != nil {
+			p.reject(w, r, postingClient(r), http.StatusBadRequest, "malformed_body", "%v", err)
+			return
+		}
+		clientID, ok := p.clientFor(w, r, bodyClient)
 		if !ok {
 			return
 		}
-		ev, err := decode(data)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_body", "%v", err)
-			return
+		if budgeted {
+			if ok, logNow, n := p.events.allow(clientID); !ok {
+				if logNow {
+					p.log.Warn("host_browser events shed over the client's event budget",
+						"route", r.URL.Path, "clientId", clientID, "shed", n, "shedTotal", p.events.shed.Load())
+				}
+				writeError(w, http.StatusTooManyRequests, "events_shed", "event budget exceeded; the event was dropped")
+				return
+			}
 		}
 		p.hub.Touch(clientID)
 		p.publishEvent(clientID, ev)

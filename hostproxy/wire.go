@@ -47,11 +47,15 @@ type EventBody struct {
 }
 
 // InvalidationBody is the body of POST /v1/host-browser-session-invalidated:
-// {"sessionId"?,"targetId"?,"reason"?}.
+// {"sessionId"?,"targetId"?,"reason"?,"clientId"?}. The real extension sends
+// {"type":"host_browser_session_invalidated","targetId":"<tab id>","reason":
+// "tab_closed"|"target_closed","clientId"} and no client-id header; ClientID
+// then names the posting client (WIRE-1).
 type InvalidationBody struct {
 	SessionID string `json:"sessionId,omitempty"`
 	TargetID  string `json:"targetId,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	ClientID  string `json:"clientId,omitempty"`
 }
 
 // ErrorContent is the JSON a client puts in ResultBody.Content when IsError is

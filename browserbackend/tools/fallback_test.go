@@ -14,14 +14,15 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
-// fakePage answers like a page that loads at once: Page.navigate emits
-// Page.loadEventFired, Runtime.evaluate returns {url, title}.
+// fakePage answers like a page that loads at once: Page.navigate emits the
+// load lifecycle event of its frame and loader, Runtime.evaluate returns
+// {url, title}.
 func fakePage(k browserbackend.Kind) *browserbackendtest.Backend {
 	var b *browserbackendtest.Backend
 	b = browserbackendtest.NewBackend(k, func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
 		switch cmd.Method {
 		case "Page.navigate":
-			b.Emit(browserbackend.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{"timestamp":1}`)})
+			b.Emit(browserbackend.Event{Method: "Page.lifecycleEvent", Params: json.RawMessage(`{"frameId":"F","loaderId":"L","name":"load","timestamp":1}`)})
 			return json.RawMessage(`{"frameId":"F","loaderId":"L"}`), nil
 		case "Runtime.evaluate":
 			return json.RawMessage(`{"result":{"type":"object","value":{"url":"http://127.0.0.1/x","title":"X"}}}`), nil
@@ -71,7 +72,7 @@ func TestExtensionTabCommandsPrecedeEveryCDPCommand(t *testing.T) {
 		inner := b.Handle
 		b.Handle = func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
 			if cmd.Method == "Vellum.createTab" {
-				return json.RawMessage(`{"tab":{"id":42}}`), nil
+				return json.RawMessage(`{"tabId":"42","clientId":"ext"}`), nil
 			}
 			return inner(ctx, cmd)
 		}
@@ -104,7 +105,7 @@ func TestConcurrentFirstCallsOfAConversationOpenOneTab(t *testing.T) {
 				mu.Lock()
 				creates++
 				mu.Unlock()
-				return json.RawMessage(`{"tab":{"id":7}}`), nil
+				return json.RawMessage(`{"tabId":"7","clientId":"ext"}`), nil
 			}
 			return inner(ctx, cmd)
 		}

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"crypto/rand"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
+	"github.com/browserchain/browserchain/hostproxy/vellumtest"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -31,7 +33,7 @@ func startRuntime(t testing.TB) *hubStack {
 	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extension.Origin}, Logger: quietLogger()})
+	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extension.Origin, vellumtest.DevOrigin}, Logger: quietLogger()})
 	require.NoError(t, err)
 	srv := chromiumtest.LoopbackServer(t, rt.Handler)
 	// Runs before the server's Close (cleanups are LIFO): streams end first.
@@ -78,4 +80,18 @@ func startExtension(t testing.TB, h *hubStack) *chromiumtest.Browser {
 	b := chromiumtest.Start(t, chromiumtest.WithExtension(dst))
 	h.waitClient(t, wire.InterfaceChromeExtension)
 	return b
+}
+
+// startVellumClient starts headless Chromium driven by the Vellum-shaped
+// test client, paired with h, and waits until it is on the roster.
+func startVellumClient(t testing.TB, h *hubStack) (*vellumtest.Client, *chromiumtest.Browser) {
+	t.Helper()
+	b := chromiumtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	c, err := vellumtest.Start(ctx, vellumtest.Options{ServerURL: h.url, BrowserWSURL: b.BrowserWSURL})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	h.waitClient(t, wire.InterfaceChromeExtension)
+	return c, b
 }

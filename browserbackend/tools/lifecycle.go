@@ -102,10 +102,10 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		c := t.sel.Client(ext)
 		res.TabID = pin.tabID
 		if closing && pin.owned {
-			firstErr = tabs.Close(ctx, c, pin.tabID)
+			firstErr = tabs.Close(ctx, c, tabs.ID(pin.tabID))
 			res.TabClosed = firstErr == nil
 		} else {
-			firstErr = tabs.Detach(ctx, c, pin.tabID)
+			firstErr = tabs.Detach(ctx, c, tabs.ID(pin.tabID))
 		}
 		if tabGone(firstErr) {
 			// Closed meanwhile (by the user or another call): nothing to

@@ -62,9 +62,13 @@ func checkURL(op, raw string) error {
 
 // Navigate loads in.URL in the page and waits for it to load (TOOL-1).
 //
-// Waiting is event-driven (CDP Page domain): it subscribes to
-// Page.loadEventFired and Page.frameStoppedLoading before Page.navigate and
-// returns at the first of them for the navigated main frame. HTTP redirects
+// Waiting is event-driven (CDP Page domain): with lifecycle events enabled
+// it subscribes to Page.lifecycleEvent and Page.frameStoppedLoading before
+// Page.navigate and returns at the first that names the navigated frame:
+// the "load" lifecycle event of the frame and loader id Page.navigate
+// answered, or the frame's frameStoppedLoading (WIRE-4). Page.loadEventFired
+// names no frame, so it is never used: on a client whose events name no tab,
+// another tab's load must not end this navigation. HTTP redirects
 // are followed by the browser inside the one navigation; the result carries
 // the final URL. A navigation the browser fails (errorText) is
 // CodeNavigationFailed; a load that does not finish within ctx is
@@ -77,9 +81,12 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
 		return NavigateResult{}, wrap(op, err)
 	}
+	if _, err := cdp.Call(ctx, p.s, page.SetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}); err != nil {
+		return NavigateResult{}, wrap(op, err)
+	}
 	// Subscribe before navigating so the event cannot be missed
 	// (cdp.Session.Subscribe buffers from the moment it returns).
-	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
+	loads, stopLoads := p.s.Subscribe(page.LifecycleEvent.Method)
 	defer stopLoads()
 	stops, stopStops := p.s.Subscribe(page.FrameStoppedLoading.Method)
 	defer stopStops()
@@ -105,7 +112,7 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 				p.stopLoading(ctx)
 				return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
 					Message: "the page did not finish loading before the deadline (loading stopped): " + in.URL, Err: ctx.Err()}
-			case _, ok := <-loads:
+			case raw, ok := <-loads:
 				if !ok {
 					loads = nil
 					if stops == nil {
@@ -113,7 +120,10 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 					}
 					continue
 				}
-				break wait
+				var ev page.EventLifecycleEvent
+				if decodeValue(raw, &ev) == nil && ev.Name == "load" && ev.FrameID == nav.FrameID && ev.LoaderID == nav.LoaderID {
+					break wait
+				}
 			case raw, ok := <-stops:
 				if !ok {
 					stops = nil
@@ -123,7 +133,7 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 					continue
 				}
 				var ev page.EventFrameStoppedLoading
-				if decodeValue(raw, &ev) == nil && (ev.FrameID == nav.FrameID || nav.FrameID == "") {
+				if decodeValue(raw, &ev) == nil && ev.FrameID == nav.FrameID {
 					break wait
 				}
 			}

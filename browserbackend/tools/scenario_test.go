@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"image/png"
 	"io"
 	"log/slog"
@@ -19,6 +20,9 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/tabs"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/local"
 )
@@ -169,6 +173,29 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		scenario(t, tl, inv, s, browserbackend.KindExtension)
 		_, pinned := tl.PinnedTab(inv)
 		assert.True(t, pinned, "the conversation's tab is pinned (TOOL-2)")
+	})
+	t.Run("vellum-shaped client", func(t *testing.T) {
+		// The same tool code over a client that speaks exactly as the real
+		// Vellum extension does (WIRE-FACTS): bearer-only events naming no
+		// tab, plain-text errors, the real Vellum.* shapes, sessionless
+		// commands in the active tab.
+		h := startRuntime(t)
+		c, _ := startVellumClient(t, h)
+		tl := h.tools(t)
+		inv := h.invocation("conv-vellum")
+		scenario(t, tl, inv, s, browserbackend.KindExtension)
+		tabID, pinned := tl.PinnedTab(inv)
+		require.True(t, pinned)
+		assert.Equal(t, tabID, c.ActiveTab(), "the agent's tab is the one it opened")
+		raw, err := h.rt.Proxy.Request(stepCtx(t), hostproxy.Req{Method: wire.MethodListTabs,
+			TargetClientID: c.ClientID(), SourceActor: h.rt.Auth.ActorPrincipalID()})
+		require.NoError(t, err)
+		var list struct{ Tabs []tabs.Tab }
+		require.NoError(t, json.Unmarshal(raw, &list))
+		assert.Len(t, list.Tabs, 2, "the browser's start tab and the one tab the agent opened: no orphan about:blank")
+		st := c.Stats()
+		assert.Empty(t, st.ResultsRefused, "every result was accepted")
+		assert.Zero(t, st.EventsRefused, "every event post was accepted")
 	})
 	t.Run("host-bridge", func(t *testing.T) {
 		h := startRuntime(t)

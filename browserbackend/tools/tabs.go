@@ -200,7 +200,7 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 	}
 	defer unlock()
 	if pin, ok := t.pins.get(key); ok && !req.newTab && !req.useActive {
-		err := tabs.Attach(ctx, c, pin.tabID)
+		err := tabs.Attach(ctx, c, tabs.ID(pin.tabID))
 		if err == nil {
 			return pin.tabID, nil
 		}
@@ -222,8 +222,8 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 				if err := tabs.Attach(ctx, c, tab.ID); err != nil {
 					return 0, err
 				}
-				t.pins.set(key, tabPin{tabID: tab.ID})
-				return tab.ID, nil
+				t.pins.set(key, tabPin{tabID: int(tab.ID)})
+				return int(tab.ID), nil
 			}
 		}
 		return 0, &Error{Op: op, Code: CodeNoTab, Message: "the browser reports no active tab"}
@@ -240,11 +240,15 @@ func (t *Tools) ensureTab(ctx context.Context, c *browserbackend.Client, inv bro
 			return 0, &Error{Op: op, Code: CodeBackend, Message: "Vellum.createTab answered without a tab id"}
 		}
 		if err := tabs.Attach(ctx, c, tab.ID); err != nil {
+			// Do not leave the tab behind: nobody would ever use it.
+			if cerr := tabs.Close(ctx, c, tab.ID); cerr != nil {
+				t.log.Warn("closing the tab that could not be attached failed", "tabId", tab.ID, "error", cerr)
+			}
 			return 0, err
 		}
-		t.pins.set(key, tabPin{tabID: tab.ID, owned: true})
+		t.pins.set(key, tabPin{tabID: int(tab.ID), owned: true})
 		t.log.Info("opened a dedicated extension tab", "conversationId", inv.ConversationID, "tabId", tab.ID)
-		return tab.ID, nil
+		return int(tab.ID), nil
 	}
 	return 0, &Error{Op: op, Code: CodeNoTab,
 		Message: "this conversation has no browser tab yet: navigate first, or attach with use_active_tab"}

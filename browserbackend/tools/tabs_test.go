@@ -13,7 +13,7 @@ import (
 )
 
 type tabEntry struct {
-	ID     int    `json:"id"`
+	ID     int    `json:"tabId"`
 	URL    string `json:"url"`
 	Active bool   `json:"active"`
 }

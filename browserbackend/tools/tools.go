@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/chromedp/cdproto/cdp"
 )
 
 // Default deadlines of the tool calls, used when the input's TimeoutMs is 0.
@@ -161,7 +162,11 @@ func run[R any, PR interface {
 		return zero, wrap(s.op, err)
 	}
 	defer client.Close()
-	res, err := fn(ctx, NewPage(client, t.pageOpts))
+	var session cdp.Session = client
+	if tabID != 0 {
+		session = tabSession{c: client, sessionID: strconv.Itoa(tabID)}
+	}
+	res, err := fn(ctx, NewPage(session, t.pageOpts))
 	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), TabID: tabID}
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,

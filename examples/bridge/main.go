@@ -2,9 +2,9 @@
 // the Chrome on this machine to an assistant runtime's event hub, so the
 // runtime's host-bridge backend can drive it.
 //
-//	go run ./examples/server &                       # the runtime, on 127.0.0.1:7821
+//	go run ./examples/server &                       # the runtime, on 127.0.0.1:7830
 //	chromium --remote-debugging-port=9222 &          # a Chrome with DevTools on
-//	go run ./examples/bridge -server http://127.0.0.1:7821 -token "$TOKEN"
+//	go run ./examples/bridge -server http://127.0.0.1:7830 -token "$TOKEN"
 //
 // Run with -help for every flag. The token may also come from the
 // BROWSERCHAIN_TOKEN environment variable, which keeps it out of the process
@@ -42,7 +42,7 @@ func main() {
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "http://127.0.0.1:7821", "assistant runtime base URL (serves /v1/events and the host-browser routes)")
+	server := fs.String("server", "http://127.0.0.1:7830", "assistant runtime base URL (serves /v1/events and the host-browser routes)")
 	token := fs.String("token", "", "bearer token from pairing, sent as Authorization: Bearer (default $BROWSERCHAIN_TOKEN)")
 	iface := fs.String("interface", bridge.DefaultInterfaceID, "interface id sent as X-Vellum-Interface-Id (macos or windows grant host_browser)")
 	clientID := fs.String("client-id", "", "client id sent as X-Vellum-Client-Id (default: random bridge-<hex>)")

@@ -63,7 +63,7 @@ func BenchmarkExtensionEvaluateRoundTrip(b *testing.B) {
 		}
 		break
 	}
-	direct := directEvaluate(b, s, created.ID, b.N)
+	direct := directEvaluate(b, s, int(created.ID), b.N)
 	b.ReportMetric(median(rtt), "ext-rtt-p50-ms")
 	b.ReportMetric(median(inside), "debugger-p50-ms")
 	b.ReportMetric(median(handled), "in-extension-p50-ms")

@@ -18,16 +18,19 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/hostproxy/tabs"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// tab is a tab as the Vellum.* answers name it (WIRE-3): tabId a number in
+// listTabs, a string in createTab and findTab.
 type tab struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url"`
-	Title  string `json:"title"`
-	Active bool   `json:"active"`
+	ID     tabs.ID `json:"tabId"`
+	URL    string  `json:"url"`
+	Title  string  `json:"title"`
+	Active bool    `json:"active"`
 }
 
 func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
@@ -41,10 +44,10 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 	c := s.rt.Selector.Client(s.invocation("conv-1"))
 	defer c.Close()
 
-	var created struct{ Tab tab }
+	var created tab
 	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("first"), "active": false}, &created)
 	assert.Equal(t, browserbackend.KindExtension, c.Kind(), "an auto invocation picks the extension")
-	require.NotZero(t, created.Tab.ID)
+	require.NotZero(t, created.ID)
 	require.NotEmpty(t, s.logs.matching("candidate succeeded, backend is now sticky", "candidateKind=extension"))
 
 	events, stop := c.Events("")
@@ -85,10 +88,10 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 
 	var list struct{ Tabs []tab }
 	send(t, c, "Vellum.listTabs", map[string]any{}, &list)
-	var other int
+	var other tabs.ID
 	found := false
 	for _, tb := range list.Tabs {
-		if tb.ID == created.Tab.ID {
+		if tb.ID == created.ID {
 			found = true
 			assert.Contains(t, tb.URL, "/page/second")
 		} else {
@@ -98,19 +101,18 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 	require.True(t, found, "listTabs shows the dedicated tab: %+v", list.Tabs)
 	require.NotZero(t, other, "the browser's start tab is listed too")
 
-	var fnd struct{ Tab *tab }
-	send(t, c, "Vellum.findTab", map[string]any{"url": "/page/second"}, &fnd)
-	require.NotNil(t, fnd.Tab)
-	assert.Equal(t, created.Tab.ID, fnd.Tab.ID)
+	var fnd tab
+	send(t, c, "Vellum.findTab", map[string]any{"urlPattern": "*/page/second"}, &fnd)
+	assert.Equal(t, created.ID, fnd.ID)
 
 	send(t, c, "Vellum.selectTab", map[string]any{"tabId": other}, nil)
 	send(t, c, "Runtime.evaluate", map[string]any{"expression": "location.href", "returnByValue": true}, &ev)
 	assert.Equal(t, "about:blank", ev.Result.Value, "selectTab moves later commands to that tab")
-	send(t, c, "Vellum.selectTab", map[string]any{"tabId": created.Tab.ID}, nil)
+	send(t, c, "Vellum.selectTab", map[string]any{"tabId": created.ID}, nil)
 
 	invalidated, stopInv := c.Events(browserbackend.MethodTargetDetached)
 	defer stopInv()
-	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.Tab.ID}, nil)
+	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.ID}, nil)
 	select {
 	case <-invalidated:
 	case <-timeout():
@@ -118,7 +120,7 @@ func TestExtensionPairsSubscribesAndDrivesDedicatedTab(t *testing.T) {
 	}
 	send(t, c, "Vellum.listTabs", map[string]any{}, &list)
 	for _, tb := range list.Tabs {
-		assert.NotEqual(t, created.Tab.ID, tb.ID, "closeTab closed the tab")
+		assert.NotEqual(t, created.ID, tb.ID, "closeTab closed the tab")
 	}
 
 	// A CDP error is a protocol error, not a transport error.

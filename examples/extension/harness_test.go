@@ -644,7 +644,7 @@ func openPage(t testing.TB, c *browserbackend.Client, u string) tab {
 	t.Helper()
 	events, stop := c.Events("")
 	defer stop()
-	var created struct{ Tab tab }
+	var created tab
 	send(t, c, "Vellum.createTab", map[string]any{"url": "about:blank"}, &created)
 	send(t, c, "Page.enable", nil, nil)
 	send(t, c, "Page.navigate", map[string]any{"url": u}, nil)
@@ -660,7 +660,7 @@ func openPage(t testing.TB, c *browserbackend.Client, u string) tab {
 				navigated = navigated || (p.Frame.ParentID == "" && p.Frame.URL == u)
 			case "Page.loadEventFired":
 				if navigated {
-					return created.Tab
+					return created
 				}
 			}
 		case <-timeout():

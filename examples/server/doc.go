@@ -4,23 +4,36 @@
 // (examples/extension) and desktop bridge to connect to, plus
 // POST /v1/browser/command to drive any backend by hand.
 //
-//	go run ./examples/server -listen 127.0.0.1:7821
-//	curl -s localhost:7821/v1/browser/command -H 'Content-Type: application/json' \
+//	go run ./examples/server
+//	curl -s localhost:7830/v1/browser/command -H 'Content-Type: application/json' \
 //	  -d '{"conversationId":"c1","browser_mode":"auto","method":"Runtime.evaluate","params":{"expression":"1+1"}}'
 //
 // Flags:
 //
-//	-listen           address to listen on; must be loopback (default 127.0.0.1:7821)
+//	-listen           address to listen on; must be loopback (default 127.0.0.1:7830, where
+//	                  the Vellum extension looks for a self-hosted gateway)
 //	-key-file         HS256 signing key, created 0600 when missing
 //	                  (default $XDG_CONFIG_HOME/browserchain/server.key)
-//	-allowed-origins  comma-separated chrome-extension://<id> origins that may pair
-//	                  (default: the reference extension's fixed id)
+//	-allowed-origins  comma-separated extension ids (or chrome-extension://<id> origins) that
+//	                  may pair, replacing the default list: the published Vellum ids (prod
+//	                  hphbdmpffeigpcdjkckleobjmhhokpne, dev kajfcoaefacmjgdaloeafnpcfaeahcio,
+//	                  staging idpcnibfinmkdhlpenkglianflkbhfim, local
+//	                  gfcldmjjhcginboeldmknclbjilohcbn) and the reference extension's fixed id
+//	-add-origins      extension ids or origins allowed in addition to that list (an unpacked
+//	                  build without a manifest key has a path-derived id)
+//	-policy           failover policy: default, or no-replay (a command whose client vanished
+//	                  mid-command is not re-run on another browser)
 //	-actor            actor principal id paired clients act for (default local-user)
 //	-cdp-inspect      add cdp-inspect to every auto invocation (default false)
 //	-cdp-port         DevTools port cdp-inspect probes (default 9222)
 //	-local            add the local Playwright backend as the last resort (default true)
 //	-chromium         browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)
 //	-v                debug logging (every selection record)
+//
+// The Vellum assistant's own extension pairs with no configuration: it
+// posts an empty JSON body from one of the published origins, opens the
+// events stream with its client id, and posts events and invalidations
+// with its token alone (see hostproxy's WIRE notes).
 //
 // Selection logs carry module=cdp-factory: grep them to see which backend
 // served a command (SEL-11).

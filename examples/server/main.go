@@ -38,17 +38,83 @@ func defaultKeyFile() string {
 	return filepath.Join(dir, "browserchain", "server.key")
 }
 
+// DefaultListen is where the real Vellum extension looks for a self-hosted
+// gateway (WIRE-6).
+const DefaultListen = "127.0.0.1:7830"
+
+// config is the parsed command line.
+type config struct {
+	listen, keyFile, actor, chromium string
+	origins                          []string
+	policy                           browserbackend.Policy
+	inspect, useLocal, verbose       bool
+	cdpPort                          int
+}
+
+// parseFlags parses args (without the program name).
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var c config
+	fs.StringVar(&c.listen, "listen", DefaultListen, "address to listen on (loopback only)")
+	fs.StringVar(&c.keyFile, "key-file", defaultKeyFile(), "HS256 signing key file (created with mode 0600)")
+	replace := fs.String("allowed-origins", "", "comma-separated extension ids or chrome-extension:// origins allowed to pair, replacing the default list")
+	add := fs.String("add-origins", "", "comma-separated extension ids or chrome-extension:// origins allowed to pair in addition to the list")
+	fs.StringVar(&c.actor, "actor", auth.DefaultActor, "actor principal id of paired clients")
+	policy := fs.String("policy", browserbackend.DefaultPolicy.Name, "failover policy: default, or no-replay (a command that may have reached a browser is never run on another)")
+	fs.BoolVar(&c.inspect, "cdp-inspect", false, "add cdp-inspect to every auto invocation")
+	fs.IntVar(&c.cdpPort, "cdp-port", 9222, "DevTools port for cdp-inspect")
+	fs.BoolVar(&c.useLocal, "local", true, "add the local Playwright backend as last resort")
+	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	c.origins = allowedOrigins(*replace, *add)
+	switch *policy {
+	case browserbackend.DefaultPolicy.Name:
+		c.policy = browserbackend.DefaultPolicy
+	case browserbackend.NoReplayPolicy.Name:
+		c.policy = browserbackend.NoReplayPolicy
+	default:
+		return config{}, fmt.Errorf("-policy %q: want %q or %q", *policy, browserbackend.DefaultPolicy.Name, browserbackend.NoReplayPolicy.Name)
+	}
+	return c, nil
+}
+
+// allowedOrigins is the pairing allow-list (WIRE-6): replace when given,
+// else the published Vellum extension ids and the reference extension's;
+// then add. Entries are ids or chrome-extension:// origins.
+func allowedOrigins(replace, add string) []string {
+	var base []string
+	if strings.TrimSpace(replace) != "" {
+		base = splitList(replace)
+	} else {
+		base = append(runtime.VellumExtensionOrigins(), extension.Origin)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, o := range append(base, splitList(add)...) {
+		if !strings.Contains(o, "://") {
+			o = "chrome-extension://" + o
+		}
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func run() error {
-	listen := flag.String("listen", "127.0.0.1:7821", "address to listen on (loopback only)")
-	keyFile := flag.String("key-file", defaultKeyFile(), "HS256 signing key file (created with mode 0600)")
-	origins := flag.String("allowed-origins", extension.Origin, "comma-separated chrome-extension:// origins allowed to pair")
-	actor := flag.String("actor", auth.DefaultActor, "actor principal id of paired clients")
-	inspect := flag.Bool("cdp-inspect", false, "add cdp-inspect to every auto invocation")
-	cdpPort := flag.Int("cdp-port", 9222, "DevTools port for cdp-inspect")
-	useLocal := flag.Bool("local", true, "add the local Playwright backend as last resort")
-	chromium := flag.String("chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
-	verbose := flag.Bool("v", false, "debug logging")
-	flag.Parse()
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	listen, keyFile, actor, inspect, cdpPort, useLocal, chromium, verbose :=
+		&c.listen, &c.keyFile, &c.actor, &c.inspect, &c.cdpPort, &c.useLocal, &c.chromium, &c.verbose
 
 	level := slog.LevelInfo
 	if *verbose {
@@ -82,7 +148,8 @@ func run() error {
 	}
 
 	rt, err := runtime.New(runtime.Config{
-		Key: key, AllowedOrigins: splitList(*origins), ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
+		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
+		SelectorOptions: browserbackend.Options{Policy: c.policy},
 	})
 	if err != nil {
 		return err
@@ -93,7 +160,7 @@ func run() error {
 		return err
 	}
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
-		"keyFile", *keyFile, "allowedOrigins", *origins, "actor", *actor)
+		"keyFile", *keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", *actor, "policy", c.policy.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -41,6 +41,9 @@ const (
 	maxBody = 4 << 10
 	// maxSpent bounds the memory of used refresh tokens.
 	maxSpent = 10000
+	// maxBound bounds the token → client bindings (WIRE-1); expired ones
+	// are dropped first.
+	maxBound = 20000
 )
 
 // Config configures an Authority. The zero value of every field except Key
@@ -135,6 +138,16 @@ type Authority struct {
 
 	mu    sync.Mutex
 	spent map[string]time.Time // used refresh-token ids → their expiry
+	// bound maps an access token's id to the client id it was last seen
+	// with (WIRE-1): the real extension names its client only on the events
+	// stream and the result route, not on the event routes.
+	bound map[string]binding
+}
+
+// binding is the client id a token was used with, until the token expires.
+type binding struct {
+	clientID string
+	exp      time.Time
 }
 
 // New returns an Authority, or an error when the key is missing or shorter
@@ -154,6 +167,7 @@ func New(cfg Config) (*Authority, error) {
 		now:      cfg.Now,
 		log:      cfg.Logger,
 		spent:    make(map[string]time.Time),
+		bound:    make(map[string]binding),
 	}
 	for _, o := range cfg.AllowedOrigins {
 		o = strings.TrimRight(strings.TrimSpace(o), "/")
@@ -310,4 +324,50 @@ func (a *Authority) spend(id string, exp time.Time) bool {
 	}
 	a.spent[id] = exp
 	return true
+}
+
+// clientOf returns the client id a request authenticated by c acts as
+// (WIRE-1): the id the token is bound to at pairing; else the
+// X-Vellum-Client-Id header, which (re)binds the token to it; else the id
+// the token was last used with. "" when none is known.
+func (a *Authority) clientOf(c *Claims, header string) string {
+	if c.ClientID != "" {
+		return c.ClientID
+	}
+	if c.ID == "" {
+		return header
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if header != "" {
+		if b, ok := a.bound[c.ID]; !ok || b.clientID != header {
+			a.pruneBound()
+		}
+		var exp time.Time
+		if c.ExpiresAt != nil {
+			exp = c.ExpiresAt.Time
+		}
+		a.bound[c.ID] = binding{clientID: header, exp: exp}
+		return header
+	}
+	return a.bound[c.ID].clientID
+}
+
+// pruneBound makes room for one binding; a.mu is held.
+func (a *Authority) pruneBound() {
+	if len(a.bound) < maxBound {
+		return
+	}
+	now := a.now()
+	for k, b := range a.bound {
+		if b.exp.Before(now) {
+			delete(a.bound, k)
+		}
+	}
+	for k := range a.bound { // still full of live tokens: forget one
+		if len(a.bound) < maxBound {
+			break
+		}
+		delete(a.bound, k)
+	}
 }

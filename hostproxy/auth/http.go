@@ -60,6 +60,7 @@ func (a *Authority) deny(w http.ResponseWriter, r *http.Request, status int, cod
 		slog.Int("status", status),
 		slog.String("code", code),
 		slog.String("interfaceId", r.Header.Get(wire.HeaderInterfaceID)),
+		slog.String("clientId", r.Header.Get(wire.HeaderClientID)),
 	}
 	a.log.LogAttrs(r.Context(), slog.LevelWarn, "auth: request denied", attrsOf(append(base, attrs...))...)
 	writeError(w, status, code, msg)

@@ -24,7 +24,19 @@ import (
 //     request's X-Vellum-Client-Id names another;
 //   - 403 interface_mismatch when the token was minted for one interface and
 //     X-Vellum-Interface-Id names another (an extension token cannot register
-//     as a desktop client and gain its capabilities).
+//     as a desktop client and gain its capabilities);
+//   - 403 cross_site when the request says a web page sent it
+//     (Sec-Fetch-Site cross-site or same-site), 403 origin_not_allowed when
+//     it carries an Origin that is not an allowed chrome-extension:// origin
+//     (WIRE-7). The extension's own requests carry Sec-Fetch-Site: none and
+//     its allowed origin, desktop clients neither header.
+//
+// The request context also carries the client id the request acts as
+// (eventhub.WithClientID, WIRE-1): the token's bound client, else the
+// X-Vellum-Client-Id header (which binds the token to that client for later
+// requests without the header), else the client the token was last used
+// with. The events stream is the one request on which the real extension
+// sends both, so its event and invalidation posts are identified by it.
 func (a *Authority) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
@@ -42,7 +54,12 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 		}
 		if cid := r.Header.Get(wire.HeaderClientID); c.ClientID != "" && cid != "" && cid != c.ClientID {
 			a.deny(w, r, http.StatusForbidden, "client_mismatch", "token is bound to another client",
-				slog.String("clientId", cid), slog.String("actorPrincipalId", c.Subject))
+				slog.String("actorPrincipalId", c.Subject))
+			return
+		}
+		if code, reason := a.crossSite(r); code != "" {
+			a.deny(w, r, http.StatusForbidden, code, "requests from web pages are refused",
+				slog.String("reason", reason), slog.String("actorPrincipalId", c.Subject))
 			return
 		}
 		if iface := r.Header.Get(wire.HeaderInterfaceID); c.InterfaceID != "" && iface != "" && iface != c.InterfaceID {
@@ -52,6 +69,9 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 		}
 		ctx := eventhub.WithActor(r.Context(), c.Subject)
 		ctx = contextWithClaims(ctx, c)
+		if cid := a.clientOf(c, r.Header.Get(wire.HeaderClientID)); cid != "" {
+			ctx = eventhub.WithClientID(ctx, cid)
+		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -71,4 +91,17 @@ func (a *Authority) Identify(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// crossSite returns a denial code and reason when r was sent by a web page
+// (WIRE-7), or "" when it was not.
+func (a *Authority) crossSite(r *http.Request) (code, reason string) {
+	switch site := strings.ToLower(r.Header.Get("Sec-Fetch-Site")); site {
+	case "cross-site", "same-site":
+		return "cross_site", "Sec-Fetch-Site: " + site
+	}
+	if o, ok := r.Header["Origin"]; ok && !a.origins[strings.TrimRight(strings.Join(o, ","), "/")] {
+		return "origin_not_allowed", "origin " + strings.Join(o, ",")
+	}
+	return "", ""
 }

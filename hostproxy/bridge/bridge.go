@@ -73,7 +73,7 @@ func CDPInspectDialer(cfg cdpinspect.Config, opts ...cdpinspect.Option) Dialer {
 // fields take the defaults above.
 type Options struct {
 	// ServerURL is the assistant runtime's base URL, e.g.
-	// http://127.0.0.1:7821; the bridge uses /v1/events, /v1/ping and the
+	// http://127.0.0.1:7830; the bridge uses /v1/events, /v1/ping and the
 	// host-browser routes under it.
 	ServerURL string
 	// Token, when set, is sent as "Authorization: Bearer <token>". It is
@@ -643,6 +643,10 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 		b.log.Warn("posting result failed", "requestId", id, "error", err)
 	case status == http.StatusNotFound:
 		b.log.Debug("result no longer wanted (timed out or cancelled on the server)", "requestId", id)
+	case status == http.StatusRequestEntityTooLarge && !isErr:
+		// Tell the caller at once that the answer is lost (WIRE-5).
+		b.log.Warn("result refused as too large; reporting payload_too_large", "requestId", id, "bytes", len(content))
+		b.postResult(ctx, id, errorContent(browserbackend.CodePayloadTooLarge, "the result exceeded the server's body limit"), true)
 	case status != http.StatusOK:
 		b.log.Warn("result refused", "requestId", id, "status", status)
 	}

@@ -420,3 +420,28 @@ func TestBridge_ShutdownDoesNotWaitForEventPostsToAStalledServer(t *testing.T) {
 		t.Fatal("Run did not return while an event post was stalled")
 	}
 }
+
+// TestBridge_ResultRefusedAsTooLargeIsReportedAsPayloadTooLarge: when the
+// server refuses a result with 413, the bridge posts payload_too_large in
+// its place, so the caller fails at once instead of timing out (WIRE-5).
+func TestBridge_ResultRefusedAsTooLargeIsReportedAsPayloadTooLarge(t *testing.T) {
+	const limit = 2048
+	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: map[string]string{"tok": "alice"},
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == wire.PathHostBrowserResult && r.ContentLength > limit {
+					w.WriteHeader(http.StatusRequestEntityTooLarge) // a proxy in front with a smaller cap
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}})
+	ts := &testServer{Server: srv, hub: srv.Hub, proxy: srv.Proxy}
+	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dialer(newFakeBrowser())})
+	be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"},
+		hostproxy.BackendOptions{Timeout: time.Hour})
+	defer be.Close()
+	big, _ := json.Marshal(map[string]string{"data": strings.Repeat("x", 4*limit)})
+	_, err := be.Send(context.Background(), browserbackend.Command{Method: "Echo.echo", Params: big})
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+}

@@ -17,6 +17,7 @@ package tabs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub/wire"
@@ -28,12 +29,16 @@ type Sender interface {
 	Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error)
 }
 
-// Tab is one tab as the extension reports it.
+// Tab is one tab as the extension reports it in Vellum.listTabs (WIRE-3):
+// {"tabId":<number>,"windowId","url","title","active","pinned"}.
+// Vellum.findTab fills ID, URL and Title; Vellum.createTab ID only.
 type Tab struct {
-	ID     int    `json:"id"`
-	URL    string `json:"url,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Active bool   `json:"active,omitempty"`
+	ID       ID     `json:"tabId"`
+	WindowID int    `json:"windowId,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Active   bool   `json:"active,omitempty"`
+	Pinned   bool   `json:"pinned,omitempty"`
 }
 
 // do sends method with params and decodes a non-empty result into out (when
@@ -51,15 +56,18 @@ func do(ctx context.Context, s Sender, method string, params, out any) error {
 		return nil
 	}
 	if err := json.Unmarshal(res, out); err != nil {
-		return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
-			Method: method, Backend: browserbackend.KindExtension, Dispatched: true,
-			Message: "unexpected result shape", Err: err}
+		return invalid(method, "unexpected result shape", err)
 	}
 	return nil
 }
 
+func invalid(method, msg string, err error) error {
+	return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
+		Method: method, Backend: browserbackend.KindExtension, Dispatched: true, Message: msg, Err: err}
+}
+
 type tabID struct {
-	TabID int `json:"tabId"`
+	TabID ID `json:"tabId"`
 }
 
 // List sends Vellum.listTabs {} and decodes {"tabs":[Tab…]}.
@@ -72,51 +80,65 @@ func List(ctx context.Context, s Sender) ([]Tab, error) {
 }
 
 // Select sends Vellum.selectTab {"tabId"}.
-func Select(ctx context.Context, s Sender, id int) error {
+func Select(ctx context.Context, s Sender, id ID) error {
 	return do(ctx, s, wire.MethodSelectTab, tabID{id}, nil)
 }
 
-// Close sends Vellum.closeTab {"tabId"}.
-func Close(ctx context.Context, s Sender, id int) error {
+// Close sends Vellum.closeTab {"tabId"}; the answer
+// {"closed":true,"tabId","clientId"} carries nothing more.
+func Close(ctx context.Context, s Sender, id ID) error {
 	return do(ctx, s, wire.MethodCloseTab, tabID{id}, nil)
 }
 
-// Create sends Vellum.createTab {"url","active"} and decodes {"tab":Tab}.
+// Create sends Vellum.createTab {"url","active"} and decodes
+// {"tabId":"<string>","clientId"} (WIRE-3). The real extension opens an
+// active about:blank whatever it is given: navigate the tab afterwards. An
+// answer without a tab id is a protocol error, code invalid_response.
 func Create(ctx context.Context, s Sender, url string, active bool) (Tab, error) {
 	var out struct {
-		Tab Tab `json:"tab"`
+		TabID ID `json:"tabId"`
 	}
 	err := do(ctx, s, wire.MethodCreateTab, struct {
 		URL    string `json:"url"`
 		Active bool   `json:"active"`
 	}{url, active}, &out)
-	return out.Tab, err
+	if err != nil {
+		return Tab{}, err
+	}
+	if out.TabID == 0 {
+		return Tab{}, invalid(wire.MethodCreateTab, "answer has no tabId", nil)
+	}
+	return Tab{ID: out.TabID, URL: "about:blank", Active: true}, nil
 }
 
-// Find sends Vellum.findTab {"url"?,"title"?} (substring matches; an empty
-// argument is left out) and decodes {"tab":Tab|null}; found is false when no
-// tab matched.
-func Find(ctx context.Context, s Sender, url, title string) (tab Tab, found bool, err error) {
-	var out struct {
-		Tab *Tab `json:"tab"`
+// Find sends Vellum.findTab {"urlPattern"} and decodes
+// {"tabId":"<string>","url","title"} (WIRE-3); found is false when the answer
+// names no tab or the client answers target_not_found.
+func Find(ctx context.Context, s Sender, urlPattern string) (tab Tab, found bool, err error) {
+	var out Tab
+	err = do(ctx, s, wire.MethodFindTab, struct {
+		URLPattern string `json:"urlPattern"`
+	}{urlPattern}, &out)
+	if errors.Is(err, errTargetNotFound) {
+		return Tab{}, false, nil
 	}
-	params := struct {
-		URL   string `json:"url,omitempty"`
-		Title string `json:"title,omitempty"`
-	}{url, title}
-	if err := do(ctx, s, wire.MethodFindTab, params, &out); err != nil || out.Tab == nil {
+	if err != nil || out.ID == 0 {
 		return Tab{}, false, err
 	}
-	return *out.Tab, true, nil
+	return out, true, nil
 }
 
-// Attach sends Vellum.attach {"tabId"}: later sessionless commands of the
+var errTargetNotFound = &browserbackend.Error{Code: browserbackend.CodeTargetNotFound}
+
+// Attach sends Vellum.attach {"tabId"} (answer
+// {"attached":true,"target":{"tabId"}}): later sessionless commands of the
 // sender's client go to that tab.
-func Attach(ctx context.Context, s Sender, id int) error {
+func Attach(ctx context.Context, s Sender, id ID) error {
 	return do(ctx, s, wire.MethodAttach, tabID{id}, nil)
 }
 
-// Detach sends Vellum.detach {"tabId"}.
-func Detach(ctx context.Context, s Sender, id int) error {
+// Detach sends Vellum.detach {"tabId"} (answer
+// {"detached":true,"target":{"tabId"}}).
+func Detach(ctx context.Context, s Sender, id ID) error {
 	return do(ctx, s, wire.MethodDetach, tabID{id}, nil)
 }

@@ -25,29 +25,31 @@ func (s *sender) Send(_ context.Context, cmd browserbackend.Command) (json.RawMe
 
 func TestTabOperations_SendTheirMethodAndParamsAndDecodeTheResult(t *testing.T) {
 	ctx := context.Background()
-	s := &sender{result: `{"tabs":[{"id":7,"url":"https://a.test/","active":true}]}`}
+	s := &sender{result: `{"tabs":[{"tabId":7,"windowId":1,"url":"https://a.test/","title":"A","active":true,"pinned":false}]}`}
 	list, err := tabs.List(ctx, s)
 	require.NoError(t, err)
-	assert.Equal(t, []tabs.Tab{{ID: 7, URL: "https://a.test/", Active: true}}, list)
+	assert.Equal(t, []tabs.Tab{{ID: 7, WindowID: 1, URL: "https://a.test/", Title: "A", Active: true}}, list)
 	assert.Equal(t, "Vellum.listTabs", s.got.Method)
 	assert.JSONEq(t, `{}`, string(s.got.Params))
 
-	s.result = `{"tab":{"id":9,"url":"about:blank"}}`
+	// WIRE-3: createTab and findTab name the tab with a string.
+	s.result = `{"tabId":"9","clientId":"ext-1"}`
 	tab, err := tabs.Create(ctx, s, "about:blank", true)
 	require.NoError(t, err)
-	assert.Equal(t, tabs.Tab{ID: 9, URL: "about:blank"}, tab)
+	assert.Equal(t, tabs.Tab{ID: 9, URL: "about:blank", Active: true}, tab)
 	assert.Equal(t, "Vellum.createTab", s.got.Method)
 	assert.JSONEq(t, `{"url":"about:blank","active":true}`, string(s.got.Params))
 
-	s.result = `{"tab":null}`
-	_, found, err := tabs.Find(ctx, s, "", "Inbox")
+	s.result = `{"tabId":"9","url":"https://mail.test/inbox","title":"Inbox"}`
+	found, ok, err := tabs.Find(ctx, s, "https://mail.test/*")
 	require.NoError(t, err)
-	assert.False(t, found)
+	assert.True(t, ok)
+	assert.Equal(t, tabs.Tab{ID: 9, URL: "https://mail.test/inbox", Title: "Inbox"}, found)
 	assert.Equal(t, "Vellum.findTab", s.got.Method)
-	assert.JSONEq(t, `{"title":"Inbox"}`, string(s.got.Params))
+	assert.JSONEq(t, `{"urlPattern":"https://mail.test/*"}`, string(s.got.Params))
 
 	s.result = `{}`
-	for method, op := range map[string]func(context.Context, tabs.Sender, int) error{
+	for method, op := range map[string]func(context.Context, tabs.Sender, tabs.ID) error{
 		"Vellum.selectTab": tabs.Select, "Vellum.closeTab": tabs.Close,
 		"Vellum.attach": tabs.Attach, "Vellum.detach": tabs.Detach,
 	} {

@@ -1,11 +1,18 @@
 // Runs host_browser_request commands in this Chrome through chrome.debugger
 // and implements the Vellum.* tab operations (PXY-6, PXY-9).
 //
-// Targets: a command with cdpSessionId goes to that flat child session (one
-// the server opened with Target.attachToTarget/setAutoAttach flatten:true);
-// any other raw CDP command goes to the conversation's pinned tab, and a
-// conversation without one gets a dedicated background tab (the user's own
-// tabs are never driven unless the server selects or attaches one).
+// Targets: a command's cdpSessionId of decimal digits names a tab, the id of
+// a flat child session the server opened (Target.attachToTarget or
+// setAutoAttach with flatten:true) that session, anything else a CDP target
+// id (WIRE-3, as the Vellum extension reads it); any other raw CDP command
+// goes to the conversation's pinned tab, and a conversation without one
+// gets a dedicated background tab (the user's own tabs are never driven
+// unless the server selects or attaches one).
+//
+// The Vellum.* answers have the shapes of the Vellum extension (WIRE-3):
+// tab ids are numbers in listTabs and strings in createTab and findTab.
+
+import { identity } from './state.js';
 
 /** Error thrown for failures reported with a structured code. */
 export class CommandError extends Error {
@@ -59,9 +66,17 @@ async function unpinTab(tabId) {
 
 function tabInfo(t) {
   return {
-    id: t.id, url: t.url || t.pendingUrl || '', title: t.title || '', active: !!t.active,
-    windowId: t.windowId, targetId: tabTargets.get(t.id),
+    tabId: t.id, windowId: t.windowId, url: t.url || t.pendingUrl || '', title: t.title || '',
+    active: !!t.active, pinned: !!t.pinned,
   };
+}
+
+/** Whether a tab's URL matches a findTab urlPattern: a match pattern with * wildcards, else a substring. */
+function urlMatches(url, pattern) {
+  if (!pattern) return true;
+  if (!pattern.includes('*')) return url.includes(pattern);
+  const re = new RegExp('^' + pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+  return re.test(url);
 }
 
 /** Attaches the debugger to tabId once; concurrent callers share the attach. */
@@ -165,14 +180,14 @@ const vellum = {
   async 'Vellum.createTab'(params, conv) {
     const tab = await chrome.tabs.create({ url: params.url || 'about:blank', active: !!params.active });
     await pin(conv, tab.id);
-    return { tab: tabInfo(tab) };
+    return { tabId: String(tab.id), clientId: (await identity()).clientId };
   },
   async 'Vellum.findTab'(params) {
-    const url = params.url || '';
-    const title = params.title || '';
+    const pattern = params.urlPattern || '';
     const tabs = await chrome.tabs.query({});
-    const t = tabs.find((x) => (x.url || x.pendingUrl || '').includes(url) && (x.title || '').includes(title));
-    return { tab: t ? tabInfo(t) : null };
+    const t = tabs.find((x) => urlMatches(x.url || x.pendingUrl || '', pattern));
+    if (!t) throw new CommandError('target_not_found', `no tab matches ${pattern}`);
+    return { tabId: String(t.id), url: t.url || t.pendingUrl || '', title: t.title || '' };
   },
   async 'Vellum.selectTab'(params, conv) {
     const tab = await existingTab(needTab(params));
@@ -184,14 +199,14 @@ const vellum = {
     await existingTab(tabId);
     await chrome.tabs.remove(tabId);
     await unpinTab(tabId);
-    return {};
+    return { closed: true, tabId: params.tabId ?? tabId, clientId: (await identity()).clientId };
   },
   async 'Vellum.attach'(params, conv) {
     const tabId = needTab(params, (await pins())[conv]);
     await existingTab(tabId);
     await ensureAttached(tabId);
     await pin(conv, tabId);
-    return {};
+    return { attached: true, target: { tabId } };
   },
   async 'Vellum.detach'(params, conv) {
     const tabId = needTab(params, (await pins())[conv]);
@@ -201,9 +216,17 @@ const vellum = {
     } catch (e) {
       if (!/not attached/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
     }
-    return {};
+    return { detached: true, target: { tabId } };
   },
 };
+
+/** The tab a CDP target id belongs to, or null. */
+async function tabOfTarget(targetId) {
+  for (const [tabId, t] of tabTargets) if (t === targetId) return tabId;
+  const targets = await chrome.debugger.getTargets();
+  const t = targets.find((x) => x.id === targetId);
+  return t && t.tabId != null ? t.tabId : null;
+}
 
 /**
  * Executes one host_browser_request message. Resolves to the CDP result
@@ -220,10 +243,15 @@ export async function execute(msg, timing) {
     return op(params, msg.conversationId || '');
   }
   let target;
-  if (msg.cdpSessionId) {
-    const tabId = childSessions.get(msg.cdpSessionId);
-    if (tabId == null) throw new CommandError('cdp_session_not_found', `unknown cdpSessionId ${msg.cdpSessionId}`);
-    target = { tabId, sessionId: msg.cdpSessionId };
+  const sid = msg.cdpSessionId;
+  if (sid && /^[0-9]+$/.test(sid)) {
+    target = { tabId: Number(sid) };
+  } else if (sid && childSessions.has(sid)) {
+    target = { tabId: childSessions.get(sid), sessionId: sid };
+  } else if (sid) {
+    const tabId = await tabOfTarget(sid);
+    if (tabId == null) throw new CommandError('cdp_session_not_found', `no tab or session for cdpSessionId ${sid}`);
+    target = { tabId };
   } else {
     target = { tabId: await tabFor(msg.conversationId || '') };
   }

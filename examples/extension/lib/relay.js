@@ -38,7 +38,7 @@ class RetryableError extends Error {
 export const stats = {
   requests: 0, results: 0, resultFailures: 0, suppressed: 0, expired: 0, duplicates: 0,
   events: 0, eventsDropped: 0, invalidations: 0, pings: 0, connects: 0, pairings: 0, refreshes: 0,
-  subscribes: 0,
+  subscribes: 0, resultsTooLarge: 0,
   // Results by transport, and the result socket's openings and failures.
   resultsOverSocket: 0, resultsOverFetch: 0, socketReady: 0, socketFailures: 0, socketFallbacks: 0,
 };
@@ -341,7 +341,7 @@ async function handleRequest(msg, env) {
   // the frame's arrival to this post. Both are informative only.
   const handledMs = round(performance.now() - received);
   const wall = (t) => round(performance.timeOrigin + t);
-  await sendResult({ requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
+  await deliverResult({ requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
     receivedAt: wall(received), postedAt: wall(performance.now()) })
     .then(() => { stats.results++; }, () => { stats.resultFailures++; });
 }
@@ -407,7 +407,7 @@ function openResultSocket(c) {
     if (!u) return;
     me.unacked.delete(m.requestId);
     if (m.type === 'accepted') { stats.resultsOverSocket++; u.resolve(); }
-    else u.reject(new Error(`result refused (${m.status}): ${m.error}`)); // a POST would be refused alike
+    else u.reject(Object.assign(new Error(`result refused (${m.status}): ${m.error}`), { status: m.status })); // a POST would be refused alike
   };
   ws.onclose = () => {
     if (sock === me) sock = null;
@@ -457,6 +457,20 @@ function postResult(body) {
   return post('/v1/host-browser-result', body, 3).then(() => { stats.resultsOverFetch++; });
 }
 
+/**
+ * Sends a result; when the server refuses it as too large (413), reports
+ * that instead as a payload_too_large error, so the caller fails at once
+ * rather than waiting out its timeout (WIRE-5).
+ */
+function deliverResult(body) {
+  return sendResult(body).catch((e) => {
+    if (!e || e.status !== 413) throw e;
+    stats.resultsTooLarge++;
+    const content = JSON.stringify({ code: 'payload_too_large', message: 'the result exceeded the server\'s body limit' });
+    return postResult({ requestId: body.requestId, content, isError: true });
+  });
+}
+
 // ---- posting back ----
 
 /** POSTs body to path on the connected server, retrying network errors and 5xx. */
@@ -483,7 +497,7 @@ async function post(path, body, tries = 1) {
       continue;
     }
     if (resp.ok) return;
-    lastErr = new Error(`${path}: ${resp.status}`);
+    lastErr = Object.assign(new Error(`${path}: ${resp.status}`), { status: resp.status });
     if (resp.status < 500) break; // the server refused it; retrying will not help
   }
   throw lastErr;

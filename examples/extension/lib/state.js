@@ -5,7 +5,7 @@
 // restarts, cleared with the browser): health, Last-Event-ID, tab pins.
 
 export const DEFAULT_SETTINGS = Object.freeze({
-  serverUrl: 'http://127.0.0.1:7821',
+  serverUrl: 'http://127.0.0.1:7830',
   autoConnect: false,
 });
 
@@ -23,7 +23,7 @@ let bundled; // config.json, read once per worker life
 /**
  * Reads config.json from the extension directory when it exists. It holds
  * defaults for unattended set-ups and tests, e.g.
- * {"serverUrl":"http://127.0.0.1:7821","autoConnect":true}. Values the user
+ * {"serverUrl":"http://127.0.0.1:7830","autoConnect":true}. Values the user
  * saves from the popup win over it.
  */
 export async function bundledConfig() {

@@ -22,6 +22,23 @@ import (
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
 
+// The published ids of the Vellum assistant's Chrome extension (WIRE-6):
+// its Chrome Web Store build and its dev, staging and local builds (each
+// build's manifest key fixes its id).
+const (
+	VellumIDProd    = "hphbdmpffeigpcdjkckleobjmhhokpne"
+	VellumIDDev     = "kajfcoaefacmjgdaloeafnpcfaeahcio"
+	VellumIDStaging = "idpcnibfinmkdhlpenkglianflkbhfim"
+	VellumIDLocal   = "gfcldmjjhcginboeldmknclbjilohcbn"
+)
+
+// VellumExtensionOrigins returns the chrome-extension:// origins of the
+// published Vellum extension ids, a fresh slice on each call.
+func VellumExtensionOrigins() []string {
+	return []string{"chrome-extension://" + VellumIDProd, "chrome-extension://" + VellumIDDev,
+		"chrome-extension://" + VellumIDStaging, "chrome-extension://" + VellumIDLocal}
+}
+
 // CommandPath is the mount point of the command endpoint.
 const CommandPath = "/v1/browser/command"
 
@@ -60,6 +77,13 @@ type Config struct {
 	// (hostproxy.Options.OnResult): tests and measurements count results by
 	// transport with it.
 	OnResult func(hostproxy.ResultReceipt)
+	// MaxBodyBytes caps result and event bodies
+	// (hostproxy.Options.MaxBodyBytes); 0 means 64 MiB.
+	MaxBodyBytes int64
+	// EventRate and EventBurst are each client's event-post budget
+	// (hostproxy.Options.EventRate); 0 means the proxy's defaults.
+	EventRate  float64
+	EventBurst int
 	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
 	// the server HTTPServer returns; 0 means DefaultReadHeaderTimeout,
 	// DefaultReadTimeout, DefaultIdleTimeout.
@@ -107,7 +131,8 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
-		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
+		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult, MaxBodyBytes: cfg.MaxBodyBytes,
+		EventRate: cfg.EventRate, EventBurst: cfg.EventBurst, Now: cfg.Now})
 	// The proxy publishes each host_browser_request with its deadline as
 	// its replay bound and retracts it when its caller stops waiting: a
 	// reconnect never replays one whose caller already failed (HUB-3, HUB-5).
@@ -119,8 +144,14 @@ func New(cfg Config) (*Runtime, error) {
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
-		Limiter: ratelimit.New(ratelimit.Config{Logger: log}),
-		log:     log,
+		// Event posts and invalidations come in bursts (one per CDP event):
+		// they have the proxy's own per-client budget, so they never use up
+		// the budget result posts need (WIRE-5).
+		Limiter: ratelimit.New(ratelimit.Config{Logger: log, Exempt: func(r *http.Request) bool {
+			return r.URL.Path == wire.PathHostBrowserEvent || r.URL.Path == wire.PathHostBrowserSessionInvalidated ||
+				ratelimit.DefaultExempt(r)
+		}}),
+		log: log,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
