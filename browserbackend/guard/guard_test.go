@@ -108,8 +108,8 @@ func TestOpenWebIsLogged(t *testing.T) {
 func TestPrivateNetworksAlwaysBlocked(t *testing.T) {
 	res := resolver(map[string]string{"intranet.test": "10.0.0.5", "v6.test": "::1", "mapped.test": "::ffff:192.168.1.1"})
 	policies := map[string]guard.Policy{
-		"open":  {Resolver: res},
-		"star":  {AllowedDomains: []string{"*"}, Resolver: res},
+		"open": {Resolver: res},
+		"star": {AllowedDomains: []string{"*"}, Resolver: res},
 	}
 	hosts := []string{
 		"127.0.0.1", "0x7f.1", "2130706433", "017700000001", "0177.0.0.1", "127.1", "0x7f000001",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 )
 
 // Default deadlines of the tool calls, used when the input's TimeoutMs is 0.
@@ -46,6 +47,11 @@ type Options struct {
 	// page: wire it to local.Browser.CloseConversation. k is the kind the
 	// conversation memo remembered ("" when none).
 	CloseConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	// Guard, optional, puts every tool call under a browser policy (GRD-1 …
+	// GRD-5): see guarded.go and package guard. A ctx made with
+	// guard.NewContext overrides it for one invocation. nil: no guard, every
+	// tool behaves as without this field.
+	Guard *guard.Guard
 }
 
 // Tools runs the browser tools of TOOL-1 for a host application: each method
@@ -69,6 +75,7 @@ type Tools struct {
 	log      *slog.Logger
 	pins     *tabPins
 	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	guard    *guard.Guard
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -87,6 +94,7 @@ func New(opts Options) *Tools {
 		log:      log.With("module", "browser-tools"),
 		pins:     newTabPins(),
 		closeFn:  opts.CloseConversation,
+		guard:    opts.Guard,
 	}
 }
 
@@ -126,6 +134,9 @@ type spec struct {
 	def       time.Duration
 	check     func() error
 	tab       tabRequest
+	// navURL is the URL navigate loads, checked by the guard before any
+	// backend is contacted.
+	navURL string
 }
 
 type callResult interface{ setCall(Call) }
@@ -153,6 +164,12 @@ func run[R any, PR interface {
 	}
 	defer cancel()
 	inv.Mode = mode
+	g := t.guardFor(ctx)
+	if g != nil && s.navURL != "" {
+		if err := g.CheckURL(ctx, s.navURL); err != nil {
+			return zero, guardErr(s.op, err)
+		}
+	}
 
 	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
 	if err != nil {
@@ -161,7 +178,12 @@ func run[R any, PR interface {
 		return zero, wrap(s.op, err)
 	}
 	defer client.Close()
-	res, err := fn(ctx, NewPage(client, t.pageOpts))
+	var res R
+	if g != nil {
+		res, err = guarded(ctx, g, s.op, NewPage(client, t.pageOpts), fn)
+	} else {
+		res, err = fn(ctx, NewPage(client, t.pageOpts))
+	}
 	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), TabID: tabID}
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
@@ -187,8 +209,8 @@ func run[R any, PR interface {
 // pins that instead; UseActiveTab pins the user's active tab.
 func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in NavigateInput) (NavigateResult, error) {
 	return run(t, ctx, inv, spec{op: "navigate", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultNavigateTimeout,
-		check: func() error { return checkURL("navigate", in.URL) },
-		tab:   tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
+		check: func() error { return checkURL("navigate", in.URL) }, navURL: in.URL,
+		tab: tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
 		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
 }
 
