@@ -186,3 +186,5 @@ func TestContextOverride(t *testing.T) {
 	assert.True(t, ok)
 	assert.Nil(t, got)
 }
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
