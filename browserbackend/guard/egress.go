@@ -272,4 +272,3 @@ func (p *EgressProxy) forward(w http.ResponseWriter, r *http.Request, tr *http.T
 	w.WriteHeader(res.StatusCode)
 	_, _ = io.Copy(w, res.Body)
 }
-
