@@ -41,8 +41,13 @@ type watch struct {
 
 	mu         sync.Mutex
 	violations []error
-	navigating bool // a document request or a renderer navigation was seen
 	self       target.ID
+
+	// navCh is closed at the first document request or renderer-initiated
+	// navigation; settled receives a signal when a frame stops loading.
+	navCh   chan struct{}
+	navOnce sync.Once
+	settled chan struct{}
 
 	wg    sync.WaitGroup
 	stops []func()
@@ -51,24 +56,31 @@ type watch struct {
 // startWatch enables the interception. It fails when Fetch.enable fails: a
 // guard that cannot intercept must not let the call run.
 func startWatch(ctx context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
-	w := &watch{g: g, s: s, op: op}
+	w := &watch{g: g, s: s, op: op, navCh: make(chan struct{}), settled: make(chan struct{}, 1)}
 	if _, err := cdp.Call(ctx, s, page.Enable, page.EnableParams{}); err != nil {
 		return nil, wrap(op, err)
 	}
 	paused := w.subscribe(fetch.RequestPaused.Method)
 	opens := w.subscribe(page.WindowOpen.Method)
 	navs := w.subscribe(page.FrameRequestedNavigation.Method)
+	stopped := w.subscribe(page.FrameStoppedLoading.Method)
+	loaded := w.subscribe(page.LoadEventFired.Method)
+	within := w.subscribe(page.NavigatedWithinDocument.Method)
 	if _, err := cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
 		{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
 	}}); err != nil {
 		w.stop(ctx)
 		return nil, wrap(op, err)
 	}
-	w.loop(navs, func(raw []byte) {
-		w.mu.Lock()
-		w.navigating = true
-		w.mu.Unlock()
-	})
+	w.loop(navs, func([]byte) { w.navigated() })
+	for _, ch := range []<-chan []byte{stopped, loaded, within} {
+		w.loop(ch, func([]byte) {
+			select {
+			case w.settled <- struct{}{}:
+			default:
+			}
+		})
+	}
 	w.loop(paused, func(raw []byte) { w.onPaused(ctx, raw) })
 	w.loop(opens, func(raw []byte) { w.onWindowOpen(ctx, raw) })
 	// Popups: best effort, since not every backend lets a page session
@@ -140,9 +152,7 @@ func (w *watch) onPaused(ctx context.Context, raw []byte) {
 	if decodeValue(raw, &ev) != nil || ev.Request == nil {
 		return
 	}
-	w.mu.Lock()
-	w.navigating = true
-	w.mu.Unlock()
+	w.navigated()
 	u := ev.Request.URL + ev.Request.URLFragment
 	// A paused request must be answered even once the call's ctx is done,
 	// else the page waits for it.
@@ -196,27 +206,80 @@ func (w *watch) onTarget(ctx context.Context, info *target.Info) {
 	}
 }
 
+func (w *watch) navigated() { w.navOnce.Do(func() { close(w.navCh) }) }
+
 // settle waits, after an input action, for a navigation the action started
-// to be decided: two turns of the page's task loop let a link activation, a
-// form submission or a location assignment reach the browser; if one did,
-// it waits for the main frame to stop loading (or ctx).
+// to be decided (GRD-2): a link activation, a form submission or a location
+// assignment reaches the browser within two turns of the page's task loop.
+// If one did, it waits for a frame to stop loading (or ctx).
 func (w *watch) settle(ctx context.Context, p *Page) {
-	stops, stop := p.s.Subscribe(page.FrameStoppedLoading.Method)
-	defer stop()
-	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
-	defer stopLoads()
-	err := p.evaluate(ctx, w.op, `new Promise(r => setTimeout(() => setTimeout(r, 0), 0))`, true, nil)
-	w.mu.Lock()
-	nav := w.navigating
-	w.mu.Unlock()
-	if !nav && err == nil {
+	if !turns(ctx, p, w.op, w.navCh) {
 		return
 	}
 	select {
 	case <-ctx.Done():
+	case <-w.settled:
+	}
+}
+
+// turns lets the page run two turns of its task loop and reports whether a
+// navigation was requested meanwhile (nav closed). A page that navigates
+// may never answer (its document is unloaded or frozen), so the first of
+// the two decides.
+func turns(ctx context.Context, p *Page, op string, nav <-chan struct{}) bool {
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.evaluate(ectx, op, `new Promise(r => setTimeout(() => setTimeout(r, 0), 0))`, true, nil)
+	}()
+	select {
+	case err := <-done:
+		select {
+		case <-nav:
+			return true
+		default:
+			return err != nil && ctx.Err() == nil
+		}
+	case <-nav:
+		cancel()
+		<-done
+		return true
+	}
+}
+
+// awaitNavigation runs action and, when it made the page request a
+// navigation (Page.frameRequestedNavigation), waits until a frame stops
+// loading or ctx ends.
+func (p *Page) awaitNavigation(ctx context.Context, op string, action func() error) error {
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		return wrap(op, err)
+	}
+	navs, stopNavs := p.s.Subscribe(page.FrameRequestedNavigation.Method)
+	defer stopNavs()
+	stops, stop := p.s.Subscribe(page.FrameStoppedLoading.Method)
+	defer stop()
+	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
+	defer stopLoads()
+	if err := action(); err != nil {
+		return err
+	}
+	nav := make(chan struct{})
+	go func() {
+		if _, ok := <-navs; ok {
+			close(nav)
+		}
+	}()
+	if !turns(ctx, p, op, nav) {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return &Error{Op: op, Code: CodeTimeout, Message: "the page did not finish loading before the deadline", Err: ctx.Err()}
 	case <-stops:
 	case <-loads:
 	}
+	return nil
 }
 
 // stop ends the interception and waits for its goroutines.
@@ -272,13 +335,13 @@ func guardErr(op string, err error) error {
 
 // navigates lists the ops after which a navigation the page started is
 // awaited before the after-check (GRD-2).
-var navigates = map[string]bool{"click": true, "press_key": true, "type": true, "select_option": true}
+var navigates = map[string]bool{"login": true, "click": true, "press_key": true, "type": true, "select_option": true}
 
 // guarded runs fn under g (GRD-2): the in-browser interception for the whole
 // call, the page URL checked before (except for navigate, which leaves the
 // page) and after, a navigation started by an input action awaited, and an
 // off-list page parked on about:blank. A refusal wins over fn's own result.
-func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, act func(context.Context, *Page, *guard.Guard) error, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
 	var zero R
 	w, err := startWatch(ctx, g, p.s, op)
 	if err != nil {
@@ -287,6 +350,11 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, fn 
 	defer w.stop(ctx)
 	if op != "navigate" {
 		if err := p.checkPage(ctx, g, op); err != nil {
+			return zero, err
+		}
+	}
+	if act != nil {
+		if err := act(ctx, p, g); err != nil {
 			return zero, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 )
 
@@ -52,6 +53,14 @@ type Options struct {
 	// guard.NewContext overrides it for one invocation. nil: no guard, every
 	// tool behaves as without this field.
 	Guard *guard.Guard
+	// Catalog, optional, stores screenshots taken with as_file (GRD-7);
+	// Links, optional, mints the signed link of each. Without Catalog an
+	// as_file screenshot fails feature_not_configured.
+	Catalog catalog.Catalog
+	Links   *catalog.Links
+	// Vault, optional, supplies the login tool's credentials (GRD-5); nil
+	// makes Login fail feature_not_configured.
+	Vault Vault
 }
 
 // Tools runs the browser tools of TOOL-1 for a host application: each method
@@ -76,6 +85,9 @@ type Tools struct {
 	pins     *tabPins
 	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
 	guard    *guard.Guard
+	vault    Vault
+	catalog  catalog.Catalog
+	links    *catalog.Links
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -95,6 +107,9 @@ func New(opts Options) *Tools {
 		pins:     newTabPins(),
 		closeFn:  opts.CloseConversation,
 		guard:    opts.Guard,
+		vault:    opts.Vault,
+		catalog:  opts.Catalog,
+		links:    opts.Links,
 	}
 }
 
@@ -137,6 +152,12 @@ type spec struct {
 	// navURL is the URL navigate loads, checked by the guard before any
 	// backend is contacted.
 	navURL string
+	// typed is text the call types, checked by the credential guard
+	// before any backend is contacted (GRD-5).
+	typed *string
+	// act is the write/credential check of an input action, run under a
+	// guard once the page passed its check (GRD-4, GRD-5).
+	act func(ctx context.Context, p *Page, g *guard.Guard) error
 }
 
 type callResult interface{ setCall(Call) }
@@ -170,6 +191,11 @@ func run[R any, PR interface {
 			return zero, guardErr(s.op, err)
 		}
 	}
+	if g != nil && s.typed != nil {
+		if err := checkTypedText(s.op, *s.typed); err != nil {
+			return zero, err
+		}
+	}
 
 	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
 	if err != nil {
@@ -180,7 +206,7 @@ func run[R any, PR interface {
 	defer client.Close()
 	var res R
 	if g != nil {
-		res, err = guarded(ctx, g, s.op, NewPage(client, t.pageOpts), fn)
+		res, err = guarded(ctx, g, s.op, NewPage(client, t.pageOpts), s.act, fn)
 	} else {
 		res, err = fn(ctx, NewPage(client, t.pageOpts))
 	}
@@ -224,14 +250,26 @@ func (t *Tools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
 func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
 	return run(t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: in.check},
-		func(ctx context.Context, p *Page) (ScreenshotResult, error) { return p.Screenshot(ctx, in) })
+		check: func() error {
+			if in.AsFile && t.catalog == nil {
+				return guardErr("screenshot", &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "as_file",
+					Message: "no file catalogue is configured"})
+			}
+			return in.check()
+		}},
+		func(ctx context.Context, p *Page) (ScreenshotResult, error) {
+			res, err := p.Screenshot(ctx, in)
+			if err != nil || !in.AsFile {
+				return res, err
+			}
+			return t.catalogue(ctx, res)
+		})
 }
 
 // Click is the browser_click tool; see Page.Click.
 func (t *Tools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("click", in.Target) }},
+		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
 }
 
@@ -245,14 +283,16 @@ func (t *Tools) Hover(ctx context.Context, inv browserbackend.Invocation, in Ele
 // Type is the browser_type tool; see Page.Type.
 func (t *Tools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("type", in.Target) }},
+		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text,
+		act: actionCheck("type", in.Target, in.Submit, true)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
 }
 
 // PressKey is the browser_press_key tool; see Page.PressKey.
 func (t *Tools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { _, _, err := parseKey("press_key", in.Key); return err }},
+		check: func() error { _, _, err := parseKey("press_key", in.Key); return err },
+		act:   actionCheck("press_key", in.Target, isEnter(in.Key), false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.PressKey(ctx, in) })
 }
 
@@ -270,7 +310,7 @@ func (t *Tools) SelectOption(ctx context.Context, inv browserbackend.Invocation,
 				return invalidInput("select_option", "values is required")
 			}
 			return checkTarget("select_option", in.Target)
-		}},
+		}, act: actionCheck("select_option", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (SelectOptionResult, error) { return p.SelectOption(ctx, in) })
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
@@ -47,6 +48,8 @@ func run() error {
 	cdpPort := flag.Int("cdp-port", 9222, "DevTools port for cdp-inspect")
 	useLocal := flag.Bool("local", true, "add the local Playwright backend as last resort")
 	chromium := flag.String("chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
+	allowedDomains := flag.String("allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\" for the open web); empty: no policy")
+	allowWrites := flag.Bool("allow-writes", false, "with -allowed-domains: allow write-looking clicks, key presses and types")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
 
@@ -74,15 +77,30 @@ func run() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var g *guard.Guard
+	var localArgs []string
+	if *allowedDomains != "" {
+		g, err = guard.New(guard.Policy{AllowedDomains: splitList(*allowedDomains), AllowWrites: *allowWrites, Logger: log})
+		if err != nil {
+			return fmt.Errorf("-allowed-domains: %w", err)
+		}
+		egress, err := guard.NewEgressProxy(g, guard.EgressOptions{})
+		if err != nil {
+			return err
+		}
+		defer egress.Close()
+		localArgs = egress.ChromiumArgs() // the local Chromium reaches no private address
+	}
 	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
 	var lb *local.Browser
 	if *useLocal {
-		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log})
+		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
 	rt, err := runtime.New(runtime.Config{
 		Key: key, AllowedOrigins: splitList(*origins), ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
+		Guard: g,
 	})
 	if err != nil {
 		return err
