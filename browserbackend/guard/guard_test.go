@@ -188,3 +188,15 @@ func TestContextOverride(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// BenchmarkCheckURL is the pure cost of one URL check under a list (the
+// resolver answers from memory).
+func BenchmarkCheckURL(b *testing.B) {
+	g := guard.MustNew(guard.Policy{AllowedDomains: []string{"app.example.com", "*.example.org"}, Resolver: resolver(nil), Logger: quiet()})
+	ctx := context.Background()
+	for b.Loop() {
+		if err := g.CheckURL(ctx, "https://a.example.org/path?q=1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
