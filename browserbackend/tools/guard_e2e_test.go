@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -328,4 +327,3 @@ func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	require.ErrorIs(t, err, guard.ErrFeatureNotConfigured)
 }
 
-var _ = io.Discard
