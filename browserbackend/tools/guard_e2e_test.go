@@ -326,4 +326,3 @@ func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
 	require.ErrorIs(t, err, guard.ErrFeatureNotConfigured)
 }
-
