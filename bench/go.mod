@@ -1,6 +1,6 @@
 module github.com/browserchain/browserchain/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/browserchain/browserchain v0.0.0
@@ -21,7 +21,7 @@ require (
 	github.com/mxschmitt/playwright-go v0.6401.0 // indirect
 	github.com/tmaxmax/go-sse v0.12.0 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
-	golang.org/x/sys v0.30.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )
 
 replace github.com/browserchain/browserchain => ../
