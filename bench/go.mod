@@ -21,7 +21,7 @@ require (
 	github.com/mxschmitt/playwright-go v0.6401.0 // indirect
 	github.com/tmaxmax/go-sse v0.12.0 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
 

@@ -2,9 +2,11 @@ package tools_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
@@ -64,6 +66,42 @@ func BenchmarkToolCall(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkGuardCost measures what a policy adds to one tool call (GRD-2's
+// Fetch interception, the before/after URL checks): the same extract with
+// and without a guard, on cdp-inspect and local.
+func BenchmarkGuardCost(b *testing.B) {
+	s := startSite(b)
+	u, _ := url.Parse(s.main.URL)
+	g := guard.MustNew(guard.Policy{AllowedDomains: []string{u.Host}, DevLoopback: []string{u.Host}, Logger: quietLogger()})
+	for _, be := range []struct {
+		name  string
+		setup func(b *testing.B) *tools.Tools
+	}{
+		{"cdp-inspect", func(b *testing.B) *tools.Tools { tl, _ := cdpInspectTools(b); return tl }},
+		{"local", func(b *testing.B) *tools.Tools { tl, _ := localTools(b); return tl }},
+	} {
+		b.Run(be.name, func(b *testing.B) {
+			tl := be.setup(b)
+			inv := browserbackend.Invocation{ConversationID: "bench-guard"}
+			if _, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{URL: s.url("/form")}); err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				ctx  context.Context
+			}{{"no-policy", context.Background()}, {"policy", guard.NewContext(context.Background(), g)}} {
+				b.Run(c.name, func(b *testing.B) {
+					for b.Loop() {
+						if _, err := tl.Extract(c.ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		})
 	}
 }

@@ -40,6 +40,10 @@ type ScreenshotInput struct {
 	Height int `json:"height,omitempty"`
 	// FullPage captures the whole scrollable page (ignored with Width/Height).
 	FullPage bool `json:"full_page,omitempty"`
+	// AsFile also stores the image in the file catalogue (GRD-7) and adds
+	// File to the result; without Options.Catalog the call fails
+	// feature_not_configured before any backend is contacted.
+	AsFile bool `json:"as_file,omitempty"`
 }
 
 func (in ScreenshotInput) check() error {
@@ -67,6 +71,8 @@ type ScreenshotResult struct {
 	URL       string `json:"url"`
 	// Clipped is true when FullPage was cut at MaxFullPageHeight.
 	Clipped bool `json:"clipped,omitempty"`
+	// File is the catalogue entry of an AsFile screenshot.
+	File *FileRef `json:"file,omitempty"`
 	Call
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/catalog"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -47,6 +49,19 @@ type Options struct {
 	// page: wire it to local.Browser.CloseConversation. k is the kind the
 	// conversation memo remembered ("" when none).
 	CloseConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	// Guard, optional, puts every tool call under a browser policy (GRD-1 …
+	// GRD-5): see guarded.go and package guard. A ctx made with
+	// guard.NewContext overrides it for one invocation. nil: no guard, every
+	// tool behaves as without this field.
+	Guard *guard.Guard
+	// Catalog, optional, stores screenshots taken with as_file (GRD-7);
+	// Links, optional, mints the signed link of each. Without Catalog an
+	// as_file screenshot fails feature_not_configured.
+	Catalog catalog.Catalog
+	Links   *catalog.Links
+	// Vault, optional, supplies the login tool's credentials (GRD-5); nil
+	// makes Login fail feature_not_configured.
+	Vault Vault
 }
 
 // Tools runs the browser tools of TOOL-1 for a host application: each method
@@ -70,6 +85,10 @@ type Tools struct {
 	log      *slog.Logger
 	pins     *tabPins
 	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	guard    *guard.Guard
+	vault    Vault
+	catalog  catalog.Catalog
+	links    *catalog.Links
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -88,6 +107,10 @@ func New(opts Options) *Tools {
 		log:      log.With("module", "browser-tools"),
 		pins:     newTabPins(),
 		closeFn:  opts.CloseConversation,
+		guard:    opts.Guard,
+		vault:    opts.Vault,
+		catalog:  opts.Catalog,
+		links:    opts.Links,
 	}
 }
 
@@ -127,6 +150,15 @@ type spec struct {
 	def       time.Duration
 	check     func() error
 	tab       tabRequest
+	// navURL is the URL navigate loads, checked by the guard before any
+	// backend is contacted.
+	navURL string
+	// typed is text the call types, checked by the credential guard
+	// before any backend is contacted (GRD-5).
+	typed *string
+	// act is the write/credential check of an input action, run under a
+	// guard once the page passed its check (GRD-4, GRD-5).
+	act func(ctx context.Context, p *Page, g *guard.Guard) error
 }
 
 type callResult interface{ setCall(Call) }
@@ -154,6 +186,17 @@ func run[R any, PR interface {
 	}
 	defer cancel()
 	inv.Mode = mode
+	g := t.guardFor(ctx)
+	if g != nil && s.navURL != "" {
+		if err := g.CheckURL(ctx, s.navURL); err != nil {
+			return zero, guardErr(s.op, err)
+		}
+	}
+	if g != nil && s.typed != nil {
+		if err := checkTypedText(s.op, *s.typed); err != nil {
+			return zero, err
+		}
+	}
 
 	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
 	if err != nil {
@@ -166,7 +209,12 @@ func run[R any, PR interface {
 	if tabID != 0 {
 		session = tabSession{c: client, sessionID: strconv.Itoa(tabID)}
 	}
-	res, err := fn(ctx, NewPage(session, t.pageOpts))
+	var res R
+	if g != nil {
+		res, err = guarded(ctx, g, s.op, NewPage(session, t.pageOpts), s.act, fn)
+	} else {
+		res, err = fn(ctx, NewPage(session, t.pageOpts))
+	}
 	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), TabID: tabID}
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
@@ -192,8 +240,8 @@ func run[R any, PR interface {
 // pins that instead; UseActiveTab pins the user's active tab.
 func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in NavigateInput) (NavigateResult, error) {
 	return run(t, ctx, inv, spec{op: "navigate", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultNavigateTimeout,
-		check: func() error { return checkURL("navigate", in.URL) },
-		tab:   tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
+		check: func() error { return checkURL("navigate", in.URL) }, navURL: in.URL,
+		tab: tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
 		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
 }
 
@@ -207,14 +255,26 @@ func (t *Tools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
 func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
 	return run(t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: in.check},
-		func(ctx context.Context, p *Page) (ScreenshotResult, error) { return p.Screenshot(ctx, in) })
+		check: func() error {
+			if in.AsFile && t.catalog == nil {
+				return guardErr("screenshot", &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "as_file",
+					Message: "no file catalogue is configured"})
+			}
+			return in.check()
+		}},
+		func(ctx context.Context, p *Page) (ScreenshotResult, error) {
+			res, err := p.Screenshot(ctx, in)
+			if err != nil || !in.AsFile {
+				return res, err
+			}
+			return t.catalogue(ctx, res)
+		})
 }
 
 // Click is the browser_click tool; see Page.Click.
 func (t *Tools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("click", in.Target) }},
+		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
 }
 
@@ -228,14 +288,16 @@ func (t *Tools) Hover(ctx context.Context, inv browserbackend.Invocation, in Ele
 // Type is the browser_type tool; see Page.Type.
 func (t *Tools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("type", in.Target) }},
+		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text,
+		act: actionCheck("type", in.Target, in.Submit, true)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
 }
 
 // PressKey is the browser_press_key tool; see Page.PressKey.
 func (t *Tools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
 	return run(t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { _, _, err := parseKey("press_key", in.Key); return err }},
+		check: func() error { _, _, err := parseKey("press_key", in.Key); return err },
+		act:   actionCheck("press_key", in.Target, isEnter(in.Key), false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.PressKey(ctx, in) })
 }
 
@@ -253,7 +315,7 @@ func (t *Tools) SelectOption(ctx context.Context, inv browserbackend.Invocation,
 				return invalidInput("select_option", "values is required")
 			}
 			return checkTarget("select_option", in.Target)
-		}},
+		}, act: actionCheck("select_option", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (SelectOptionResult, error) { return p.SelectOption(ctx, in) })
 }
 

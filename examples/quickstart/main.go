@@ -42,6 +42,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -86,10 +87,19 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		iface    = fs.String("interface", wire.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
 		verbose  = fs.Bool("v", false, "log every selection record (default: warnings only)")
 		deadline = fs.Duration("timeout", 2*time.Minute, "overall deadline")
+		allowed  = fs.String("allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\": the open web, still no private addresses)")
+		writes   = fs.Bool("allow-writes", false, "with -allowed-domains: allow write-looking actions")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	var pol *guard.Policy
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "allowed-domains" {
+			// Set but empty is an explicit empty list: refused by guard.New.
+			pol = &guard.Policy{AllowedDomains: append([]string{}, splitList(*allowed)...), AllowWrites: *writes}
+		}
+	})
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -99,7 +109,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *deadline)
 	defer cancel()
-	res, err := run(ctx, logger, *url, *mode, *iface, *out)
+	res, err := run(ctx, logger, *url, *mode, *iface, *out, pol)
 	if err != nil {
 		if res == nil {
 			res = &Result{}
@@ -129,7 +139,10 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string) (*Result, error) {
+// run opens url (or the fixture) and screenshots it. pol, when set, puts the
+// run under a browser policy (GRD-1, GRD-3): the URL is checked before any
+// browser starts and the local Chromium goes through the egress proxy.
+func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string, pol *guard.Policy) (*Result, error) {
 	start := time.Now()
 	if url == "" {
 		srv, err := serveFixture()
@@ -138,6 +151,26 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 		}
 		defer srv.Close()
 		url = "http://" + srv.Addr + "/"
+		if pol != nil {
+			pol.DevLoopback = append(pol.DevLoopback, srv.Addr) // the fixture lives on loopback
+		}
+	}
+	var localArgs []string
+	if pol != nil {
+		pol.Logger = logger
+		g, err := guard.New(*pol)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.CheckURL(ctx, url); err != nil {
+			return nil, err
+		}
+		egress, err := guard.NewEgressProxy(g, guard.EgressOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer egress.Close()
+		localArgs = egress.ChromiumArgs()
 	}
 
 	// The reference chain (SEL-3): extension / host-bridge over a hub (empty
@@ -146,7 +179,7 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 	defer hub.Close()
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: logger})
 	defer proxy.Close()
-	browser := local.New(local.Options{Logger: logger})
+	browser := local.New(local.Options{Logger: logger, Args: localArgs})
 	defer browser.Close()
 	sel := browserbackend.NewSelector(browserbackend.Options{
 		Providers: []browserbackend.Provider{
@@ -288,3 +321,13 @@ const fixtureHTML = `<!doctype html>
 <li><span class="k">local</span> — a Chromium launched through Playwright</li></ol>
 </main></body></html>
 `
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -32,7 +32,7 @@ func TestQuickstartFallsThroughToLocal(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "shot.png")
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	res, err := run(ctx, logger, "", "auto", "cli", out)
+	res, err := run(ctx, logger, "", "auto", "cli", out, nil)
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindLocal, res.Backend)
 	require.NotEmpty(t, res.Attempts)
@@ -55,7 +55,7 @@ func TestQuickstartFallsThroughToLocal(t *testing.T) {
 }
 
 func TestQuickstartRejectsInvalidMode(t *testing.T) {
-	_, err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "", "host-bridge", "cli", filepath.Join(t.TempDir(), "x.png"))
+	_, err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "", "host-bridge", "cli", filepath.Join(t.TempDir(), "x.png"), nil)
 	assert.ErrorIs(t, err, browserbackend.ErrPolicy)
 }
 
@@ -79,4 +79,16 @@ func TestQuickstartInvalidModeIsAUsageError(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, 2, cli([]string{"--mode", "bogus"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "invalid browser_mode")
+}
+
+func TestPolicyFlagsRefuseBeforeAnyBrowserStarts(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, cli([]string{"--allowed-domains", "app.example.com", "--url", "http://169.254.169.254/latest/"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "forbidden")
+	stderr.Reset()
+	assert.Equal(t, 2, cli([]string{"--allowed-domains", "app.example.com", "--url", "https://elsewhere.example/"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "allowed_domains")
+	stderr.Reset()
+	assert.Equal(t, 2, cli([]string{"--allowed-domains="}, &stdout, &stderr), "an explicit empty list is invalid")
+	assert.Contains(t, stderr.String(), "validation_failed")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
@@ -45,6 +46,8 @@ const DefaultListen = "127.0.0.1:7830"
 // config is the parsed command line.
 type config struct {
 	listen, keyFile, actor, chromium string
+	allowedDomains                   string
+	allowWrites                      bool
 	origins                          []string
 	policy                           browserbackend.Policy
 	inspect, useLocal, verbose       bool
@@ -65,6 +68,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.cdpPort, "cdp-port", 9222, "DevTools port for cdp-inspect")
 	fs.BoolVar(&c.useLocal, "local", true, "add the local Playwright backend as last resort")
 	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
+	fs.StringVar(&c.allowedDomains, "allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\" for the open web); empty: no policy")
+	fs.BoolVar(&c.allowWrites, "allow-writes", false, "with -allowed-domains: allow write-looking clicks, key presses and types")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -115,6 +120,7 @@ func run() error {
 	}
 	listen, keyFile, actor, inspect, cdpPort, useLocal, chromium, verbose :=
 		&c.listen, &c.keyFile, &c.actor, &c.inspect, &c.cdpPort, &c.useLocal, &c.chromium, &c.verbose
+	allowedDomains, allowWrites := &c.allowedDomains, &c.allowWrites
 
 	level := slog.LevelInfo
 	if *verbose {
@@ -140,16 +146,31 @@ func run() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var g *guard.Guard
+	var localArgs []string
+	if *allowedDomains != "" {
+		g, err = guard.New(guard.Policy{AllowedDomains: splitList(*allowedDomains), AllowWrites: *allowWrites, Logger: log})
+		if err != nil {
+			return fmt.Errorf("-allowed-domains: %w", err)
+		}
+		egress, err := guard.NewEgressProxy(g, guard.EgressOptions{})
+		if err != nil {
+			return err
+		}
+		defer egress.Close()
+		localArgs = egress.ChromiumArgs() // the local Chromium reaches no private address
+	}
 	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
 	var lb *local.Browser
 	if *useLocal {
-		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log})
+		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
 	rt, err := runtime.New(runtime.Config{
 		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
 		SelectorOptions: browserbackend.Options{Policy: c.policy},
+		Guard:           g,
 	})
 	if err != nil {
 		return err

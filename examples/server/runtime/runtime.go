@@ -17,6 +17,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub/wire"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
@@ -69,6 +70,12 @@ type Config struct {
 	SelectorOptions browserbackend.Options
 	// TokenTTL is the access-token lifetime; 0 means auth.DefaultTokenTTL.
 	TokenTTL time.Duration
+	// Guard, optional, checks the url of every Page.navigate and
+	// Target.createTarget sent through the command endpoint (GRD-1, GRD-3);
+	// a refusal is a policy error with code forbidden. Other raw commands
+	// are not policed: the tools (browserbackend/tools) apply the full
+	// policy.
+	Guard *guard.Guard
 	// Now is the auth clock (tests); nil means time.Now.
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
@@ -113,6 +120,7 @@ type Runtime struct {
 	Handler  http.Handler
 
 	log      *slog.Logger
+	guard    *guard.Guard
 	timeouts [3]time.Duration // read header, read, idle
 }
 
@@ -151,7 +159,8 @@ func New(cfg Config) (*Runtime, error) {
 			return r.URL.Path == wire.PathHostBrowserEvent || r.URL.Path == wire.PathHostBrowserSessionInvalidated ||
 				ratelimit.DefaultExempt(r)
 		}}),
-		log: log,
+		log:   log,
+		guard: cfg.Guard,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
@@ -255,6 +264,9 @@ func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := rt.checkURL(ctx, req); err != nil {
+		return CommandResponse{Attempts: []browserbackend.Attempt{}}, err
+	}
 	client := rt.Selector.Client(browserbackend.Invocation{
 		ConversationID: req.ConversationID, InterfaceID: iface, ActorPrincipalID: rt.Auth.ActorPrincipalID(),
 		Mode: mode, TargetClientID: req.TargetClientID,
@@ -266,6 +278,19 @@ func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse
 		out.Attempts = []browserbackend.Attempt{}
 	}
 	return out, err
+}
+
+// checkURL applies Config.Guard to the url param of the commands that load
+// a page.
+func (rt *Runtime) checkURL(ctx context.Context, req CommandRequest) error {
+	if rt.guard == nil || (req.Method != "Page.navigate" && req.Method != "Target.createTarget") {
+		return nil
+	}
+	var p struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	return rt.guard.CheckURL(ctx, p.URL)
 }
 
 func (rt *Runtime) serveCommand(w http.ResponseWriter, r *http.Request) {
@@ -314,6 +339,8 @@ func (rt *Runtime) serveCommand(w http.ResponseWriter, r *http.Request) {
 		// No backend served the command: the report lists every attempt.
 		resp.Report = se.Report()
 		status = http.StatusServiceUnavailable
+	case e.Code == guard.CodeForbidden:
+		status = http.StatusForbidden
 	case e.Class == browserbackend.ClassProtocol:
 		status = http.StatusUnprocessableEntity
 	case e.Class == browserbackend.ClassPolicy:

@@ -1,0 +1,328 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/examples/extension"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/local"
+)
+
+// guardSites are two loopback servers standing for allowed.test and
+// blocked.test: the browser maps both names to 127.0.0.1
+// (--host-resolver-rules) and the guard's resolver does the same.
+type guardSites struct {
+	allowed, blocked string // base URLs by name
+	blockedHits      atomic.Int64
+	policy           guard.Policy
+	// loginPassword is the password the login form last posted.
+	loginPassword atomic.Value
+}
+
+// testPassword is the vault's password; no log line, result, error or
+// snapshot may contain it.
+const testPassword = "Tr0ub4dor&3-never-logged"
+
+func startGuardSites(t *testing.T) *guardSites {
+	gs := &guardSites{}
+	blocked := http.NewServeMux()
+	blocked.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		gs.blockedHits.Add(1)
+		page(w, "Blocked", "<p>you should not be here</p>")
+	})
+	bs := chromiumtest.LoopbackServer(t, blocked)
+	gs.blocked = "http://blocked.test:" + port(t, bs.URL)
+
+	allowed := http.NewServeMux()
+	allowed.HandleFunc("/r", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, gs.blocked+"/landing", http.StatusFound)
+	})
+	allowed.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Allowed", fmt.Sprintf(`<a id="link" href="%[1]s/link">a link</a>
+<button id="loc" onclick="location = '%[1]s/script'">by script</button>
+<button id="pop" onclick="window.open('%[1]s/popup')">a popup</button>
+<form method="post" action="%[1]s/post"><input name="q" value="x"><button id="post">Go</button></form>
+<a id="ok" href="/page?again">same site</a>`, gs.blocked))
+	})
+	allowed.HandleFunc("/writes", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Shop", `<button id="buy">Buy now</button> <button id="delete">Delete account</button>
+<button id="send" onclick="this.textContent='sent'">Send</button> <a id="confirm" href="/writes?confirmed">Confirm order</a>
+<form id="profile" method="post" action="/writes"><input id="name" name="name"><button id="save">Continue</button></form>
+<form role="search" action="/writes"><input id="q" name="q"><button id="go">Go</button></form>
+<button id="more" onclick="this.textContent='more shown'">Show more</button>
+<input id="secret" type="password"> <input id="plain" type="text">`)
+	})
+	allowed.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Sign in", `<form method="post" action="/welcome"><label for="u">User</label><input id="u" name="u">
+<label for="p">Password</label><input id="p" name="p" type="password"><button id="signin">Sign in</button></form>`)
+	})
+	allowed.HandleFunc("/welcome", func(w http.ResponseWriter, r *http.Request) {
+		gs.loginPassword.Store(r.PostFormValue("p"))
+		page(w, "Welcome", "<p>Welcome, "+html.EscapeString(r.PostFormValue("u"))+"</p>")
+	})
+	as := chromiumtest.LoopbackServer(t, allowed)
+	ap := port(t, as.URL)
+	gs.allowed = "http://allowed.test:" + ap
+	gs.policy = guard.Policy{
+		AllowedDomains: []string{"allowed.test"},
+		DevLoopback:    []string{"allowed.test:" + ap},
+		AllowWrites:    true, // the form post is a write; this test is about where pages go
+		Resolver: guard.ResolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}),
+		Logger: quietLogger(),
+	}
+	return gs
+}
+
+func port(t *testing.T, raw string) string {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u.Port()
+}
+
+const hostRules = "--host-resolver-rules=MAP allowed.test 127.0.0.1, MAP blocked.test 127.0.0.1"
+
+// pageURL reads the conversation page's URL with a guarded tool (about:blank
+// passes the guard).
+func pageURL(t *testing.T, ctx context.Context, tl *tools.Tools, inv browserbackend.Invocation) string {
+	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{MaxChars: 100})
+	require.NoError(t, err)
+	return ex.URL
+}
+
+func assertForbidden(t *testing.T, err error, wantURL string) {
+	t.Helper()
+	require.ErrorIs(t, err, tools.ErrForbidden)
+	require.ErrorIs(t, err, guard.ErrForbidden)
+	var ge *guard.Error
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, wantURL, ge.URL, "the refusal names the URL")
+	assert.Equal(t, guard.RuleAllowedDomains, ge.Rule, "and the rule")
+}
+
+// guardNavigationScenario is the GRD-2 scenario of issue 13 on one backend.
+func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools, inv browserbackend.Invocation, gs *guardSites) {
+	open := func() {
+		_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/page"})
+		require.NoError(t, err, "an allowed page loads")
+	}
+	t.Run("direct", func(t *testing.T) {
+		_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.blocked + "/direct"})
+		assertForbidden(t, err, gs.blocked+"/direct")
+	})
+	t.Run("redirect", func(t *testing.T) {
+		_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/r"})
+		assertForbidden(t, err, gs.blocked+"/landing")
+		assert.Equal(t, "about:blank", pageURL(t, ctx, tl, inv), "parked")
+	})
+	for _, c := range []struct{ name, id, path string }{
+		{"link click", "#link", "/link"}, {"location from script", "#loc", "/script"}, {"form post", "#post", "/post"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			open()
+			_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: c.id}})
+			assertForbidden(t, err, gs.blocked+c.path)
+			assert.Equal(t, "about:blank", pageURL(t, ctx, tl, inv), "parked")
+		})
+	}
+	t.Run("allowed link", func(t *testing.T) {
+		open()
+		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#ok"}})
+		require.NoError(t, err)
+		assert.Equal(t, gs.allowed+"/page?again", pageURL(t, ctx, tl, inv))
+	})
+	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request")
+	t.Run("window.open", func(t *testing.T) {
+		open()
+		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
+		assertForbidden(t, err, gs.blocked+"/popup")
+		t.Logf("blocked server requests after window.open: %d", gs.blockedHits.Load())
+	})
+}
+
+func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
+		gs := startGuardSites(t)
+		b := local.New(local.Options{Logger: quietLogger(), Args: []string{hostRules}})
+		t.Cleanup(func() { b.Close() })
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs)
+	})
+	t.Run("extension", func(t *testing.T) {
+		gs := startGuardSites(t)
+		h := startRuntime(t)
+		dst := t.TempDir()
+		require.NoError(t, extension.Install(extensionDir, dst, h.url))
+		chromiumtest.Start(t, chromiumtest.WithExtension(dst), chromiumtest.WithArgs(hostRules))
+		h.waitClient(t, wire.InterfaceChromeExtension)
+		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-ext"), gs)
+	})
+	t.Run("cdp-inspect", func(t *testing.T) {
+		gs := startGuardSites(t)
+		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
+		cfg := cdpinspect.DefaultConfig()
+		cfg.Enabled = true
+		cfg.Host = "127.0.0.1"
+		cfg.Port = b.Port
+		cfg.ProbeTimeoutMs = 5000
+		prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+		// Per invocation: the policy comes with the ctx, not the Options.
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
+		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp", InterfaceID: "cli"}, gs)
+	})
+}
+
+// TestWriteAndCredentialGuardsOnLocal: GRD-4 refuses write-looking clicks,
+// key presses and types unless allow_writes, reading stays allowed; GRD-5
+// refuses typing into a password field and credential-shaped text.
+func TestWriteAndCredentialGuardsOnLocal(t *testing.T) {
+	gs := startGuardSites(t)
+	b := local.New(local.Options{Logger: quietLogger(), Args: []string{hostRules}})
+	t.Cleanup(func() { b.Close() })
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
+	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+	readOnly := gs.policy
+	readOnly.AllowWrites = false
+	ctx := guard.NewContext(stepCtx(t), guard.MustNew(readOnly))
+	inv := browserbackend.Invocation{ConversationID: "conv-writes", InterfaceID: "cli"}
+	_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/writes"})
+	require.NoError(t, err)
+
+	click := func(ctx context.Context, sel string) error {
+		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: sel}})
+		return err
+	}
+	for _, id := range []string{"#buy", "#delete", "#send", "#confirm", "#save"} {
+		err := click(ctx, id)
+		require.ErrorIs(t, err, tools.ErrForbidden, id)
+		require.ErrorIs(t, err, &guard.Error{Code: guard.CodeForbidden, Param: "allow_writes"}, id)
+	}
+	_, err = tl.PressKey(ctx, inv, tools.PressKeyInput{Key: "Enter", Target: tools.Target{Selector: "#name"}})
+	require.ErrorIs(t, err, tools.ErrForbidden, "Enter in a non-search form submits it")
+	_, err = tl.Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada", Submit: true})
+	require.ErrorIs(t, err, tools.ErrForbidden, "type with submit")
+	_, err = tl.Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada"})
+	require.NoError(t, err, "typing without submitting is not a write")
+	require.NoError(t, click(ctx, "#more"), "a button that only shows more")
+	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+	require.NoError(t, err, "reading is always allowed")
+	assert.Contains(t, ex.Text, "more shown")
+	assert.NotContains(t, ex.Text, "sent", "the refused click did not run")
+	_, err = tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+
+	// GRD-5, whatever allow_writes says.
+	wctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
+	_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#secret"}, Text: "hunter2"})
+	require.ErrorIs(t, err, tools.ErrValidationFailed, "a password field")
+	require.ErrorIs(t, err, &guard.Error{Code: guard.CodeValidationFailed, Param: "target"})
+	for _, secret := range []string{"AKIAIOSFODNN7EXAMPLE", "sk-abcdefghijklmnopqrstuvwxyz012345",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		"-----BEGIN PRIVATE KEY-----\nMIIEvQ"} {
+		_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: secret})
+		require.ErrorIs(t, err, tools.ErrValidationFailed)
+		assert.NotContains(t, err.Error(), secret[:12], "the error does not quote the text")
+	}
+	_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: "ordinary text"})
+	require.NoError(t, err)
+
+	// allow_writes lifts GRD-4.
+	require.NoError(t, click(wctx, "#send"))
+	ex, err = tl.Extract(wctx, inv, tools.ExtractInput{})
+	require.NoError(t, err)
+	assert.Contains(t, ex.Text, "sent")
+}
+
+// TestLoginFillsFromTheVaultAndNeverShowsThePassword: the login tool fills a
+// real form through %username%/%password%; the server receives the
+// password; no captured log line, result, error or snapshot contains it.
+func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
+	gs := startGuardSites(t)
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := local.New(local.Options{Logger: log, Args: []string{hostRules}})
+	t.Cleanup(func() { b.Close() })
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: log})
+	vault := tools.VaultFunc(func(_ context.Context, _ browserbackend.Invocation, name string) (tools.Credential, error) {
+		if name != "login:allowed.test" {
+			return tools.Credential{}, fmt.Errorf("no entry %s holding %s", name, testPassword)
+		}
+		return tools.Credential{Username: "ada", Password: testPassword}, nil
+	})
+	p := gs.policy
+	p.AllowWrites = false
+	p.Logger = log
+	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log, Guard: guard.MustNew(p), Vault: vault})
+	inv := browserbackend.Invocation{ConversationID: "conv-login", InterfaceID: "cli"}
+	ctx := stepCtx(t)
+	var seen []string
+	record := func(v any, err error) {
+		raw, _ := json.Marshal(v)
+		seen = append(seen, string(raw), fmt.Sprintf("%+v", v))
+		if err != nil {
+			seen = append(seen, err.Error())
+		}
+	}
+
+	_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/login"})
+	require.NoError(t, err)
+	fields := []tools.LoginField{
+		{Target: tools.Target{Selector: "#u"}, Value: tools.PlaceholderUsername},
+		{Target: tools.Target{Selector: "#p"}, Value: tools.PlaceholderPassword},
+	}
+	_, err = tl.Login(ctx, inv, tools.LoginInput{Credential: "login:other", Fields: fields})
+	require.ErrorIs(t, err, guard.ErrProviderError)
+	record(nil, err)
+
+	filled, err := tl.Login(ctx, inv, tools.LoginInput{Credential: "login:allowed.test", Fields: fields})
+	require.NoError(t, err)
+	assert.Equal(t, 2, filled.Filled)
+	record(filled, err)
+	snap, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+	record(snap, err)
+	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+	require.NoError(t, err)
+	record(ex, err)
+
+	done, err := tl.Login(ctx, inv, tools.LoginInput{Credential: "login:allowed.test", Fields: fields, Submit: tools.Target{Selector: "#signin"}})
+	require.NoError(t, err)
+	record(done, err)
+	assert.True(t, done.Submitted)
+	assert.Equal(t, gs.allowed+"/welcome", done.URL)
+	assert.Equal(t, testPassword, gs.loginPassword.Load(), "the form was filled from the vault")
+
+	seen = append(seen, logs.String())
+	require.NotEmpty(t, logs.String(), "logs were captured")
+	for _, s := range seen {
+		assert.NotContains(t, s, testPassword)
+	}
+
+	// No vault: feature_not_configured, before any browser work.
+	bare := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log})
+	_, err = bare.Login(ctx, inv, tools.LoginInput{Credential: "x", Fields: fields})
+	require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
+	require.ErrorIs(t, err, guard.ErrFeatureNotConfigured)
+}

@@ -1,0 +1,393 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+)
+
+// guardCleanupTimeout bounds the commands that undo a guard's interception
+// (Fetch.disable) and park a page, after the call's own deadline.
+const guardCleanupTimeout = 3 * time.Second
+
+// guardFor returns the guard of a call: the one in ctx (guard.NewContext)
+// when there is one, else Options.Guard. nil means no guard.
+func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
+	if g, ok := guard.FromContext(ctx); ok {
+		return g
+	}
+	return t.guard
+}
+
+// watch is the in-browser half of GRD-2 for one tool call: while it runs,
+// every document request of the page (each redirect hop included) is paused
+// by CDP Fetch and continued only when the guard allows its URL, else failed
+// with BlockedByClient; popups the page opens are checked as they appear
+// and closed when off the list. Violations are collected for the call's
+// result. watch speaks plain CDP on the call's session, so it works on every
+// backend (through chrome.debugger on the extension).
+type watch struct {
+	g  *guard.Guard
+	s  cdp.Session
+	op string
+
+	mu         sync.Mutex
+	violations []error
+	self       target.ID
+
+	// navCh is closed at the first document request or renderer-initiated
+	// navigation; settled receives a signal when a frame stops loading.
+	navCh   chan struct{}
+	navOnce sync.Once
+	settled chan struct{}
+
+	wg    sync.WaitGroup
+	stops []func()
+}
+
+// startWatch enables the interception. It fails when Fetch.enable fails: a
+// guard that cannot intercept must not let the call run.
+func startWatch(ctx context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
+	w := &watch{g: g, s: s, op: op, navCh: make(chan struct{}), settled: make(chan struct{}, 1)}
+	if _, err := cdp.Call(ctx, s, page.Enable, page.EnableParams{}); err != nil {
+		return nil, wrap(op, err)
+	}
+	paused := w.subscribe(fetch.RequestPaused.Method)
+	opens := w.subscribe(page.WindowOpen.Method)
+	navs := w.subscribe(page.FrameRequestedNavigation.Method)
+	stopped := w.subscribe(page.FrameStoppedLoading.Method)
+	loaded := w.subscribe(page.LoadEventFired.Method)
+	within := w.subscribe(page.NavigatedWithinDocument.Method)
+	if _, err := cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
+	}}); err != nil {
+		w.stop(ctx)
+		return nil, wrap(op, err)
+	}
+	w.loop(navs, func([]byte) { w.navigated() })
+	for _, ch := range []<-chan []byte{stopped, loaded, within} {
+		w.loop(ch, func([]byte) {
+			select {
+			case w.settled <- struct{}{}:
+			default:
+			}
+		})
+	}
+	w.loop(paused, func(raw []byte) { w.onPaused(ctx, raw) })
+	w.loop(opens, func(raw []byte) { w.onWindowOpen(ctx, raw) })
+	// Popups: best effort, since not every backend lets a page session
+	// discover targets; the document interception above does not depend on it.
+	if info, err := cdp.Call(ctx, s, target.GetTargetInfo, target.GetTargetInfoParams{}); err == nil && info.TargetInfo != nil {
+		w.self = info.TargetInfo.TargetID
+		created := w.subscribe(target.TargetCreated.Method)
+		changed := w.subscribe(target.TargetInfoChanged.Method)
+		if _, err := cdp.Call(ctx, s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err == nil {
+			onTarget := func(raw []byte) {
+				var ev struct {
+					TargetInfo *target.Info `json:"targetInfo"`
+				}
+				if decodeValue(raw, &ev) == nil && ev.TargetInfo != nil {
+					w.onTarget(ctx, ev.TargetInfo)
+				}
+			}
+			w.loop(created, onTarget)
+			w.loop(changed, onTarget)
+		}
+	}
+	return w, nil
+}
+
+func (w *watch) subscribe(method string) <-chan []byte {
+	in, stop := w.s.Subscribe(method)
+	w.stops = append(w.stops, stop)
+	out := make(chan []byte, 1)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer close(out)
+		for v := range in {
+			out <- []byte(v)
+		}
+	}()
+	return out
+}
+
+// loop runs fn for every event of ch on its own goroutine, in order.
+func (w *watch) loop(ch <-chan []byte, fn func([]byte)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for raw := range ch {
+			fn(raw)
+		}
+	}()
+}
+
+func (w *watch) violate(err error) {
+	w.mu.Lock()
+	w.violations = append(w.violations, err)
+	w.mu.Unlock()
+}
+
+// firstViolation returns the first refusal recorded, or nil.
+func (w *watch) firstViolation() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.violations) == 0 {
+		return nil
+	}
+	return w.violations[0]
+}
+
+func (w *watch) onPaused(ctx context.Context, raw []byte) {
+	var ev fetch.EventRequestPaused
+	if decodeValue(raw, &ev) != nil || ev.Request == nil {
+		return
+	}
+	w.navigated()
+	u := ev.Request.URL + ev.Request.URLFragment
+	// A paused request must be answered even once the call's ctx is done,
+	// else the page waits for it.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+	defer cancel()
+	if err := w.g.CheckURL(ctx, u); err != nil {
+		w.violate(err)
+		_, _ = cdp.Call(actx, w.s, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		return
+	}
+	_, _ = cdp.Call(actx, w.s, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+}
+
+// onWindowOpen checks the URL of a window the page opens (Page.windowOpen);
+// an off-list one is a violation and its target is closed once found.
+func (w *watch) onWindowOpen(ctx context.Context, raw []byte) {
+	var ev page.EventWindowOpen
+	if decodeValue(raw, &ev) != nil || ev.URL == "" || ev.URL == "about:blank" {
+		return
+	}
+	err := w.g.CheckURL(ctx, ev.URL)
+	if err == nil {
+		return
+	}
+	w.violate(err)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+	defer cancel()
+	if w.self == "" {
+		return
+	}
+	list, lerr := cdp.Call(actx, w.s, target.GetTargets, target.GetTargetsParams{})
+	if lerr != nil {
+		return
+	}
+	for _, info := range list.TargetInfos {
+		if info.Type == "page" && info.OpenerID == w.self {
+			w.onTarget(ctx, info)
+		}
+	}
+}
+
+func (w *watch) onTarget(ctx context.Context, info *target.Info) {
+	if info.Type != "page" || info.OpenerID == "" || info.OpenerID != w.self || info.URL == "" || info.URL == "about:blank" {
+		return
+	}
+	if err := w.g.CheckURL(ctx, info.URL); err != nil {
+		w.violate(err)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+		defer cancel()
+		_, _ = cdp.Call(actx, w.s, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
+	}
+}
+
+func (w *watch) navigated() { w.navOnce.Do(func() { close(w.navCh) }) }
+
+// settle waits, after an input action, for a navigation the action started
+// to be decided (GRD-2): a link activation, a form submission or a location
+// assignment reaches the browser within two turns of the page's task loop.
+// If one did, it waits for a frame to stop loading (or ctx).
+func (w *watch) settle(ctx context.Context, p *Page) {
+	if !turns(ctx, p, w.op, w.navCh) {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-w.settled:
+	}
+}
+
+// turns lets the page run two turns of its task loop and reports whether a
+// navigation was requested meanwhile (nav closed). A page that navigates
+// may never answer (its document is unloaded or frozen), so the first of
+// the two decides.
+func turns(ctx context.Context, p *Page, op string, nav <-chan struct{}) bool {
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.evaluate(ectx, op, `new Promise(r => setTimeout(() => setTimeout(r, 0), 0))`, true, nil)
+	}()
+	select {
+	case err := <-done:
+		select {
+		case <-nav:
+			return true
+		default:
+			return err != nil && ctx.Err() == nil
+		}
+	case <-nav:
+		cancel()
+		<-done
+		return true
+	}
+}
+
+// awaitNavigation runs action and, when it made the page request a
+// navigation (Page.frameRequestedNavigation), waits until a frame stops
+// loading or ctx ends.
+func (p *Page) awaitNavigation(ctx context.Context, op string, action func() error) error {
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		return wrap(op, err)
+	}
+	navs, stopNavs := p.s.Subscribe(page.FrameRequestedNavigation.Method)
+	defer stopNavs()
+	stops, stop := p.s.Subscribe(page.FrameStoppedLoading.Method)
+	defer stop()
+	loads, stopLoads := p.s.Subscribe(page.LoadEventFired.Method)
+	defer stopLoads()
+	if err := action(); err != nil {
+		return err
+	}
+	nav := make(chan struct{})
+	go func() {
+		if _, ok := <-navs; ok {
+			close(nav)
+		}
+	}()
+	if !turns(ctx, p, op, nav) {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return &Error{Op: op, Code: CodeTimeout, Message: "the page did not finish loading before the deadline", Err: ctx.Err()}
+	case <-stops:
+	case <-loads:
+	}
+	return nil
+}
+
+// stop ends the interception and waits for its goroutines.
+func (w *watch) stop(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+	defer cancel()
+	_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
+	if w.self != "" {
+		_, _ = cdp.Call(cctx, w.s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: false})
+	}
+	for _, s := range w.stops {
+		s()
+	}
+	w.wg.Wait()
+}
+
+// currentURL reads the page's URL.
+func (p *Page) currentURL(ctx context.Context, op string) (string, error) {
+	var u string
+	err := p.evaluate(ctx, op, `location.href`, false, &u)
+	return u, err
+}
+
+// park loads about:blank (GRD-2), best effort within its own short deadline.
+func (p *Page) park(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+	defer cancel()
+	_, _ = cdp.Call(pctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"})
+}
+
+// checkPage checks the page's current URL; an off-list page is parked and
+// the refusal returned.
+func (p *Page) checkPage(ctx context.Context, g *guard.Guard, op string) error {
+	u, err := p.currentURL(ctx, op)
+	if err != nil {
+		return err
+	}
+	if err := g.CheckURL(ctx, u); err != nil {
+		p.park(ctx)
+		return guardErr(op, err)
+	}
+	return nil
+}
+
+// guardErr turns a guard refusal into the tools' *Error with the same code.
+func guardErr(op string, err error) error {
+	var ge *guard.Error
+	if !errors.As(err, &ge) {
+		return wrap(op, err)
+	}
+	return &Error{Op: op, Code: ge.Code, Message: "refused by the browser policy", Err: err}
+}
+
+// navigates lists the ops after which a navigation the page started is
+// awaited before the after-check (GRD-2).
+var navigates = map[string]bool{"login": true, "click": true, "press_key": true, "type": true, "select_option": true}
+
+// guarded runs fn under g (GRD-2): the in-browser interception for the whole
+// call, the page URL checked before (except for navigate, which leaves the
+// page) and after, a navigation started by an input action awaited, and an
+// off-list page parked on about:blank. A refusal wins over fn's own result.
+func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, act func(context.Context, *Page, *guard.Guard) error, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+	var zero R
+	w, err := startWatch(ctx, g, p.s, op)
+	if err != nil {
+		return zero, err
+	}
+	defer w.stop(ctx)
+	if op != "navigate" {
+		if err := p.checkPage(ctx, g, op); err != nil {
+			return zero, err
+		}
+	}
+	if act != nil {
+		if err := act(ctx, p, g); err != nil {
+			return zero, err
+		}
+	}
+	res, ferr := fn(ctx, p)
+	if navigates[op] && ferr == nil {
+		w.settle(ctx, p)
+	}
+	if v := w.firstViolation(); v != nil {
+		if u, err := p.currentURL(ctx, op); err != nil || g.CheckURL(ctx, u) != nil {
+			p.park(ctx)
+		}
+		return zero, guardErr(op, v)
+	}
+	if ferr != nil {
+		return zero, ferr
+	}
+	if err := p.checkPage(ctx, g, op); err != nil {
+		return zero, err
+	}
+	return res, nil
+}
+
+// The GRD-8 codes a guarded call fails with; the wrapped error is the
+// *guard.Error naming the parameter, URL and rule.
+const (
+	CodeForbidden            = guard.CodeForbidden
+	CodeValidationFailed     = guard.CodeValidationFailed
+	CodeFeatureNotConfigured = guard.CodeFeatureNotConfigured
+)
+
+// Sentinels of the guard codes, for errors.Is.
+var (
+	ErrForbidden            = &Error{Code: CodeForbidden}
+	ErrValidationFailed     = &Error{Code: CodeValidationFailed}
+	ErrFeatureNotConfigured = &Error{Code: CodeFeatureNotConfigured}
+)
