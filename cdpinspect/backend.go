@@ -31,6 +31,7 @@ type Backend struct {
 	created   bool // the target was created by Dial and is closed by Close
 
 	detached  atomic.Bool // the page session went away
+	crashed   atomic.Bool // the page's renderer crashed (Inspector.targetCrashed)
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -223,6 +224,9 @@ func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error 
 // event (never blocking) and notes when the page session went away.
 func (b *Backend) onFrame(f frame) {
 	ev := bb.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}
+	if f.Method == methodTargetCrashed && f.SessionID != "" && f.SessionID == b.SessionID() {
+		b.crashed.Store(true)
+	}
 	if f.Method == bb.MethodTargetDetached {
 		// Chrome sends Target.detachedFromTarget on the parent (browser)
 		// connection with the detached session in params; the EventSource
@@ -269,6 +273,9 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 	if sid == "" {
 		if b.detached.Load() {
 			return nil, sessionGoneErr(cmd.Method)
+		}
+		if b.crashed.Load() {
+			return nil, crashedErr(cmd.Method)
 		}
 		sid = b.SessionID()
 	}

@@ -27,19 +27,20 @@ func launchFailed(msg string, cause error) *browserbackend.Error {
 	}
 }
 
-// Error codes of the local backend, beyond those of browserbackend.
+// The local backend's fault codes (browserbackend.CodePageEvicted,
+// CodeTargetCrashed, CodeBrowserGone), under the names its doc uses.
 const (
 	// CodePageEvicted (ClassClosed): the conversation's page was closed to
-	// honour Options.MaxPages while the conversation was idle; its state
-	// (URL, DOM) is lost. Reported once, by the conversation's next command;
-	// the command after it opens a fresh page.
-	CodePageEvicted = "page_evicted"
+	// honour Options.MaxPages while the conversation was idle. Reported
+	// once, by the conversation's next command; the command after it opens
+	// a fresh page.
+	CodePageEvicted = browserbackend.CodePageEvicted
 	// CodeTargetCrashed (ClassTransport): the page's renderer crashed under
 	// the command; the conversation's next command gets a fresh page.
-	CodeTargetCrashed = "target_crashed"
+	CodeTargetCrashed = browserbackend.CodeTargetCrashed
 	// CodeBrowserGone (ClassTransport): the browser process or the
 	// Playwright driver died under the command; the next use relaunches.
-	CodeBrowserGone = "browser_gone"
+	CodeBrowserGone = browserbackend.CodeBrowserGone
 )
 
 // errPageEvicted is the error of the first command of a conversation whose
