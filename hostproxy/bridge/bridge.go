@@ -641,6 +641,12 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 		b.log.Warn("posting result failed", "requestId", id, "error", err)
 	case status == http.StatusNotFound:
 		b.log.Debug("result no longer wanted (timed out or cancelled on the server)", "requestId", id)
+	case status == http.StatusRequestEntityTooLarge && !isErr:
+		// Say so, or the server's caller waits for its deadline for an
+		// answer that never comes.
+		b.log.Warn("result larger than the server accepts; answering with an error", "requestId", id, "bytes", len(content))
+		b.postResult(ctx, id, errorContent(browserbackend.CodeTransportError,
+			fmt.Sprintf("bridge: the result (%d bytes) is larger than the server accepts", len(content))), true)
 	case status != http.StatusOK:
 		b.log.Warn("result refused", "requestId", id, "status", status)
 	}

@@ -360,9 +360,18 @@ async function handleRequest(msg, env) {
   // the frame's arrival to this post. Both are informative only.
   const handledMs = round(performance.now() - received);
   const wall = (t) => round(performance.timeOrigin + t);
-  await sendResult({ requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
-    receivedAt: wall(received), postedAt: wall(performance.now()) })
-    .then(resultDone, () => { stats.resultFailures++; });
+  const body = { requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
+    receivedAt: wall(received), postedAt: wall(performance.now()) };
+  await sendResult(body).then(resultDone, (e) => {
+    if (e && e.status === 413) {
+      // Larger than the server accepts: say so, or the caller would wait
+      // for its deadline for an answer that never comes.
+      const err = new CommandError('transport_error', `the result (${content.length} bytes) is larger than the server accepts`);
+      return sendResult({ ...body, isError: true, content: JSON.stringify(err.toContent()) })
+        .then(resultDone, () => { stats.resultFailures++; });
+    }
+    stats.resultFailures++;
+  });
 }
 
 function round(ms) { return Math.round(ms * 1000) / 1000; }
@@ -426,7 +435,7 @@ function openResultSocket(c) {
     if (!u) return;
     me.unacked.delete(m.requestId);
     if (m.type === 'accepted') { stats.resultsOverSocket++; u.resolve(); }
-    else u.reject(new Error(`result refused (${m.status}): ${m.error}`)); // a POST would be refused alike
+    else u.reject(Object.assign(new Error(`result refused (${m.status}): ${m.error}`), { status: m.status })); // a POST would be refused alike
   };
   ws.onclose = () => {
     if (sock === me) sock = null;
@@ -502,7 +511,7 @@ async function post(path, body, tries = 1) {
       continue;
     }
     if (resp.ok) return;
-    lastErr = new Error(`${path}: ${resp.status}`);
+    lastErr = Object.assign(new Error(`${path}: ${resp.status}`), { status: resp.status });
     if (resp.status < 500) break; // the server refused it; retrying will not help
   }
   throw lastErr;

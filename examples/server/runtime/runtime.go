@@ -40,6 +40,13 @@ type Config struct {
 	HubOptions []eventhub.Option
 	// RequestTimeout is the proxy's per-command default; 0 means 30 s.
 	RequestTimeout time.Duration
+	// MaxBodyBytes caps the result routes' bodies
+	// (hostproxy.Options.MaxBodyBytes); 0 means hostproxy's default.
+	MaxBodyBytes int64
+	// HostBridgeCooldown is the host-bridge provider's per-actor cooldown
+	// (hostproxy.ProviderOptions.HostBridgeCooldown): 0 means the default
+	// (30 s), negative disables it.
+	HostBridgeCooldown time.Duration
 	// Fallbacks are the providers tried after the hub's extension and
 	// host-bridge providers, in order (cdp-inspect, local).
 	Fallbacks []browserbackend.Provider
@@ -103,7 +110,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
-		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
+		MaxBodyBytes: cfg.MaxBodyBytes, NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult})
 	// hostproxy.New has installed the proxy's replay filter in the hub: a
 	// reconnect replays a host_browser_request only while its caller still
 	// waits, never one whose caller already failed on the disconnect (HUB-3,
@@ -112,7 +119,7 @@ func New(cfg Config) (*Runtime, error) {
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
 		proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
-		proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+		proxy.HostBridgeProvider(hostproxy.ProviderOptions{HostBridgeCooldown: cfg.HostBridgeCooldown}),
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
