@@ -2,11 +2,14 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
 )
 
@@ -26,6 +29,27 @@ type NavigateInput struct {
 	// instead of opening a dedicated one; Close only detaches such a tab.
 	// Ignored by the other backends.
 	UseActiveTab bool `json:"use_active_tab,omitempty"`
+	// WaitUntil is what the call waits for after the navigation commits:
+	// WaitLoad ("load", the default when empty: the load event, every
+	// subresource included), WaitDOMContentLoaded ("domcontentloaded": the
+	// document is parsed; images may still load) or WaitNone ("none":
+	// return at commit). Anything else is CodeInvalidInput.
+	WaitUntil string `json:"wait_until,omitempty"`
+}
+
+// The NavigateInput.WaitUntil values.
+const (
+	WaitLoad             = "load"
+	WaitDOMContentLoaded = "domcontentloaded"
+	WaitNone             = "none"
+)
+
+func checkWaitUntil(op, w string) error {
+	switch w {
+	case "", WaitLoad, WaitDOMContentLoaded, WaitNone:
+		return nil
+	}
+	return invalidInput(op, "wait_until must be load, domcontentloaded or none, got "+strconv.Quote(w))
 }
 
 // NavigateResult is what Navigate reports.
@@ -37,6 +61,15 @@ type NavigateResult struct {
 	Redirected bool `json:"redirected,omitempty"`
 	// SameDocument is true for a fragment navigation (no load event).
 	SameDocument bool `json:"sameDocument,omitempty"`
+	// StillLoading is true when the call returned before the page finished
+	// loading: WaitUntil was "none" or "domcontentloaded", or the deadline
+	// passed after the document had committed (a stalled image or script).
+	// URL and Title are then the committed document's, which Extract and
+	// Snapshot can already read.
+	StillLoading bool `json:"stillLoading,omitempty"`
+	// ReadyState is document.readyState when the result was read
+	// ("loading", "interactive" or "complete").
+	ReadyState string `json:"readyState,omitempty"`
 	Call
 }
 
@@ -64,14 +97,20 @@ func checkURL(op, raw string) error {
 //
 // Waiting is event-driven (CDP Page domain): it subscribes to
 // Page.loadEventFired and Page.frameStoppedLoading before Page.navigate and
-// returns at the first of them for the navigated main frame. HTTP redirects
-// are followed by the browser inside the one navigation; the result carries
-// the final URL. A navigation the browser fails (errorText) is
-// CodeNavigationFailed; a load that does not finish within ctx is
-// CodeTimeout.
+// returns at the first of them for the navigated main frame (or at
+// Page.domContentEventFired, or at commit, as in.WaitUntil says). HTTP
+// redirects are followed by the browser inside the one navigation; the
+// result carries the final URL. A navigation the browser fails (errorText)
+// is CodeNavigationFailed. A deadline that passes after the document
+// committed is not an error: the result has the document's URL and title,
+// StillLoading set and the page keeps loading; a deadline before commit is
+// CodeTimeout (the navigation is stopped).
 func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, error) {
 	const op = "navigate"
 	if err := checkURL(op, in.URL); err != nil {
+		return NavigateResult{}, err
+	}
+	if err := checkWaitUntil(op, in.WaitUntil); err != nil {
 		return NavigateResult{}, err
 	}
 	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
@@ -83,6 +122,12 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	defer stopLoads()
 	stops, stopStops := p.s.Subscribe(page.FrameStoppedLoading.Method)
 	defer stopStops()
+	var parsed <-chan jsonv2.Value // nil (never ready) unless WaitUntil asks for it
+	if in.WaitUntil == WaitDOMContentLoaded {
+		ch, stop := p.s.Subscribe(page.DomContentEventFired.Method)
+		defer stop()
+		parsed = ch
+	}
 
 	nav, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: in.URL})
 	if err != nil {
@@ -97,14 +142,25 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		return NavigateResult{}, &Error{Op: op, Code: CodeNavigationFailed, Message: nav.ErrorText + " (" + in.URL + ")"}
 	}
 	res := NavigateResult{SameDocument: nav.LoaderID == "" && !nav.IsDownload}
-	if nav.LoaderID != "" {
+	readCtx := ctx
+	if nav.LoaderID != "" && in.WaitUntil != WaitNone {
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
-				p.stopLoading(ctx)
-				return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
-					Message: "the page did not finish loading before the deadline (loading stopped): " + in.URL, Err: ctx.Err()}
+				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					p.stopLoading(ctx)
+					return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
+						Message: "the navigation was cancelled before the page finished loading (loading stopped): " + in.URL, Err: ctx.Err()}
+				}
+				// Page.navigate answered, so the document has committed:
+				// report it, still loading, rather than an empty failure.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
+				defer cancel()
+				readCtx, res.StillLoading = rctx, true
+				break wait
+			case <-parsed:
+				break wait
 			case _, ok := <-loads:
 				if !ok {
 					loads = nil
@@ -130,16 +186,24 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		}
 	}
 	var loc struct {
-		URL   string `json:"url"`
-		Title string `json:"title"`
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+		ReadyState string `json:"readyState"`
 	}
-	if err := p.evaluate(ctx, op, `({url: location.href, title: document.title})`, false, &loc); err != nil {
+	if err := p.evaluate(readCtx, op, `({url: location.href, title: document.title, readyState: document.readyState})`, false, &loc); err != nil {
 		return NavigateResult{}, err
 	}
-	res.URL, res.Title = loc.URL, loc.Title
+	res.URL, res.Title, res.ReadyState = loc.URL, loc.Title, loc.ReadyState
 	res.Redirected = !sameURL(loc.URL, in.URL)
+	if !res.SameDocument && loc.ReadyState != "complete" {
+		res.StillLoading = true
+	}
 	return res, nil
 }
+
+// stillLoadingReadTimeout bounds reading the URL and title of a document
+// that was still loading at the call's deadline.
+const stillLoadingReadTimeout = 2 * time.Second
 
 // stopLoadingTimeout bounds the Page.stopLoading sent after a navigate timed
 // out.
