@@ -352,8 +352,14 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 	case <-p.gone:
 		// Crashed or closed under the command: Playwright would leave it
 		// pending until the deadline.
+		if c.closingOrClosed() {
+			return nil, errClosedDispatched(cmd.Method)
+		}
 		return nil, p.goneErr(cmd.Method, true)
 	case <-p.st.dead:
+		if c.closingOrClosed() {
+			return nil, errClosedDispatched(cmd.Method)
+		}
 		return nil, errBrowserGone(cmd.Method, true)
 	case <-ctx.Done():
 		return nil, ctxErr(ctx, cmd.Method, true)
@@ -366,6 +372,25 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		e.Dispatched = true
 		return nil, e
 	}
+}
+
+// closingOrClosed reports whether c or its Browser is being closed: a page
+// or browser going away then is Close's doing, reported as ClassClosed.
+func (c *Client) closingOrClosed() bool {
+	select {
+	case <-c.closing:
+		return true
+	case <-c.b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func errClosedDispatched(method string) *browserbackend.Error {
+	e := errClosed(method)
+	e.Dispatched = true
+	return e
 }
 
 // Subscribe implements browserbackend.EventSource: events of method ("" for
