@@ -598,10 +598,16 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 			ok := b.pages[conversationID] == p && p.attach(c)
 			if ok {
 				p.lastUsed = b.now()
+			} else {
+				// Evicted or closed between its opening and c attaching:
+				// the conversation never saw that page, so there is
+				// nothing to tell it (a notice still pending would have
+				// been returned above, before the page was opened).
+				delete(b.evicted, conversationID)
 			}
 			b.mu.Unlock()
 			if !ok {
-				continue // evicted or closed in the meantime: get a fresh page
+				continue // get a fresh page
 			}
 			return p, nil
 		case <-ctx.Done():
