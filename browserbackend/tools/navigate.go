@@ -160,7 +160,9 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 				readCtx, res.StillLoading = rctx, true
 				break wait
 			case <-parsed:
-				break wait
+				if p.reached(ctx, WaitDOMContentLoaded) {
+					break wait
+				}
 			case _, ok := <-loads:
 				if !ok {
 					loads = nil
@@ -169,7 +171,9 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 					}
 					continue
 				}
-				break wait
+				if p.reached(ctx, WaitLoad) {
+					break wait
+				}
 			case raw, ok := <-stops:
 				if !ok {
 					stops = nil
@@ -179,7 +183,7 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 					continue
 				}
 				var ev page.EventFrameStoppedLoading
-				if decodeValue(raw, &ev) == nil && (ev.FrameID == nav.FrameID || nav.FrameID == "") {
+				if decodeValue(raw, &ev) == nil && (ev.FrameID == nav.FrameID || nav.FrameID == "") && p.reached(ctx, WaitLoad) {
 					break wait
 				}
 			}
@@ -199,6 +203,24 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		res.StillLoading = true
 	}
 	return res, nil
+}
+
+// reached reports whether the committed document has got as far as w
+// (document.readyState "complete" for WaitLoad, not "loading" for
+// WaitDOMContentLoaded). An event can be stale — the previous document's,
+// relayed late by a hub client on a loaded machine — so the document itself
+// is asked before the wait ends; an event that was not this document's
+// keeps the wait going. A failed check ends the wait (the read that follows
+// reports the error).
+func (p *Page) reached(ctx context.Context, w string) bool {
+	var state string
+	if err := p.evaluate(ctx, "navigate", `document.readyState`, false, &state); err != nil {
+		return true
+	}
+	if w == WaitDOMContentLoaded {
+		return state != "loading"
+	}
+	return state == "complete"
 }
 
 // stillLoadingReadTimeout bounds reading the URL and title of a document
