@@ -47,8 +47,8 @@ func waitBusy(t *testing.T, ctx context.Context, c browserbackend.ScopedClient) 
 
 // The local Chromium (not the driver) SIGKILLed while an awaited
 // Runtime.evaluate runs under a 60 s deadline: the command fails as a
-// transport error (browser_gone), not at its deadline as timeout, and the
-// next invocation relaunches.
+// transport error, not at its deadline as timeout, and the next invocation
+// relaunches.
 func TestKilledBrowserFailsInFlightEvaluateAsTransportAndNextRelaunches(t *testing.T) {
 	b, profile := newTestBrowser(t, Options{})
 	ctx := testCtx(t)
@@ -68,8 +68,11 @@ func TestKilledBrowserFailsInFlightEvaluateAsTransportAndNextRelaunches(t *testi
 	err := <-done
 	t.Logf("in-flight command failed %v after the kill", time.Since(t0))
 	require.Error(t, err)
+	// Transport decides failover. The code says who noticed first: the
+	// process watch (browser_gone) or Playwright closing the page
+	// (transport_error); both race on a loaded machine.
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
-	assert.ErrorIs(t, err, &browserbackend.Error{Code: CodeBrowserGone})
+	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
 	assert.NoError(t, ctx.Err(), "the command must fail before its deadline")
 
 	again := b.Client("kill")
