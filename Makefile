@@ -4,7 +4,7 @@
 GO ?= go
 TESTFLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all setup demo test bench
+.PHONY: all setup demo test bench stress
 
 all: test
 
@@ -25,3 +25,8 @@ test: setup
 # BENCHFLAGS=-quick runs a short smoke pass.
 bench: setup
 	cd bench && $(GO) mod download && $(GO) run ./cmd/benchreport -out ../BENCHMARKS.md $(BENCHFLAGS)
+
+# stress: the real-browser packages three times under -race while busy loops
+# take every core (a loaded CI machine); scripts/stress.sh always stops them.
+stress: setup
+	GO=$(GO) bash scripts/stress.sh

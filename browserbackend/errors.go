@@ -50,7 +50,8 @@ const (
 	CodeSessionNotFound = "cdp_session_not_found" // the flat session (its tab) is gone; also Chrome's -32001 reply
 	CodeLaunchFailed    = "launch_failed"
 	CodeNoClient        = "no_client"
-	CodeTargetCrashed   = "target_crashed" // the tab's renderer crashed
+	CodeTargetCrashed   = "target_crashed" // the page's renderer crashed under the command
+	CodeBrowserGone     = "browser_gone"   // the browser process, or the driver that owns it, exited
 	// Protocol class.
 	CodeCDPError          = "cdp_error"
 	CodeExtensionRequired = "extension_required"
@@ -59,7 +60,8 @@ const (
 	// Aborted class.
 	CodeCancelled = "cancelled"
 	// Closed class.
-	CodeClosed = "closed"
+	CodeClosed      = "closed"
+	CodePageEvicted = "page_evicted" // the conversation's idle page was closed to honour a page cap: navigate again
 	// Unavailable class.
 	CodeNoCandidates      = "no_candidates"
 	CodeTargetUnavailable = "target_unavailable" // the invocation's target client is not connected
@@ -325,12 +327,12 @@ const (
 // Attempt records one candidate considered for an invocation: skipped at
 // selection, failed at construction or send, or succeeded.
 type Attempt struct {
-	Kind          Kind   `json:"kind"`
-	Reason        string `json:"reason,omitempty"`
-	Stage         Stage  `json:"stage"`
-	Class         Class  `json:"class,omitempty"`
-	Code          string `json:"code,omitempty"`
-	Message       string `json:"message,omitempty"`
+	Kind    Kind   `json:"kind"`
+	Reason  string `json:"reason,omitempty"`
+	Stage   Stage  `json:"stage"`
+	Class   Class  `json:"class,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 	// Detail is the failure's Error.Detail (cdp-inspect's discovery code).
 	Detail string `json:"detail,omitempty"`
 	// Yielded marks a skip whose provider stood aside for another

@@ -37,7 +37,7 @@ func TestErrorTextSaysEachThingOnce(t *testing.T) {
 			Message: "send failed", Err: &bb.Error{Class: bb.ClassTransport, Code: bb.CodeSessionNotFound, Backend: bb.KindCDPInspect, Method: "DOM.enable", Message: "tab closed"}},
 			"browserbackend: DOM.enable transport/transport_error: send failed: cdp-inspect transport/cdp_session_not_found: tab closed"},
 		{"a timeout with diagnostics", &bb.Error{Class: bb.ClassTimeout, Code: bb.CodeTimeout, Backend: bb.KindCDPInspect, Method: "Runtime.evaluate",
-			Message: "deadline passed before an answer (outcome unknown)",
+			Message:     "deadline passed before an answer (outcome unknown)",
 			Diagnostics: &bb.Diagnostics{InFlight: 21, OldestInFlight: 10 * time.Second, SinceLastAnswer: 9500 * time.Millisecond, Uptime: time.Minute}},
 			"browserbackend: cdp-inspect Runtime.evaluate timeout: deadline passed before an answer (outcome unknown) (21 in flight, oldest 10s, last answer 9.5s ago, up 1m0s)"},
 		{"a code that names its class", &bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Message: "client is closed"},

@@ -30,7 +30,9 @@ type Backend struct {
 	sessionID string
 	created   bool // the target was created by Dial and is closed by Close
 
-	detached  atomic.Bool // the page session went away
+	detached  atomic.Bool   // the page session went away
+	crashed   atomic.Bool   // the page's renderer crashed (Inspector.targetCrashed)
+	resumed   chan struct{} // closed when the attach's runIfWaitingForDebugger ended; nil before
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -187,10 +189,19 @@ func (b *Backend) attach(ctx context.Context) error {
 	b.mu.Lock()
 	b.sessionID = att.SessionID
 	b.mu.Unlock()
-	if _, err := b.c.call(ctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID); err != nil {
-		b.closeCreated()
-		return err
-	}
+	// Resume a target that waits for the debugger, without waiting for the
+	// answer: Runtime is served by the renderer, and a tab whose renderer
+	// crashed queues it until a navigation brings a renderer back — waiting
+	// here would keep the conversation from ever sending that navigation.
+	// Commands on a session run in order, so a paused target is resumed
+	// before the caller's first command reaches it.
+	b.resumed = make(chan struct{})
+	go func() {
+		defer close(b.resumed)
+		rctx, cancel := context.WithTimeout(context.Background(), b.s.commandTimeout)
+		defer cancel()
+		_, _ = b.c.call(rctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID)
+	}()
 	return nil
 }
 
@@ -223,6 +234,9 @@ func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error 
 // event (never blocking) and notes when the page session went away.
 func (b *Backend) onFrame(f frame) {
 	ev := bb.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}
+	if f.Method == methodTargetCrashed && f.SessionID != "" && f.SessionID == b.SessionID() {
+		b.crashed.Store(true)
+	}
 	if f.Method == bb.MethodTargetDetached {
 		// Chrome sends Target.detachedFromTarget on the parent (browser)
 		// connection with the detached session in params; the EventSource
@@ -269,6 +283,9 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 	if sid == "" {
 		if b.detached.Load() {
 			return nil, sessionGoneErr(cmd.Method)
+		}
+		if b.crashed.Load() {
+			return nil, crashedErr(cmd.Method)
 		}
 		sid = b.SessionID()
 	}
@@ -374,6 +391,9 @@ func (b *Backend) Close() error {
 		}
 		cancel()
 		b.c.close(b.closedErr(""))
+		if b.resumed != nil {
+			<-b.resumed // the closed connection has failed it
+		}
 		b.bus.Close()
 	})
 	return nil

@@ -141,6 +141,11 @@ func (c *conn) readLoop() {
 					c.failSession(p.SessionID, sessionGoneErr(""))
 				}
 			}
+			if f.Method == methodTargetCrashed {
+				// The page's renderer died: Chrome answers none of the
+				// session's pending commands (SEL-10: fail them now).
+				c.failSession(f.SessionID, crashedErr(""))
+			}
 			if f.Method != "" && c.onEvent != nil {
 				c.onEvent(f)
 			}
@@ -280,6 +285,16 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 		c.forget(id)
 		return nil, ctxErr(ctx, method, true)
 	}
+}
+
+// methodTargetCrashed is the event Chrome sends on a session whose
+// target's renderer crashed.
+const methodTargetCrashed = "Inspector.targetCrashed"
+
+// crashedErr is the error of a command whose page's renderer crashed.
+func crashedErr(method string) *bb.Error {
+	return &bb.Error{Class: bb.ClassTransport, Code: bb.CodeTargetCrashed, Method: method, Backend: bb.KindCDPInspect,
+		Message: "the page's renderer crashed"}
 }
 
 // ctxErr classifies the end of a command's context: a passed deadline is

@@ -28,6 +28,15 @@ const DefaultExecutable = "/usr/bin/chromium"
 // DefaultMaxPages is the page bound of an Options whose MaxPages is zero.
 const DefaultMaxPages = 32
 
+// DefaultPageIdle is the PageIdle of an Options whose PageIdle is zero: a
+// conversation's page survives a pause of a minute between tool calls
+// however many other conversations open pages meanwhile.
+const DefaultPageIdle = time.Minute
+
+// maxEvictedMemo bounds how many evicted conversation ids a Browser
+// remembers (to report CodePageEvicted to them); the oldest are forgotten.
+const maxEvictedMemo = 4096
+
 // DefaultLaunchTimeout bounds one launch (driver start plus browser start)
 // when Options.LaunchTimeout is zero.
 const DefaultLaunchTimeout = 30 * time.Second
@@ -74,12 +83,21 @@ type Options struct {
 	// and node). Empty means playwright-go's default: $PLAYWRIGHT_DRIVER_PATH,
 	// else ~/.cache/ms-playwright-go/<version> as scripts/setup.sh lays it out.
 	DriverDirectory string
-	// MaxPages bounds the open conversation pages; opening one more closes
-	// the least recently used page no client is attached to, and a client
-	// closing while more pages are open (a burst of busy conversations)
-	// closes idle ones down to the bound. 0 means
-	// DefaultMaxPages; negative means no bound.
+	// MaxPages is a soft bound on the open conversation pages: opening one
+	// more, or a client detaching while more are open, closes least recently
+	// used pages that are evictable — no client attached and unused for at
+	// least PageIdle — down to the bound. When no page is evictable (a burst
+	// of concurrent conversations) the bound is exceeded rather than a page
+	// that a conversation is still working on closed. The next command of a
+	// conversation whose page was evicted fails once with ClassClosed /
+	// CodePageEvicted (the one after it opens a fresh page), so a closed page
+	// is never read as a blank one. 0 means DefaultMaxPages; negative means
+	// no bound.
 	MaxPages int
+	// PageIdle is how long a page must have had no client (between two tool
+	// calls of its conversation) before MaxPages may evict it. 0 means
+	// DefaultPageIdle; negative means at once.
+	PageIdle time.Duration
 	// LaunchTimeout bounds one launch; 0 means DefaultLaunchTimeout.
 	LaunchTimeout time.Duration
 	// Logger receives launch and close records; nil means slog.Default().
@@ -106,7 +124,14 @@ type Browser struct {
 	launch *launchCall // the current or last launch; nil before the first
 	st     *state      // the live browser; nil when not launched or dead
 	pages  map[string]*pageEntry
-	wg     sync.WaitGroup // launches, page openings, sends in flight
+	// evicted holds the conversations whose page MaxPages closed and which
+	// have not been told yet; evictOrder is its insertion order (bounded by
+	// maxEvictedMemo).
+	evicted    map[string]struct{}
+	evictOrder []string
+	wg         sync.WaitGroup // launches, page openings, sends in flight
+
+	now func() time.Time // the clock of page idleness; tests inject one
 
 	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
 }
@@ -126,7 +151,9 @@ type state struct {
 	removeProfile bool
 	driverPID     int
 	driverWatch   chan struct{} // closed when the driver-exit watcher ended; nil without one
-	dead          chan struct{} // closed when the context closes or the driver exits
+	browserPID    int           // the Chromium browser process; 0 when not found
+	browserWatch  chan struct{} // closed when the browser-exit watcher ended; nil without one
+	dead          chan struct{} // closed when the context closes, the driver or the browser exits, or the driver connection is lost
 	deadOnce      sync.Once
 	spare         *spareTab     // a ready blank page for the next new conversation
 	refilling     bool          // a spare is being prepared
@@ -165,15 +192,20 @@ func New(opts Options) *Browser {
 	if opts.MaxPages == 0 {
 		opts.MaxPages = DefaultMaxPages
 	}
+	if opts.PageIdle == 0 {
+		opts.PageIdle = DefaultPageIdle
+	}
 	lg := opts.Logger
 	if lg == nil {
 		lg = slog.Default()
 	}
 	return &Browser{
-		opts:  opts,
-		log:   lg.With("backend", string(browserbackend.KindLocal)),
-		done:  make(chan struct{}),
-		pages: make(map[string]*pageEntry),
+		opts:    opts,
+		log:     lg.With("backend", string(browserbackend.KindLocal)),
+		done:    make(chan struct{}),
+		pages:   make(map[string]*pageEntry),
+		evicted: make(map[string]struct{}),
+		now:     time.Now,
 	}
 }
 
@@ -331,6 +363,17 @@ func (b *Browser) doLaunch() (*state, error) {
 	}
 	st.bctx = bctx
 	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
+	// A killed browser (not the driver) is noticed by Playwright only late,
+	// and pending CDPSession calls are not failed: watch the browser process
+	// itself, so that its exit fails in-flight commands at once (Send waits
+	// on st.dead) and the next use relaunches.
+	if pid := browserProcess(st.driverPID, st.profileDir); pid > 0 {
+		st.browserPID = pid
+		st.browserWatch = make(chan struct{})
+		if !watchExit(pid, st.markDead, st.browserWatch) {
+			st.browserWatch = nil
+		}
+	}
 	if ps := bctx.Pages(); len(ps) > 0 {
 		// The context's initial blank page becomes the first spare.
 		if sess, err := bctx.NewCDPSession(ps[0]); err == nil {
@@ -377,6 +420,16 @@ func (b *Browser) teardown(st *state) error {
 	}
 	if killed := reapProfileProcesses(st.profileDir); killed > 0 {
 		b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+	}
+	if st.browserWatch != nil {
+		// The browser has exited (reaped above); its watcher ends at once.
+		timer := time.NewTimer(closeTimeout)
+		select {
+		case <-st.browserWatch:
+		case <-timer.C:
+			errs = append(errs, errors.New("local: the browser process did not exit"))
+		}
+		timer.Stop()
 	}
 	if st.removeProfile {
 		if err := os.RemoveAll(st.profileDir); err != nil {
@@ -430,6 +483,7 @@ func (b *Browser) Close() error {
 	call := b.launch
 	pages := b.pages
 	b.pages = make(map[string]*pageEntry)
+	b.evicted, b.evictOrder = make(map[string]struct{}), nil
 	b.mu.Unlock()
 
 	for _, p := range pages {
@@ -455,6 +509,7 @@ func (b *Browser) CloseConversation(conversationID string) error {
 	b.mu.Lock()
 	p := b.pages[conversationID]
 	delete(b.pages, conversationID)
+	delete(b.evicted, conversationID) // closed on purpose: nothing to report
 	b.mu.Unlock()
 	if p == nil {
 		return nil
@@ -498,6 +553,13 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 		}
 		var victim *pageEntry
 		if p == nil {
+			if _, ok := b.evicted[conversationID]; ok {
+				// Its page was evicted: say so once instead of handing out
+				// a blank page that would be read as the site's content.
+				delete(b.evicted, conversationID)
+				b.mu.Unlock()
+				return nil, errPageEvicted(b.opts.MaxPages)
+			}
 			victim = b.evictLocked()
 			p = newPageEntry(b, st, conversationID)
 			b.pages[conversationID] = p
@@ -516,7 +578,7 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 				}()
 			}
 		} else {
-			p.lastUsed = time.Now()
+			p.lastUsed = b.now()
 			b.mu.Unlock()
 		}
 		select {
@@ -535,11 +597,17 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 			b.mu.Lock()
 			ok := b.pages[conversationID] == p && p.attach(c)
 			if ok {
-				p.lastUsed = time.Now()
+				p.lastUsed = b.now()
+			} else {
+				// Evicted or closed between its opening and c attaching:
+				// the conversation never saw that page, so there is
+				// nothing to tell it (a notice still pending would have
+				// been returned above, before the page was opened).
+				delete(b.evicted, conversationID)
 			}
 			b.mu.Unlock()
 			if !ok {
-				continue // evicted or closed in the meantime: get a fresh page
+				continue // get a fresh page
 			}
 			return p, nil
 		case <-ctx.Done():
@@ -562,11 +630,17 @@ func (b *Browser) evictLocked() *pageEntry {
 }
 
 // takeIdleLocked removes from the map and returns the least recently used
-// page that no client is attached to, or nil. b.mu must be held.
+// evictable page (open, no client attached, unused for PageIdle), or nil.
+// Its conversation is remembered, to be told at its next command. b.mu must
+// be held.
 func (b *Browser) takeIdleLocked() *pageEntry {
 	var victim *pageEntry
+	now := b.now()
 	for _, p := range b.pages {
-		if !isDone(p.ready) || p.attached() > 0 {
+		if !isDone(p.ready) || p.attached() > 0 || p.isGone() {
+			continue
+		}
+		if b.opts.PageIdle > 0 && now.Sub(p.lastUsed) < b.opts.PageIdle {
 			continue
 		}
 		if victim == nil || p.lastUsed.Before(victim.lastUsed) {
@@ -575,9 +649,34 @@ func (b *Browser) takeIdleLocked() *pageEntry {
 	}
 	if victim != nil {
 		delete(b.pages, victim.conv)
+		b.rememberEvictedLocked(victim.conv)
 		b.log.Info("local: closing least recently used page", "conversationId", victim.conv, "maxPages", b.opts.MaxPages)
 	}
 	return victim
+}
+
+// rememberEvictedLocked records that conv's page was evicted, forgetting the
+// oldest record beyond maxEvictedMemo. b.mu must be held.
+func (b *Browser) rememberEvictedLocked(conv string) {
+	if _, ok := b.evicted[conv]; ok {
+		return
+	}
+	b.evicted[conv] = struct{}{}
+	b.evictOrder = append(b.evictOrder, conv)
+	for len(b.evictOrder) > maxEvictedMemo {
+		delete(b.evicted, b.evictOrder[0])
+		b.evictOrder = b.evictOrder[1:]
+	}
+	if len(b.evictOrder) > 2*len(b.evicted)+64 {
+		// Drop the ids already told, so evictOrder stays proportional.
+		kept := b.evictOrder[:0]
+		for _, id := range b.evictOrder {
+			if _, ok := b.evicted[id]; ok {
+				kept = append(kept, id)
+			}
+		}
+		b.evictOrder = kept
+	}
 }
 
 // trimPages closes least recently used idle pages while more than MaxPages

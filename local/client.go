@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
@@ -28,6 +29,7 @@ type pageEntry struct {
 
 	gone     chan struct{} // closed when the page, its session or the browser went away
 	goneOnce sync.Once
+	crashed  atomic.Bool // the page's renderer crashed (set before gone closes)
 
 	lastUsed time.Time // guarded by b.mu
 
@@ -39,7 +41,7 @@ func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
 	return &pageEntry{
 		b: b, st: st, conv: conv,
 		ready:    make(chan struct{}),
-		lastUsed: time.Now(),
+		lastUsed: b.now(),
 		gone:     make(chan struct{}),
 		sinks:    make(map[*Client]struct{}),
 	}
@@ -58,18 +60,33 @@ func (p *pageEntry) open(spare *spareTab) {
 	} else {
 		var err error
 		if page, err = p.st.bctx.NewPage(); err != nil {
-			p.err = classifyOpenError(err)
+			p.err = classifyOpenError(p.st, err)
 			return
 		}
 		if sess, err = p.st.bctx.NewCDPSession(page); err != nil {
 			_ = page.Close()
-			p.err = classifyOpenError(err)
+			p.err = classifyOpenError(p.st, err)
 			return
 		}
 	}
 	p.page, p.sess = page, sess
 	page.OnClose(func(playwright.Page) { p.b.forget(p); p.shutdown() })
 	sess.OnClose(func(playwright.CDPSession) { p.b.forget(p); p.shutdown() })
+	// A crashed renderer leaves the page open but dead, and Playwright fails
+	// none of its pending CDPSession calls: mark it crashed and gone (Send
+	// fails its in-flight commands with CodeTargetCrashed), drop it so that
+	// the conversation's next command gets a fresh page, and close it.
+	page.OnCrash(func(playwright.Page) {
+		p.crashed.Store(true)
+		p.b.forget(p)
+		p.shutdown()
+		if p.b.track() {
+			go func() {
+				defer p.b.wg.Done()
+				_ = page.Close()
+			}()
+		}
+	})
 	// The generic "event" carries every CDP event of the session as
 	// {method, params}, so one listener serves subscribers of any method,
 	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
@@ -107,6 +124,17 @@ func (p *pageEntry) isGone() bool {
 	default:
 		return false
 	}
+}
+
+// goneErr is the error of a command on p once p is gone: CodeTargetCrashed
+// after a renderer crash, else the closed-page transport error.
+func (p *pageEntry) goneErr(method string, dispatched bool) *browserbackend.Error {
+	if p.crashed.Load() {
+		return errTargetCrashed(method, dispatched)
+	}
+	e := errPageGone(method, nil)
+	e.Dispatched = dispatched
+	return e
 }
 
 // shutdown marks the page gone and ends its clients' event streams.
@@ -288,7 +316,10 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		return nil, withMethod(err, cmd.Method)
 	}
 	if p.isGone() {
-		return nil, errPageGone(cmd.Method, nil)
+		return nil, p.goneErr(cmd.Method, false)
+	}
+	if p.st.isDead() {
+		return nil, errBrowserGone(cmd.Method, false)
 	}
 
 	ch := make(chan sendResult, 1)
@@ -318,6 +349,18 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 			}
 		}
 		return raw, nil
+	case <-p.gone:
+		// Crashed or closed under the command: Playwright would leave it
+		// pending until the deadline.
+		if c.closingOrClosed() {
+			return nil, errClosedDispatched(cmd.Method)
+		}
+		return nil, p.goneErr(cmd.Method, true)
+	case <-p.st.dead:
+		if c.closingOrClosed() {
+			return nil, errClosedDispatched(cmd.Method)
+		}
+		return nil, errBrowserGone(cmd.Method, true)
 	case <-ctx.Done():
 		return nil, ctxErr(ctx, cmd.Method, true)
 	case <-c.closing:
@@ -329,6 +372,25 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		e.Dispatched = true
 		return nil, e
 	}
+}
+
+// closingOrClosed reports whether c or its Browser is being closed: a page
+// or browser going away then is Close's doing, reported as ClassClosed.
+func (c *Client) closingOrClosed() bool {
+	select {
+	case <-c.closing:
+		return true
+	case <-c.b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func errClosedDispatched(method string) *browserbackend.Error {
+	e := errClosed(method)
+	e.Dispatched = true
+	return e
 }
 
 // Subscribe implements browserbackend.EventSource: events of method ("" for

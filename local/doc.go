@@ -23,20 +23,40 @@
 // waiting. Later invocations reuse the running browser, so their first
 // command costs a CDP round trip (a few ms). Each conversation id gets its
 // own page and Playwright CDPSession, reused across invocations until
-// Browser.CloseConversation, Close, or eviction: at most Options.MaxPages
-// (default 32) pages stay open, and opening one more closes the least
-// recently used page that no client is attached to. One blank page with its
+// Browser.CloseConversation, Close, or eviction. One blank page with its
 // CDPSession is kept prepared (refilled when an invocation ends), so a new
-// conversation does not wait ≈ 200 ms for a page. If the browser dies,
-// commands on it fail with transport errors and the next use launches a new
-// one.
+// conversation does not wait ≈ 200 ms for a page.
+//
+// # Page cap: never a silently blank page
+//
+// Options.MaxPages (default 32) is a soft bound. A page is evictable only
+// when no client is attached to it and its conversation has not used it for
+// Options.PageIdle (default one minute); opening a page beyond the bound, or
+// a client detaching while more are open, closes evictable pages, least
+// recently used first. With more conversations at work than the bound (200
+// agents at once), nothing is evictable and the bound is exceeded until they
+// pause. A conversation whose page was evicted is told: its next command
+// fails once with ClassClosed and CodePageEvicted ("navigate again"), and
+// the command after it opens a fresh page — a fresh about:blank is never
+// handed out as if it were the conversation's page.
+//
+// # Faults
+//
+// The browser process is watched (a pidfd on Linux) besides the Playwright
+// driver: if either dies, commands in flight fail at once with ClassTransport
+// and CodeBrowserGone — not at their deadline — and the next use launches a
+// new browser; a lost driver connection marks the browser dead before the
+// error returns, so the call after it relaunches rather than failing the same
+// way. A crashed renderer (Page.crash, an out-of-memory kill) fails the
+// page's commands in flight with ClassTransport and CodeTargetCrashed, and
+// the conversation's next invocation gets a fresh page.
 //
 // # Errors (LOC-2)
 //
 // All errors are *browserbackend.Error. A launch failure is ClassTransport
 // with code launch_failed and a remediation hint (run scripts/setup.sh,
 // install chromium, or set BROWSERCHAIN_CHROMIUM). A closed page, context or
-// browser, or a lost driver, is ClassTransport. A CDP error reply is
+// browser, or a lost driver, is ClassTransport (see Faults for the codes). A CDP error reply is
 // ClassProtocol; because Playwright passes only the error text on, the CDP
 // code is recovered from Chromium's fixed messages in one documented function
 // (parseProtocolError), so errors.Is(err, browserbackend.ErrMethodNotFound)

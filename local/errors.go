@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/mxschmitt/playwright-go"
@@ -23,6 +24,50 @@ func launchFailed(msg string, cause error) *browserbackend.Error {
 		Backend: browserbackend.KindLocal,
 		Message: "local: " + msg + " (" + Remediation + ")",
 		Err:     cause,
+	}
+}
+
+// The local backend's fault codes (browserbackend.CodePageEvicted,
+// CodeTargetCrashed, CodeBrowserGone), under the names its doc uses.
+const (
+	// CodePageEvicted (ClassClosed): the conversation's page was closed to
+	// honour Options.MaxPages while the conversation was idle. Reported
+	// once, by the conversation's next command; the command after it opens
+	// a fresh page.
+	CodePageEvicted = browserbackend.CodePageEvicted
+	// CodeTargetCrashed (ClassTransport): the page's renderer crashed under
+	// the command; the conversation's next command gets a fresh page.
+	CodeTargetCrashed = browserbackend.CodeTargetCrashed
+	// CodeBrowserGone (ClassTransport): the browser process or the
+	// Playwright driver died under the command; the next use relaunches.
+	CodeBrowserGone = browserbackend.CodeBrowserGone
+)
+
+// errPageEvicted is the error of the first command of a conversation whose
+// page MaxPages evicted.
+func errPageEvicted(maxPages int) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassClosed, Code: CodePageEvicted, Backend: browserbackend.KindLocal,
+		Message: fmt.Sprintf("local: the conversation's page was closed while idle to keep at most %d pages open; "+
+			"its URL and content are gone, navigate again", maxPages),
+	}
+}
+
+// errTargetCrashed is the error of a command whose page's renderer crashed.
+func errTargetCrashed(method string, dispatched bool) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassTransport, Code: CodeTargetCrashed,
+		Method: method, Backend: browserbackend.KindLocal, Dispatched: dispatched,
+		Message: "local: the page's renderer crashed; the next command opens a fresh page",
+	}
+}
+
+// errBrowserGone is the error of a command whose browser or driver died.
+func errBrowserGone(method string, dispatched bool) *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassTransport, Code: CodeBrowserGone,
+		Method: method, Backend: browserbackend.KindLocal, Dispatched: dispatched,
+		Message: "local: the browser or its Playwright driver exited; the next command relaunches it",
 	}
 }
 
@@ -65,7 +110,13 @@ func withMethod(err error, method string) error {
 
 // classifyOpenError classifies a failure to open a page or its CDPSession:
 // always a transport error (no page means no answer; failing over is right).
-func classifyOpenError(err error) *browserbackend.Error {
+// A failure that is not Playwright's own error means the driver connection is
+// lost: st is marked dead at once, so the next use relaunches.
+func classifyOpenError(st *state, err error) *browserbackend.Error {
+	var pe *playwright.Error
+	if !errors.As(err, &pe) && st != nil {
+		st.markDead()
+	}
 	return &browserbackend.Error{
 		Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError,
 		Backend: browserbackend.KindLocal,
@@ -85,14 +136,36 @@ func classifySendError(method string, err error, p *pageEntry) *browserbackend.E
 	var pe *playwright.Error
 	isPW := errors.As(err, &pe)
 	switch {
-	case errors.Is(err, playwright.ErrTargetClosed), p != nil && (p.isGone() || p.st.isDead()), !isPW:
+	case !isPW:
 		// Not a *playwright.Error: the driver connection failed ("Connection
-		// closed", "could not send message: transport closed").
+		// closed", "could not send message: transport closed"). Mark the
+		// browser dead now, not when the driver's exit is noticed, so that
+		// the very next use relaunches instead of failing the same way.
+		if p != nil {
+			p.st.markDead()
+		}
+		e := errBrowserGone(method, true)
+		e.Err = err
+		return e
+	case p != nil && p.crashed.Load():
+		e := errTargetCrashed(method, true)
+		e.Err = err
+		return e
+	case p != nil && p.st.isDead():
+		e := errBrowserGone(method, true)
+		e.Err = err
+		return e
+	case errors.Is(err, playwright.ErrTargetClosed), p != nil && p.isGone():
 		return errPageGone(method, err)
 	}
 	if m, code, text, ok := parseProtocolError(pe.Message); ok {
 		if code == 0 {
-			// "Target crashed" and "Session closed": the page is unusable.
+			if strings.HasPrefix(text, "Target crashed") {
+				e := errTargetCrashed(method, true)
+				e.Err = err
+				return e
+			}
+			// "Session closed" and "Target closed": the page is unusable.
 			return errPageGone(method, err)
 		}
 		e := browserbackend.ProtocolError(code, text)

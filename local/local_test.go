@@ -96,7 +96,7 @@ func TestOnePagePerConversation(t *testing.T) {
 }
 
 func TestMaxPagesClosesLeastRecentlyUsedIdlePage(t *testing.T) {
-	b, _ := newTestBrowser(t, Options{MaxPages: 2})
+	b, _ := newTestBrowser(t, Options{MaxPages: 2, PageIdle: -1})
 	ctx := testCtx(t)
 
 	busy := b.Client("busy") // stays attached: must never be evicted

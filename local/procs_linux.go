@@ -209,3 +209,18 @@ func watchExit(pid int, onExit func(), done chan<- struct{}) bool {
 
 // processGone reports whether no process pid exists.
 func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+
+// browserProcess returns the pid of the Chromium browser process that the
+// Playwright driver driverPID launched on profile dir (its child naming
+// --user-data-dir=dir), or 0 when there is none.
+func browserProcess(driverPID int, dir string) int {
+	if driverPID <= 0 || dir == "" {
+		return 0
+	}
+	for _, p := range listProcesses() {
+		if p.ppid == driverPID && strings.Contains(p.cmdline, "--user-data-dir="+strings.TrimRight(dir, "/")) {
+			return p.pid
+		}
+	}
+	return 0
+}

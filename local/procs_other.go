@@ -24,3 +24,7 @@ func killProfileProcesses(string) int { return 0 }
 func processGone(int) bool { return false }
 
 func watchExit(int, func(), chan<- struct{}) bool { return false }
+
+// browserProcess finds nothing outside Linux: browser death is then noticed
+// through Playwright alone.
+func browserProcess(int, string) int { return 0 }

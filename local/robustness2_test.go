@@ -47,7 +47,7 @@ func TestStoppedBrowserTimesOutAndCloseLeavesNoProcess(t *testing.T) {
 
 // Many conversations over the page cap, opened and closed concurrently.
 func TestManyConversationsStayWithinThePageCap(t *testing.T) {
-	b, profile := newTestBrowser(t, Options{MaxPages: 3})
+	b, profile := newTestBrowser(t, Options{MaxPages: 3, PageIdle: -1})
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 24)

@@ -1,15 +1,18 @@
 package tools_test
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/local"
 )
 
 // Conversations run tool calls in parallel on the local backend, each on its
@@ -52,4 +55,50 @@ func TestConcurrentConversationsOnLocalKeepTheirOwnPages(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindLocal, res.Forgot)
 	assert.NotContains(t, lb.Conversations(), "conv-0")
+}
+
+// readOwnPages runs n conversations at once on tl, each navigating to its
+// own /item/N and then extracting: every one must read its own page, never
+// a blank one (issue 10: with more conversations than MaxPages, pages were
+// evicted between the two calls and Extract read about:blank).
+func readOwnPages(t *testing.T, tl *tools.Tools, s *site, n int) {
+	// A hang guard sized for opening n pages at once on a loaded 2-core
+	// machine, not a performance assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	texts := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inv := browserbackend.Invocation{ConversationID: "many-" + strconv.Itoa(i)}
+			in := tools.NavigateInput{URL: s.url("/item/" + strconv.Itoa(i)), TimeoutMs: int((5 * time.Minute).Milliseconds())}
+			if _, err := tl.Navigate(ctx, inv, in); err != nil {
+				errs[i] = err
+				return
+			}
+			ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+			errs[i], texts[i] = err, ex.Text
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i], "conversation %d", i)
+		assert.Equal(t, "/item/"+strconv.Itoa(i), texts[i], "conversation %d reads its own page", i)
+	}
+}
+
+func TestTwoHundredConcurrentConversationsOnOneLocalBrowserReadTheirOwnPages(t *testing.T) {
+	s := startSite(t)
+	tl, lb := localTools(t) // default MaxPages (32) and PageIdle
+	readOwnPages(t, tl, s, 200)
+	assert.Len(t, lb.Conversations(), 200, "no busy conversation's page was evicted")
+}
+
+func TestMaxPagesFourWithFiveConcurrentConversationsLosesNoPage(t *testing.T) {
+	s := startSite(t)
+	tl, _ := localToolsWith(t, local.Options{MaxPages: 4})
+	readOwnPages(t, tl, s, 5)
 }

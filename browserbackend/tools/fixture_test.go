@@ -49,6 +49,7 @@ func linkList(b *strings.Builder) {
 //	/submit       the form's target: 303 → /done?…
 //	/done         "Thanks, <q>!" and the same links
 //	/slow         a page whose response never ends before the test does
+//	/heldimg      a page whose one <img> (/held.png) never arrives
 //	/large        a long page (4000 paragraphs)
 //	/widgets      hover target, text field, removable node, an element added
 //	              when /gate answers, a link, a tall page with a scroll handler
@@ -101,6 +102,15 @@ func startSite(t testing.TB) *site {
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+	})
+	mux.HandleFunc("/heldimg", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Held image", `<p id="before">text before the image</p><img src="/held.png" alt="held">`)
+	})
+	mux.HandleFunc("/held.png", func(w http.ResponseWriter, r *http.Request) {
+		select { // an image the server never sends: the load event never fires
 		case <-r.Context().Done():
 		case <-s.done:
 		}

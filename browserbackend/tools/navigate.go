@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +28,27 @@ type NavigateInput struct {
 	// instead of opening a dedicated one; Close only detaches such a tab.
 	// Ignored by the other backends.
 	UseActiveTab bool `json:"use_active_tab,omitempty"`
+	// WaitUntil is what the call waits for after the navigation commits:
+	// WaitLoad ("load", the default when empty: the load event, every
+	// subresource included), WaitDOMContentLoaded ("domcontentloaded": the
+	// document is parsed; images may still load) or WaitNone ("none":
+	// return at commit). Anything else is CodeInvalidInput.
+	WaitUntil string `json:"wait_until,omitempty"`
+}
+
+// The NavigateInput.WaitUntil values.
+const (
+	WaitLoad             = "load"
+	WaitDOMContentLoaded = "domcontentloaded"
+	WaitNone             = "none"
+)
+
+func checkWaitUntil(op, w string) error {
+	switch w {
+	case "", WaitLoad, WaitDOMContentLoaded, WaitNone:
+		return nil
+	}
+	return invalidInput(op, "wait_until must be load, domcontentloaded or none, got "+strconv.Quote(w))
 }
 
 // NavigateResult is what Navigate reports.
@@ -37,6 +60,15 @@ type NavigateResult struct {
 	Redirected bool `json:"redirected,omitempty"`
 	// SameDocument is true for a fragment navigation (no load event).
 	SameDocument bool `json:"sameDocument,omitempty"`
+	// StillLoading is true when the call returned before the page finished
+	// loading: WaitUntil was "none" or "domcontentloaded", or the deadline
+	// passed after the document had committed (a stalled image or script).
+	// URL and Title are then the committed document's, which Extract and
+	// Snapshot can already read.
+	StillLoading bool `json:"stillLoading,omitempty"`
+	// ReadyState is document.readyState when the result was read
+	// ("loading", "interactive" or "complete").
+	ReadyState string `json:"readyState,omitempty"`
 	Call
 }
 
@@ -64,18 +96,23 @@ func checkURL(op, raw string) error {
 //
 // Waiting is event-driven (CDP Page domain): with lifecycle events enabled
 // it subscribes to Page.lifecycleEvent and Page.frameStoppedLoading before
-// Page.navigate and returns at the first that names the navigated frame:
-// the "load" lifecycle event of the frame and loader id Page.navigate
-// answered, or the frame's frameStoppedLoading (WIRE-4). Page.loadEventFired
-// names no frame, so it is never used: on a client whose events name no tab,
-// another tab's load must not end this navigation. HTTP redirects
-// are followed by the browser inside the one navigation; the result carries
-// the final URL. A navigation the browser fails (errorText) is
-// CodeNavigationFailed; a load that does not finish within ctx is
-// CodeTimeout.
+// Page.navigate and returns at the lifecycle event in.WaitUntil names ("load"
+// by default, "DOMContentLoaded") of the frame and loader id Page.navigate
+// answered, or at the frame's frameStoppedLoading once its document is
+// complete, or at commit for "none" (WIRE-4). Page.loadEventFired names no
+// frame, so it is never used: on a client whose events name no tab, another
+// tab's load must not end this navigation. HTTP redirects are followed by
+// the browser inside the one navigation; the result carries the final URL. A navigation the browser fails (errorText)
+// is CodeNavigationFailed. A deadline that passes after the document
+// committed is not an error: the result has the document's URL and title,
+// StillLoading set and the page keeps loading; a deadline before commit is
+// CodeTimeout (the navigation is stopped).
 func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, error) {
 	const op = "navigate"
 	if err := checkURL(op, in.URL); err != nil {
+		return NavigateResult{}, err
+	}
+	if err := checkWaitUntil(op, in.WaitUntil); err != nil {
 		return NavigateResult{}, err
 	}
 	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
@@ -86,10 +123,14 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	}
 	// Subscribe before navigating so the event cannot be missed
 	// (cdp.Session.Subscribe buffers from the moment it returns).
-	loads, stopLoads := p.s.Subscribe(page.LifecycleEvent.Method)
-	defer stopLoads()
+	lifecycle, stopLifecycle := p.s.Subscribe(page.LifecycleEvent.Method)
+	defer stopLifecycle()
 	stops, stopStops := p.s.Subscribe(page.FrameStoppedLoading.Method)
 	defer stopStops()
+	want := "load"
+	if in.WaitUntil == WaitDOMContentLoaded {
+		want = "DOMContentLoaded"
+	}
 
 	nav, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: in.URL})
 	if err != nil {
@@ -104,52 +145,92 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		return NavigateResult{}, &Error{Op: op, Code: CodeNavigationFailed, Message: nav.ErrorText + " (" + in.URL + ")"}
 	}
 	res := NavigateResult{SameDocument: nav.LoaderID == "" && !nav.IsDownload}
-	if nav.LoaderID != "" {
+	readCtx := ctx
+	if nav.LoaderID != "" && in.WaitUntil != WaitNone {
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
-				p.stopLoading(ctx)
-				return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
-					Message: "the page did not finish loading before the deadline (loading stopped): " + in.URL, Err: ctx.Err()}
-			case raw, ok := <-loads:
+				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					p.stopLoading(ctx)
+					return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
+						Message: "the navigation was cancelled before the page finished loading (loading stopped): " + in.URL, Err: ctx.Err()}
+				}
+				// Page.navigate answered, so the document has committed:
+				// report it, still loading, rather than an empty failure.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
+				defer cancel()
+				readCtx, res.StillLoading = rctx, true
+				break wait
+			case raw, ok := <-lifecycle:
 				if !ok {
-					loads = nil
+					lifecycle = nil
 					if stops == nil {
 						return NavigateResult{}, closedWhileWaiting(op)
 					}
 					continue
 				}
+				// The frame and loader ids tie the event to this document:
+				// another tab's, or the previous document's, never matches.
 				var ev page.EventLifecycleEvent
-				if decodeValue(raw, &ev) == nil && ev.Name == "load" && ev.FrameID == nav.FrameID && ev.LoaderID == nav.LoaderID {
+				if decodeValue(raw, &ev) == nil && (ev.Name == want || ev.Name == "load") &&
+					ev.FrameID == nav.FrameID && ev.LoaderID == nav.LoaderID {
 					break wait
 				}
 			case raw, ok := <-stops:
 				if !ok {
 					stops = nil
-					if loads == nil {
+					if lifecycle == nil {
 						return NavigateResult{}, closedWhileWaiting(op)
 					}
 					continue
 				}
+				// frameStoppedLoading names the frame but not the loader: it
+				// may be the previous document's, so the document is asked.
 				var ev page.EventFrameStoppedLoading
-				if decodeValue(raw, &ev) == nil && ev.FrameID == nav.FrameID {
+				if decodeValue(raw, &ev) == nil && ev.FrameID == nav.FrameID && p.reached(ctx, WaitLoad) {
 					break wait
 				}
 			}
 		}
 	}
 	var loc struct {
-		URL   string `json:"url"`
-		Title string `json:"title"`
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+		ReadyState string `json:"readyState"`
 	}
-	if err := p.evaluate(ctx, op, `({url: location.href, title: document.title})`, false, &loc); err != nil {
+	if err := p.evaluate(readCtx, op, `({url: location.href, title: document.title, readyState: document.readyState})`, false, &loc); err != nil {
 		return NavigateResult{}, err
 	}
-	res.URL, res.Title = loc.URL, loc.Title
+	res.URL, res.Title, res.ReadyState = loc.URL, loc.Title, loc.ReadyState
 	res.Redirected = !sameURL(loc.URL, in.URL)
+	if !res.SameDocument && loc.ReadyState != "complete" {
+		res.StillLoading = true
+	}
 	return res, nil
 }
+
+// reached reports whether the committed document has got as far as w
+// (document.readyState "complete" for WaitLoad, not "loading" for
+// WaitDOMContentLoaded). An event can be stale — the previous document's,
+// relayed late by a hub client on a loaded machine — so the document itself
+// is asked before the wait ends; an event that was not this document's
+// keeps the wait going. A failed check ends the wait (the read that follows
+// reports the error).
+func (p *Page) reached(ctx context.Context, w string) bool {
+	var state string
+	if err := p.evaluate(ctx, "navigate", `document.readyState`, false, &state); err != nil {
+		return true
+	}
+	if w == WaitDOMContentLoaded {
+		return state != "loading"
+	}
+	return state == "complete"
+}
+
+// stillLoadingReadTimeout bounds reading the URL and title of a document
+// that was still loading at the call's deadline.
+const stillLoadingReadTimeout = 2 * time.Second
 
 // stopLoadingTimeout bounds the Page.stopLoading sent after a navigate timed
 // out.

@@ -151,7 +151,13 @@ func cdpInspectTools(t testing.TB) (*tools.Tools, *chromiumtest.Browser) {
 // localTools returns Tools whose only provider is local (Playwright), with
 // Close wired to the browser's per-conversation page.
 func localTools(t testing.TB) (*tools.Tools, *local.Browser) {
-	b := local.New(local.Options{Logger: quietLogger()})
+	return localToolsWith(t, local.Options{})
+}
+
+// localToolsWith is localTools with the given local options.
+func localToolsWith(t testing.TB, opts local.Options) (*tools.Tools, *local.Browser) {
+	opts.Logger = quietLogger()
+	b := local.New(opts)
 	t.Cleanup(func() { b.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),

@@ -58,8 +58,8 @@ type BackendStatus struct {
 	Detail string `json:"detail,omitempty"`
 	// Yielded is set when the provider stood aside for another candidate
 	// (browserbackend.Yield): unavailable, but nothing to fix.
-	Yielded bool `json:"yielded,omitempty"`
-	Message       string `json:"message,omitempty"`
+	Yielded bool   `json:"yielded,omitempty"`
+	Message string `json:"message,omitempty"`
 	// UserActions is what a person can do to make it available (the kind's
 	// Descriptor.Remediation).
 	UserActions []string `json:"userActions,omitempty"`

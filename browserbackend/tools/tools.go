@@ -240,7 +240,12 @@ func run[R any, PR interface {
 // pins that instead; UseActiveTab pins the user's active tab.
 func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in NavigateInput) (NavigateResult, error) {
 	return run(t, ctx, inv, spec{op: "navigate", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultNavigateTimeout,
-		check: func() error { return checkURL("navigate", in.URL) }, navURL: in.URL,
+		check: func() error {
+			if err := checkURL("navigate", in.URL); err != nil {
+				return err
+			}
+			return checkWaitUntil("navigate", in.WaitUntil)
+		}, navURL: in.URL,
 		tab: tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
 		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
 }

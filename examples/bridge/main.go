@@ -83,6 +83,9 @@ func run(args []string, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := bridge.CheckDevTools(cfg, *wsURL); err != nil {
+		return err
+	}
 
 	level := slog.LevelInfo
 	if *verbose {

@@ -70,6 +70,7 @@ globalThis.vellum = {
   whenSuppressed: relay.whenSuppressed,
   whenConnected: relay.whenConnected,
   whenResultSocket: relay.whenResultSocket,
+  whenResults: relay.whenResults,
   health: getHealth,
   isConnected: relay.isConnected,
 };

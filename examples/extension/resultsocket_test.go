@@ -2,6 +2,7 @@ package extension_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -34,6 +35,7 @@ func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
 	defer c.Close()
 
 	s.drainIDs()
+	base := s.relayStats(t).Results
 	var tabs struct{ Tabs []tab }
 	send(t, c, "Vellum.listTabs", nil, &tabs)
 	id := s.nextID(t)
@@ -43,6 +45,9 @@ func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
 	assert.Equal(t, http.StatusOK, posts[0].Status)
 	require.NotNil(t, posts[0].DurationMs, "the timings travel with a socket result too")
 
+	// The server records the result before the extension reads its
+	// acknowledgement (which is when it counts it): wait for the count.
+	s.workerEval(t, fmt.Sprintf("vellum.whenResults(%d)", base+1))
 	st := s.relayStats(t)
 	assert.Equal(t, 1, st.SocketReady)
 	assert.GreaterOrEqual(t, st.ResultsOverSocket, 1)
@@ -58,6 +63,7 @@ func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {
 	defer c.Close()
 
 	s.drainIDs()
+	base := s.relayStats(t).Results
 	var tabs struct{ Tabs []tab }
 	send(t, c, "Vellum.listTabs", nil, &tabs)
 	id := s.nextID(t)
@@ -66,7 +72,8 @@ func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {
 	assert.Equal(t, hostproxy.TransportHTTP, posts[0].Transport, "the result was POSTed")
 	assert.Equal(t, http.StatusOK, posts[0].Status)
 
-	send(t, c, "Vellum.listTabs", nil, &tabs) // and the next one too
+	send(t, c, "Vellum.listTabs", nil, &tabs)                      // and the next one too
+	s.workerEval(t, fmt.Sprintf("vellum.whenResults(%d)", base+2)) // counted once the POST's answer is read
 	st := s.relayStats(t)
 	assert.Zero(t, st.SocketReady)
 	assert.Zero(t, st.ResultsOverSocket)

@@ -16,6 +16,7 @@ import (
 // Proc is a live (non-zombie) process seen in /proc.
 type Proc struct {
 	PID     int
+	PPID    int
 	PGID    int
 	Cmdline string
 }
@@ -41,7 +42,7 @@ func scanProcs(keep func(Proc) bool) []Proc {
 		if err != nil || pid == self {
 			continue
 		}
-		state, pgid, ok := readStat(pid)
+		state, ppid, pgid, ok := readStat(pid)
 		if !ok || state == 'Z' || state == 'X' {
 			continue
 		}
@@ -49,7 +50,7 @@ func scanProcs(keep func(Proc) bool) []Proc {
 		if err != nil {
 			continue
 		}
-		p := Proc{PID: pid, PGID: pgid, Cmdline: string(bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '}))}
+		p := Proc{PID: pid, PPID: ppid, PGID: pgid, Cmdline: string(bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '}))}
 		if keep(p) {
 			out = append(out, p)
 		}
@@ -57,27 +58,64 @@ func scanProcs(keep func(Proc) bool) []Proc {
 	return out
 }
 
-// readStat returns the state letter and process group of pid from
+// readStat returns the state letter, parent and process group of pid from
 // /proc/<pid>/stat ("pid (comm) S ppid pgrp …"; comm may contain spaces and
 // parentheses, so fields are counted after the last ')').
-func readStat(pid int) (state byte, pgid int, ok bool) {
+func readStat(pid int) (state byte, ppid, pgid int, ok bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pgid, err = strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, false
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
 	}
-	return f[0][0], pgid, true
+	return f[0][0], ppid, pgid, true
+}
+
+// BrowserProcess returns the main browser process of the Chromium whose
+// user-data dir is dir (the process naming --user-data-dir=dir without a
+// --type= flag), and false when none runs.
+func BrowserProcess(dir string) (Proc, bool) {
+	for _, p := range Processes("--user-data-dir=" + dir) {
+		if !strings.Contains(p.Cmdline, "--type=") {
+			return p, true
+		}
+	}
+	return Proc{}, false
+}
+
+// PageRenderers returns the renderer processes of the Chromium whose
+// user-data dir is dir (found in the browser's process group), leaving out
+// extension processes (killing those would take a loaded extension down
+// with the page).
+func PageRenderers(dir string) []Proc {
+	b, ok := BrowserProcess(dir)
+	if !ok {
+		return nil
+	}
+	return scanProcs(func(p Proc) bool {
+		return p.PGID == b.PGID && strings.Contains(p.Cmdline, "--type=renderer") &&
+			!strings.Contains(p.Cmdline, "--extension-process")
+	})
+}
+
+// Signal sends sig to every process of procs (errors are ignored: a
+// process may have exited meanwhile) and returns how many there were.
+func Signal(procs []Proc, sig unix.Signal) int {
+	for _, p := range procs {
+		_ = unix.Kill(p.PID, sig)
+	}
+	return len(procs)
 }
 
 // waitGroupGone waits until no live process remains in process group pgid.
@@ -133,4 +171,9 @@ func AssertNoProcesses(t testing.TB, needle string, timeout time.Duration) {
 		}
 		t.Errorf("chromiumtest: %d process(es) matching %q remain:%s", len(left), needle, b.String())
 	}
+}
+
+// Group returns the live processes of process group pgid.
+func Group(pgid int) []Proc {
+	return scanProcs(func(p Proc) bool { return p.PGID == pgid })
 }

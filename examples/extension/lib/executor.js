@@ -129,12 +129,15 @@ async function send(target, method, params, timing) {
   for (let attempt = 0; ; attempt++) {
     const t0 = performance.now();
     try {
-      const res = await chrome.debugger.sendCommand(target, method, params);
+      // Chrome answers none of a crashed tab's pending commands: the
+      // crash (Inspector.targetCrashed) fails them instead.
+      const res = await Promise.race([chrome.debugger.sendCommand(target, method, params), crashOf(target.tabId)]);
       timing.ms += performance.now() - t0;
       learnSessions(target.tabId, method, res);
       return res ?? {};
     } catch (e) {
       timing.ms += performance.now() - t0;
+      if (e instanceof CommandError) throw e; // already classified (a crash)
       if (attempt === 0 && /not attached/i.test(String(e && e.message))) {
         attached.delete(target.tabId);
         await ensureAttached(target.tabId);
@@ -143,6 +146,29 @@ async function send(target, method, params, timing) {
       throw debuggerError(e, target);
     }
   }
+}
+
+// crashes maps a tab id to the promise that rejects when its renderer
+// crashes; a crash settles and forgets it, so the next command waits for the
+// next crash (a navigation brings a crashed tab back).
+const crashes = new Map();
+
+function crashOf(tabId) {
+  let c = crashes.get(tabId);
+  if (!c) {
+    c = {};
+    c.promise = new Promise((_, reject) => { c.reject = reject; });
+    c.promise.catch(() => {}); // a crash with no command waiting is not an error
+    crashes.set(tabId, c);
+  }
+  return c.promise;
+}
+
+function crashed(tabId) {
+  const c = crashes.get(tabId);
+  if (!c) return;
+  crashes.delete(tabId);
+  c.reject(new CommandError('transport_error', `the renderer of tab ${tabId} crashed`));
 }
 
 function learnSessions(tabId, method, res) {
@@ -277,6 +303,7 @@ function invalidateTab(tabId, reason) {
 // Listeners are registered at the top level so that Chrome can wake the
 // worker for them.
 chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method === 'Inspector.targetCrashed' && source.tabId != null && !source.sessionId) crashed(source.tabId);
   if (method === 'Target.attachedToTarget' && params && params.sessionId) {
     childSessions.set(params.sessionId, source.tabId);
   } else if (method === 'Target.detachedFromTarget' && params && params.sessionId) {
@@ -292,6 +319,7 @@ chrome.debugger.onDetach.addListener((source, reason) => {
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
+  crashes.delete(tabId);
   invalidateTab(tabId, 'tab_closed');
   tabTargets.delete(tabId);
   unpinTab(tabId).catch(() => {});

@@ -67,6 +67,25 @@ export function whenResultSocket(n) {
 }
 const socketWaiters = []; // [n, resolve]
 
+/**
+ * Resolves once n results have been handed over in this worker: the server
+ * acknowledged them (socket "accepted" or the POST's answer), so the
+ * per-transport counters already include them.
+ */
+export function whenResults(n) {
+  if (stats.results >= n) return Promise.resolve(stats.results);
+  return new Promise((resolve) => resultWaiters.push([n, resolve]));
+}
+const resultWaiters = []; // [n, resolve]
+
+function resultDone() {
+  stats.results++;
+  for (let i = resultWaiters.length - 1; i >= 0; i--) {
+    const [n, resolve] = resultWaiters[i];
+    if (stats.results >= n) { resultWaiters.splice(i, 1); resolve(stats.results); }
+  }
+}
+
 /** Resolves when the relay has dropped the result of requestId after a cancel. */
 export function whenSuppressed(requestId) {
   if (suppressedIds.has(requestId)) return Promise.resolve(true);

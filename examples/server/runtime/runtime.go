@@ -62,6 +62,10 @@ type Config struct {
 	HubOptions []eventhub.Option
 	// RequestTimeout is the proxy's per-command default; 0 means 30 s.
 	RequestTimeout time.Duration
+	// HostBridgeCooldown is the host-bridge provider's per-actor cooldown
+	// (hostproxy.ProviderOptions.HostBridgeCooldown): 0 means the default
+	// (30 s), negative disables it.
+	HostBridgeCooldown time.Duration
 	// Fallbacks are the providers tried after the hub's extension and
 	// host-bridge providers, in order (cdp-inspect, local).
 	Fallbacks []browserbackend.Provider
@@ -148,7 +152,7 @@ func New(cfg Config) (*Runtime, error) {
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
 		proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
-		proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
+		proxy.HostBridgeProvider(hostproxy.ProviderOptions{HostBridgeCooldown: cfg.HostBridgeCooldown}),
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
 		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),

@@ -1,0 +1,188 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+)
+
+// hangingEval is a Runtime.evaluate that never answers on its own.
+var hangingEval = browserbackend.Command{Method: "Runtime.evaluate",
+	Params: json.RawMessage(`{"expression":"new Promise(() => {})","awaitPromise":true}`)}
+
+// sendAsync starts c.Send(ctx, cmd) and returns its outcome channel.
+func sendAsync(ctx context.Context, c browserbackend.ScopedClient, cmd browserbackend.Command) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, cmd)
+		out <- err
+	}()
+	return out
+}
+
+// markBusy starts, on c, an evaluate that never answers and returns its
+// outcome channel; waitBusy returns once that evaluate runs in the page (it
+// awaits a promise the hanging expression resolves first: no polling).
+func markBusy(t *testing.T, ctx context.Context, c browserbackend.ScopedClient) <-chan error {
+	t.Helper()
+	evalValue(t, ctx, c, "window.__busy = new Promise(r => { window.__setBusy = r }), 0")
+	return sendAsync(ctx, c, browserbackend.Command{Method: "Runtime.evaluate",
+		Params: json.RawMessage(`{"expression":"window.__setBusy(), new Promise(() => {})","awaitPromise":true}`)})
+}
+
+func waitBusy(t *testing.T, ctx context.Context, c browserbackend.ScopedClient) {
+	t.Helper()
+	assert.Equal(t, "true", evalValue(t, ctx, c, "window.__busy.then(() => true)"))
+}
+
+// The local Chromium (not the driver) SIGKILLed while an awaited
+// Runtime.evaluate runs under a 60 s deadline: the command fails as a
+// transport error, not at its deadline as timeout, and the next invocation
+// relaunches.
+func TestKilledBrowserFailsInFlightEvaluateAsTransportAndNextRelaunches(t *testing.T) {
+	b, profile := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	c := b.Client("kill")
+	defer c.Close()
+	done := markBusy(t, ctx, c)
+	peer := b.Client("kill")
+	defer peer.Close()
+	waitBusy(t, ctx, peer)
+
+	b.mu.Lock()
+	st := b.st
+	b.mu.Unlock()
+	require.NotZero(t, st.browserPID, "the browser process is watched")
+	require.NoError(t, syscall.Kill(st.browserPID, syscall.SIGKILL))
+	t0 := time.Now()
+	err := <-done
+	t.Logf("in-flight command failed %v after the kill", time.Since(t0))
+	require.Error(t, err)
+	// Transport decides failover. The code says who noticed first: the
+	// process watch (browser_gone) or Playwright closing the page
+	// (transport_error); both race on a loaded machine.
+	assert.ErrorIs(t, err, browserbackend.ErrTransport)
+	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
+	assert.NoError(t, ctx.Err(), "the command must fail before its deadline")
+
+	again := b.Client("kill")
+	defer again.Close()
+	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
+	t.Logf("relaunched %v after the kill", time.Since(t0))
+	require.NoError(t, b.Close())
+	assert.Empty(t, profileProcesses(profile))
+}
+
+// The page's renderer crashes (Page.crash from a second client of the
+// conversation) while a command waits: the command fails with
+// target_crashed, and the conversation's next invocation gets a fresh page.
+func TestCrashedTabFailsInFlightWithTargetCrashedAndNextGetsFreshPage(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	c := b.Client("crash")
+	defer c.Close()
+	first := targetID(t, ctx, c)
+	done := markBusy(t, ctx, c)
+	peer := b.Client("crash")
+	defer peer.Close()
+	waitBusy(t, ctx, peer)
+
+	_, _ = peer.Send(ctx, browserbackend.Command{Method: "Page.crash"}) // itself fails with the crash
+	err := <-done
+	require.Error(t, err)
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassTransport, Code: CodeTargetCrashed})
+	assert.NoError(t, ctx.Err())
+
+	_, err = c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+	assert.ErrorIs(t, err, &browserbackend.Error{Code: CodeTargetCrashed}, "the crashed invocation stays failed")
+
+	next := b.Client("crash")
+	defer next.Close()
+	assert.Equal(t, "2", evalValue(t, ctx, next, "1+1"), "the next invocation works")
+	assert.NotEqual(t, first, targetID(t, ctx, next), "on a fresh page")
+}
+
+// The Playwright driver killed: after the in-flight command fails, every
+// following invocation succeeds (the state is marked dead before the error
+// returns, so no call sees the lost connection a second time). Repeated to
+// catch the former 2-in-4 flake.
+func TestKilledDriverRecoveryIsDeterministic(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	for round := range 3 {
+		c := b.Client("drv")
+		evalValue(t, ctx, c, "1")
+		b.mu.Lock()
+		st := b.st
+		b.mu.Unlock()
+		done := sendAsync(ctx, c, hangingEval)
+		require.NoError(t, syscall.Kill(st.driverPID, syscall.SIGKILL))
+		err := <-done
+		assert.ErrorIs(t, err, browserbackend.ErrTransport, "round %d", round)
+		c.Close()
+		for i := range 5 {
+			next := b.Client("drv")
+			assert.Equal(t, "2", evalValue(t, ctx, next, "1+1"), "round %d call %d after the driver died", round, i)
+			next.Close()
+		}
+	}
+}
+
+// MaxPages evicts only pages idle for PageIdle (clock injected); the
+// evicted conversation's next command fails once with page_evicted instead
+// of reading a blank page, and the command after it gets a fresh page.
+func TestEvictedConversationIsToldOnceThenGetsFreshPage(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{MaxPages: 1, PageIdle: time.Minute})
+	var mu sync.Mutex
+	now := time.Now()
+	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := testCtx(t)
+
+	a := b.Client("a")
+	evalValue(t, ctx, a, "window.mark = 'a'")
+	require.NoError(t, a.Close())
+
+	// Within PageIdle: "a" is not evictable; the cap is exceeded instead.
+	x := b.Client("x")
+	evalValue(t, ctx, x, "1")
+	require.NoError(t, x.Close())
+	assert.Equal(t, []string{"a", "x"}, b.Conversations())
+	a2 := b.Client("a")
+	assert.Equal(t, `"a"`, evalValue(t, ctx, a2, "window.mark"), "a keeps its page")
+	require.NoError(t, a2.Close())
+
+	advance(2 * time.Minute)
+	y := b.Client("y")
+	evalValue(t, ctx, y, "1")
+	require.NoError(t, y.Close())
+	assert.Equal(t, []string{"y"}, b.Conversations(), "the idle pages were evicted down to the cap")
+
+	a3 := b.Client("a")
+	_, err := a3.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassClosed, Code: CodePageEvicted})
+	assert.Contains(t, err.Error(), "navigate again")
+	require.NoError(t, a3.Close())
+
+	a4 := b.Client("a")
+	defer a4.Close()
+	assert.Equal(t, "true", evalValue(t, ctx, a4, "window.mark === undefined"), "a fresh page")
+
+	// CloseConversation is deliberate: nothing to report afterwards.
+	advance(2 * time.Minute)
+	require.NoError(t, b.CloseConversation("y"))
+	y2 := b.Client("y")
+	defer y2.Close()
+	evalValue(t, ctx, y2, "1")
+}
