@@ -344,3 +344,43 @@ func TestCooldownsEvictsTheEntryExpiringSoonestWhenFull(t *testing.T) {
 	assert.True(t, c.Active("c"))
 	assert.True(t, c.Active("d"))
 }
+
+// Issue 10: a failing desktop client of an actor that has another is cooled
+// down alone; the healthy sibling serves the next invocation, and only the
+// actor's last usable client puts the whole actor on cooldown.
+func TestFailingDesktopClientIsSkippedBeforeTheActorCoolsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bad := bbt.HubClient{ID: "mac-bad", InterfaceID: bbt.InterfaceMacOS, Actor: alice}
+		good := bbt.HubClient{ID: "mac-good", InterfaceID: bbt.InterfaceMacOS, Actor: alice}
+		r := newRig(bad, good)
+		goodFails := false
+		r.farm.OnBuild(bb.KindHostBridge, func(clientID string) (*bbt.Backend, error) {
+			if clientID == bad.ID || goodFails {
+				return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeNonLoopback, Message: "8.8.8.8 is not loopback"}
+			}
+			return bbt.NewBackend(bb.KindHostBridge, nil), nil
+		})
+		r.build(bb.Options{})
+		inv := bb.Invocation{InterfaceID: "web", ActorPrincipalID: alice}
+
+		c, err := r.send(t, inv)
+		require.NoError(t, err)
+		assert.Equal(t, bb.KindLocal, c.Kind(), "the bad bridge failed over")
+		assert.True(t, r.cool.Active(hostproxy.HostBridgeClientCooldownKey(bad.ID)), "the bad client cools down alone")
+		assert.False(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(alice)), "the actor does not")
+
+		c, err = r.send(t, inv)
+		require.NoError(t, err)
+		assert.Equal(t, bb.KindHostBridge, c.Kind(), "the healthy sibling serves")
+		builds := r.farm.Builds()
+		assert.Equal(t, good.ID, builds[len(builds)-1].ClientID)
+
+		// The last usable client failing cools the whole actor down.
+		goodFails = true
+		c, err = r.send(t, inv)
+		require.NoError(t, err)
+		assert.Equal(t, bb.KindLocal, c.Kind())
+		assert.True(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(alice)))
+		assert.Equal(t, kinds(bb.KindLocal), r.plan(inv))
+	})
+}

@@ -33,6 +33,9 @@ type Backend struct {
 	inv     browserbackend.Invocation
 	route   Route
 	timeout time.Duration
+	// client, set by HostBridgeProvider, is the desktop client its rule
+	// chose; requests go there rather than to the most recent client.
+	client string
 
 	bus browserbackend.EventBus
 
@@ -73,6 +76,16 @@ func (p *Proxy) NewHostBridgeBackend(inv browserbackend.Invocation, opts Backend
 func (p *Proxy) newBackend(kind browserbackend.Kind, inv browserbackend.Invocation, route Route, opts BackendOptions) *Backend {
 	return &Backend{p: p, kind: kind, inv: inv, route: route, timeout: opts.Timeout,
 		inflight: make(map[*context.CancelCauseFunc]struct{})}
+}
+
+// target is the client a request is aimed at: the invocation's target client
+// (extension), or the desktop client HostBridgeRule chose (host-bridge); ""
+// lets PXY-2 choose.
+func (b *Backend) target() string {
+	if b.client != "" {
+		return b.client
+	}
+	return b.inv.TargetClientID
 }
 
 // Kind returns KindExtension or KindHostBridge.
@@ -126,7 +139,7 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		Params:         cmd.Params,
 		SessionID:      cmd.SessionID,
 		Timeout:        b.timeout,
-		TargetClientID: b.inv.TargetClientID,
+		TargetClientID: b.target(),
 		SourceActor:    b.inv.ActorPrincipalID,
 		Route:          b.route,
 		Backend:        b.kind,

@@ -35,6 +35,12 @@ func HostBridgeCooldownKey(actor string) string {
 	return "host-bridge:" + actor
 }
 
+// HostBridgeClientCooldownKey returns the cooldown key of one desktop client
+// (SEL-6b refined): a failing client of an actor that has another connected
+// desktop client is cooled down alone, so its healthy sibling keeps serving;
+// only the actor's last usable client puts the whole actor on cooldown.
+func HostBridgeClientCooldownKey(clientID string) string { return "host-bridge-client:" + clientID }
+
 // ExtensionDescriptor declares the extension kind (SEL-2): pinned by
 // browser_mode "extension", serves target clients, waits out the reconnect
 // grace (SEL-8), transport label "extension-ws" (the seed's browser_status
@@ -174,7 +180,14 @@ func ExtensionRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation) 
 // is connected (code extension_connected); it skips while the actor's
 // host-bridge cooldown (HostBridgeCooldownKey) is active (code cooldown), or
 // when no desktop host_browser client of the actor is connected (code
-// no_client). cooldown <= 0 disables the cooldown.
+// no_client), or when every one of them is cooling down on its own
+// (HostBridgeClientCooldownKey; code cooldown).
+//
+// The candidate is aimed at the actor's most preferred desktop client that
+// is not cooling down. Its cooldown key is that client's own key while the
+// actor has another usable desktop client, and the actor-wide key when it is
+// the last: one misconfigured bridge does not take its healthy sibling down
+// with it. cooldown <= 0 disables both cooldowns.
 func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation, env browserbackend.Env, cooldown time.Duration) (browserbackend.Candidate, eventhub.ClientInfo, error) {
 	cand := browserbackend.Candidate{Kind: browserbackend.KindHostBridge}
 	none := eventhub.ClientInfo{}
@@ -197,10 +210,27 @@ func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation,
 		return cand, none, browserbackend.Skip(browserbackend.CodeNoClient,
 			"no host_browser desktop client of this actor is connected")
 	}
+	usable := bridges
+	if env.Cooldowns != nil {
+		usable = nil
+		for _, b := range bridges {
+			if !env.Cooldowns.Active(HostBridgeClientCooldownKey(b.ClientID)) {
+				usable = append(usable, b)
+			}
+		}
+	}
+	if len(usable) == 0 {
+		return cand, none, browserbackend.Skip(browserbackend.CodeCooldown,
+			fmt.Sprintf("every desktop client of this actor failed moments ago (%d cooling down)", len(bridges)))
+	}
+	chosen := usable[0]
 	cand.Reason = fmt.Sprintf("desktop client %s (%s) connected, no chrome-extension client",
-		bridges[0].ClientID, bridges[0].InterfaceID)
+		chosen.ClientID, chosen.InterfaceID)
+	if len(usable) > 1 {
+		key = HostBridgeClientCooldownKey(chosen.ClientID)
+	}
 	cand.CooldownKey, cand.CooldownFor = key, max(cooldown, 0)
-	return cand, bridges[0], nil
+	return cand, chosen, nil
 }
 
 // ExtensionProvider returns the SEL-3 provider of the extension candidate:
@@ -240,13 +270,15 @@ func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 	}
 	h := &HubProvider{p: p, desc: HostBridgeDescriptor}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-		cand, _, err := HostBridgeRule(p.hub.Roster(), inv, env, cool)
+		cand, client, err := HostBridgeRule(p.hub.Roster(), inv, env, cool)
 		if err != nil {
 			return browserbackend.Candidate{}, err
 		}
 		inv.TargetClientID = ""
 		cand.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
-			return p.NewHostBridgeBackend(inv, opts.Backend), nil
+			b := p.NewHostBridgeBackend(inv, opts.Backend)
+			b.client = client.ClientID // the client the rule chose, not merely the most recent
+			return b, nil
 		}
 		cand.Probe = func(ctx context.Context) error {
 			_, err := p.Choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
