@@ -53,6 +53,10 @@ type Options struct {
 	// then refused 404 after all). It must return quickly. For measurement
 	// and tests: which transport carried a result, the client's timings.
 	OnResult func(ResultReceipt)
+	// Relay, when set, carries results and events posted to this replica
+	// for requests and backends on other replicas (DHUB-3); nil keeps the
+	// single-process behaviour.
+	Relay Relay
 }
 
 // Route restricts which kind of client a Request may go to, on top of the
@@ -105,6 +109,7 @@ type Proxy struct {
 	maxBody  int64
 	newID    func() string
 	onResult func(ResultReceipt)
+	relay    Relay
 	done     chan struct{}
 	closeOne sync.Once
 
@@ -127,6 +132,7 @@ func New(opts Options) *Proxy {
 		maxBody:   opts.MaxBodyBytes,
 		newID:     opts.NewRequestID,
 		onResult:  opts.OnResult,
+		relay:     opts.Relay,
 		done:      make(chan struct{}),
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),

@@ -206,6 +206,9 @@ func (p *Proxy) eventRoute(decode func([]byte) (browserbackend.Event, error)) ht
 		}
 		p.hub.Touch(clientID)
 		p.publishEvent(clientID, ev)
+		if p.relay != nil {
+			p.relay.RelayEvent(clientID, ev)
+		}
 		writeJSON(w, http.StatusOK, accepted)
 	})
 }
