@@ -468,7 +468,10 @@ func (h *Hub) Touch(clientID string) {
 // event is parked in the replay stream and delivered by the replica the
 // client reconnects to with Last-Event-ID. Other targets are fanned out to
 // every replica; ErrNoRecipients when no replica's roster entry matches a
-// Capability or InterfaceID target. ctx bounds the broker round trip.
+// Capability or InterfaceID target. ctx is checked before sending; the
+// round trip itself is bounded by 2 s (a replica that subscribed the client
+// but no longer holds it stays silent), so a cancellation never hides a
+// delivery.
 func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationID string, message any) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -498,7 +501,10 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 	tj, _ := json.Marshal(target)
 	hdr.Set(hdrTarget, string(tj))
 	hdr.Set(hdrConv, conversationID)
-	rctx, stop := context.WithTimeout(ctx, staleWait)
+	// Once sent, the event may be delivered: the caller's cancellation must
+	// not turn a delivery into a failure, so the round trip is bounded by
+	// staleWait alone.
+	rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), staleWait)
 	defer stop()
 	reply, err := request(rctx, h.nc, h.subj("client", token(target.ClientID), "deliver"), hdr, raw)
 	var ce *codeError
@@ -515,7 +521,7 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
 	case errors.As(err, &ce):
 		return "", err
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		info, listed := h.Client(target.ClientID)
 		if !listed || target.ReplayUntil.IsZero() {
 			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
