@@ -1,6 +1,7 @@
 package natshub_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -385,4 +389,91 @@ func TestTenMegabyteResultAcrossReplicasArrivesIntact(t *testing.T) {
 	require.NoError(t, o.err)
 	require.Equal(t, len(content), len(o.res))
 	require.True(t, bytes.Equal(content, o.res))
+}
+
+// process is a replica running as a child process of the test binary.
+type process struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// startReplicaProcess runs replica name as a separate process (the test
+// binary in replica mode) and returns its base URL; cleanup kills its
+// process group.
+func startReplicaProcess(t *testing.T, brokerURL, name string, hb time.Duration) *process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), replicaEnv+"="+brokerURL, replicaNameEnv+"="+name, replicaHBEnv+"="+hb.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &process{cmd: cmd}
+	t.Cleanup(p.kill)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "replica process did not start")
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	require.True(t, ok, "unexpected replica output %q", line)
+	p.url = "http://" + addr
+	return p
+}
+
+// kill sends SIGKILL to the replica's process group and reaps it.
+// Idempotent.
+func (p *process) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+func dialURL(t *testing.T, base, clientID, lastEventID string) *eventhubtest.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := eventhubtest.Dial(ctx, base+wire.PathEvents, eventhubtest.DialOptions{
+		ClientID: clientID, InterfaceID: wire.InterfaceChromeExtension, LastEventID: lastEventID,
+		Header: eventhubtest.ActorHeader(actor),
+	})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestKilledReplicaProcessFailsRequestThenClientResumesOnC(t *testing.T) {
+	broker := natstest.Start(t)
+	a := startReplica(t, broker.URL(), "a", 100*time.Millisecond)
+	c := startReplica(t, broker.URL(), "c", 100*time.Millisecond)
+	b := startReplicaProcess(t, broker.URL(), "b", 100*time.Millisecond)
+	s := dialURL(t, b.url, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+
+	_, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "first"})
+	require.NoError(t, err)
+	require.Equal(t, "first", next(t, s)["type"])
+	last := s.LastEventID
+	out := request(a.proxy, context.Background(), "ext-1") // timeout: one minute
+	old := next(t, s)
+	require.Equal(t, wire.TypeHostBrowserRequest, old["type"])
+	b.kill()
+	// B is gone within (DeadAfter+1) heartbeats: the request fails with a
+	// transport error, not its timeout.
+	o := wait(t, out)
+	requireClass(t, o.err, browserbackend.ClassTransport)
+	waitListed(t, a.hub, "ext-1", false)
+
+	// The client resumes on C with its Last-Event-ID: the failed request
+	// (retracted when its caller failed) is not replayed, and requests
+	// reach it there.
+	s2 := dial(t, c, "ext-1", last)
+	waitListed(t, a.hub, "ext-1", true)
+	out = request(a.proxy, context.Background(), "ext-1")
+	msg := next(t, s2)
+	require.Equal(t, wire.TypeHostBrowserRequest, msg["type"])
+	require.NotEqual(t, old["requestId"], msg["requestId"], "the failed request was replayed")
+	code, _ := postResult(t, c, "ext-1", actor, msg["requestId"].(string), `{"ok":true}`)
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, wait(t, out).err)
 }

@@ -15,8 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy/auth"
@@ -47,6 +50,8 @@ func run() error {
 	cdpPort := flag.Int("cdp-port", 9222, "DevTools port for cdp-inspect")
 	useLocal := flag.Bool("local", true, "add the local Playwright backend as last resort")
 	chromium := flag.String("chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
+	natsURL := flag.String("nats", "", "NATS broker URL (JetStream on): run as one replica of several sharing it")
+	replica := flag.String("replica", "", "this replica's name with -nats, unique among the replicas ([A-Za-z0-9_-])")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
 
@@ -81,10 +86,32 @@ func run() error {
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
-	rt, err := runtime.New(runtime.Config{
+	rcfg := runtime.Config{
 		Key: key, AllowedOrigins: splitList(*origins), ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
-	})
+	}
+	if (*natsURL == "") != (*replica == "") {
+		return errors.New("-nats and -replica go together")
+	}
+	if *natsURL != "" {
+		nc, err := nats.Connect(*natsURL, nats.Name("browserchain-"+*replica), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("-nats %q: %w", *natsURL, err)
+		}
+		defer nc.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		d, err := natshub.New(sctx, natshub.Config{Conn: nc, Replica: *replica, Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		rcfg.Distributed = d
+		log.Info("replica of a distributed hub", "module", "example-server", "replica", *replica)
+	}
+	rt, err := runtime.New(rcfg)
 	if err != nil {
+		if rcfg.Distributed != nil {
+			_ = rcfg.Distributed.Close()
+		}
 		return err
 	}
 	srv := rt.HTTPServer(*listen)
