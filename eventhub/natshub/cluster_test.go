@@ -477,3 +477,48 @@ func TestKilledReplicaProcessFailsRequestThenClientResumesOnC(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.NoError(t, wait(t, out).err)
 }
+
+func post(t *testing.T, r *replica, path, clientID string, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, r.srv.URL+path, strings.NewReader(body))
+	req.Header.Set(wire.HeaderClientID, clientID)
+	req.Header.Set(eventhubtest.TestActorHeader, actor)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestEventsAndInvalidationsPostedToCReachBackendOnA(t *testing.T) {
+	_, rs := cluster(t, time.Second)
+	a, b, c := rs[0], rs[1], rs[2]
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	waitListed(t, c.hub, "ext-1", true)
+	be := a.proxy.NewExtensionBackend(browserbackend.Invocation{ActorPrincipalID: actor, TargetClientID: "ext-1"}, hostproxy.BackendOptions{})
+	defer be.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := be.Send(context.Background(), browserbackend.Command{Method: "Page.enable"})
+		done <- err
+	}()
+	msg := next(t, s) // binds the backend to ext-1
+	code, _ := postResult(t, b, "ext-1", actor, msg["requestId"].(string), `{}`)
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, <-done)
+
+	loads, stop := be.Subscribe("Page.loadEventFired")
+	defer stop()
+	detached, stop2 := be.Subscribe(browserbackend.MethodTargetDetached)
+	defer stop2()
+	require.Equal(t, http.StatusOK, post(t, c, wire.PathHostBrowserEvent, "ext-1", `{"method":"Page.loadEventFired","params":{"timestamp":1}}`))
+	require.Equal(t, http.StatusOK, post(t, c, wire.PathHostBrowserSessionInvalidated, "ext-1", `{"sessionId":"S1","reason":"tab closed"}`))
+	for _, ch := range []<-chan browserbackend.Event{loads, detached} {
+		select {
+		case ev := <-ch:
+			require.NotEmpty(t, ev.Method)
+		case <-time.After(20 * time.Second):
+			t.Fatal("event posted to C never reached the backend on A")
+		}
+	}
+}

@@ -129,6 +129,9 @@ type Hub struct {
 	stream jetstream.Stream
 
 	done     chan struct{}
+	ctx      context.Context // cancelled by Close: bounds the loops' broker calls
+	cancel   context.CancelFunc
+	sweepAt  int
 	wg       sync.WaitGroup
 	resyncCh chan struct{}
 	status   chan nats.Status
@@ -226,11 +229,14 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		lastIDs: make(map[string]string), changed: make(chan struct{}), connected: true,
 	}
 	h.relayAsm.max = DefaultMaxTransfer
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.sweepAt = 1024
 	opts := append(slices.Clone(cfg.HubOptions), eventhub.WithLogger(log), eventhub.WithHooks(eventhub.Hooks{
 		OnRegister: h.onRegister, OnUnregister: h.onUnregister,
 	}))
 	h.local = eventhub.New(opts...)
 	if err := h.setupStore(ctx); err != nil {
+		h.cancel()
 		h.local.Close()
 		return nil, err
 	}
@@ -246,6 +252,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	} {
 		sub, err := h.nc.Subscribe(s.subj, s.f)
 		if err != nil {
+			h.cancel()
 			h.closeSubs()
 			h.local.Close()
 			return nil, errf("subscribe %s: %w", s.subj, err)
@@ -254,6 +261,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		h.subs = append(h.subs, sub)
 	}
 	if err := h.nc.FlushWithContext(ctx); err != nil {
+		h.cancel()
 		h.closeSubs()
 		h.local.Close()
 		return nil, errf("flush: %w", err)
@@ -555,13 +563,14 @@ func (h *Hub) record(id string, t eventhub.Target, origin string, logged bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.published[id] = &pubRecord{clientID: t.ClientID, origin: origin, logged: logged, until: t.ReplayUntil}
-	if len(h.published) >= 1024 && len(h.published)%256 == 0 {
+	if len(h.published) >= h.sweepAt {
 		now := time.Now()
 		for k, r := range h.published {
 			if r.until.Before(now) {
 				delete(h.published, k)
 			}
 		}
+		h.sweepAt = max(2*len(h.published), 1024)
 	}
 }
 
@@ -783,6 +792,7 @@ func (h *Hub) Close() error {
 	h.view = map[string]*remoteReg{}
 	h.mu.Unlock()
 	close(h.done)
+	h.cancel()
 	h.nc.RemoveStatusListener(h.status)
 	h.wg.Wait()
 	h.closeSubs()

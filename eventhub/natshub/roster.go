@@ -229,7 +229,7 @@ func (h *Hub) watchLoop() {
 var errResync = errors.New("natshub: resync")
 
 func (h *Hub) watchOnce() error {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	if err := h.setupStore(ctx); err != nil { // the broker may have lost its store
 		return err
@@ -483,7 +483,7 @@ func (h *Hub) refreshLoop() {
 			if !ok {
 				continue
 			}
-			ctx, stop := context.WithTimeout(context.Background(), opTimeout)
+			ctx, stop := context.WithTimeout(h.ctx, opTimeout)
 			reg.mu.Lock()
 			val, _ := json.Marshal(rosterValue{Info: info, Replica: h.replica, Reg: reg.reg})
 			if reg.rev == 0 {
