@@ -51,6 +51,7 @@ func Path() string {
 
 // Server is a running broker process. Restart and Kill may be called from
 // the test goroutine; the cleanup registered by Start stops it for good.
+// Restart is for servers from Start only.
 type Server struct {
 	t        testing.TB
 	bin      string
@@ -66,22 +67,36 @@ type Server struct {
 // test (with the set-up hint) when the binary is missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := Path()
-	if bin == "" {
-		t.Fatalf("natstest: nats-server %s not found: run scripts/setup.sh or set %s", Version, PathEnv)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := Launch(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	s := &Server{t: t, bin: bin, port: port, storeDir: t.TempDir()}
-	if err := s.start(); err != nil {
-		t.Fatal(err)
-	}
+	s.t = t
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// ErrNotInstalled is returned by Launch when no binary is found.
+var ErrNotInstalled = errors.New("natstest: nats-server " + Version + " not found: run scripts/setup.sh or set " + PathEnv)
+
+// Launch starts a broker outside a test (benchmarks, tools) with its store
+// in storeDir; the caller must call Kill.
+func Launch(storeDir string) (*Server, error) {
+	bin := Path()
+	if bin == "" {
+		return nil, ErrNotInstalled
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	s := &Server{bin: bin, port: port, storeDir: storeDir}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // URL is the client URL, nats://127.0.0.1:<port>.
@@ -152,9 +167,8 @@ func (s *Server) Kill() {
 }
 
 // Restart kills the broker and starts it again on the same port with the
-// same store directory.
+// same store directory. It fails the test of Start on error.
 func (s *Server) Restart() {
-	s.t.Helper()
 	s.Kill()
 	if err := s.start(); err != nil {
 		s.t.Fatal(err)
