@@ -32,9 +32,9 @@ type DistributedResult struct {
 	InProcess, AcrossReplicas Durations
 	// ShotInProcess and ShotAcross are round trips with a 10 MB result;
 	// the Alloc fields are bytes allocated per round trip (whole process).
-	ShotInProcess, ShotAcross         Durations
+	ShotInProcess, ShotAcross           Durations
 	ShotAllocInProcess, ShotAllocAcross float64
-	ShotBytes                          int
+	ShotBytes                           int
 	// Convergence is SSE registration on B → listed on A.
 	Convergence Durations
 }
