@@ -19,6 +19,13 @@
 // library (github.com/nats-io/nats.go) only; the server is a separate
 // program (scripts/setup.sh builds it for the tests).
 //
+// Trust: the broker is the replicas' private backplane. Whoever may publish
+// on its subjects can post results and events as any client, so give the
+// replicas their own NATS account or credentials and keep the broker off
+// any network the clients reach. The replay stream keeps the requests sent
+// to each client (CDP methods and parameters) on the broker's store for up
+// to ReplayAge.
+//
 // Bounds: a client connected nowhere fails a publish at once; a crashed
 // replica's clients are gone within (DeadAfter+1)·Config.Heartbeat (4 s by
 // default) plus the broker's latency; roster changes reach the other

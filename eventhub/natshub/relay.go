@@ -62,7 +62,7 @@ func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hos
 	hdr := nats.Header{}
 	hdr.Set(hdrClientID, rr.ClientID)
 	hdr.Set(hdrActor, rr.Actor)
-	hdr.Set(hdrReplica, string(rr.Transport))
+	hdr.Set(hdrTransport, string(rr.Transport))
 	m, err := request(ctx, h.nc, h.subj("replica", owner, "relay"), hdr, data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return hostproxy.RelayVerdict{}, false
@@ -91,7 +91,7 @@ func (h *Hub) onRelay(m *nats.Msg) {
 		v = hostproxy.RelayVerdict{Status: http.StatusBadRequest, Code: "malformed_body", Message: "relayed result is not JSON"}
 	default:
 		v = p.AcceptRelayed(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
-			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrReplica))})
+			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrTransport))})
 	}
 	out, _ := json.Marshal(v)
 	_ = m.Respond(out)

@@ -14,19 +14,20 @@ import (
 
 // Header names of the hub's NATS messages.
 const (
-	hdrXfer     = "Bc-Xfer"
-	hdrPart     = "Bc-Part"
-	hdrParts    = "Bc-Parts"
-	hdrError    = "Bc-Error"
-	hdrID       = "Bc-Id"
-	hdrReplica  = "Bc-Replica"
-	hdrClient   = "Bc-Client"
-	hdrActor    = "Bc-Actor"
-	hdrConv     = "Bc-Conv"
-	hdrUntil    = "Bc-Until"
-	hdrTarget   = "Bc-Target"
-	hdrRetract  = "Bc-Retract"
-	hdrClientID = "Bc-Client-Id"
+	hdrXfer      = "Bc-Xfer"
+	hdrPart      = "Bc-Part"
+	hdrParts     = "Bc-Parts"
+	hdrError     = "Bc-Error"
+	hdrID        = "Bc-Id"
+	hdrReplica   = "Bc-Replica"
+	hdrClient    = "Bc-Client"
+	hdrActor     = "Bc-Actor"
+	hdrConv      = "Bc-Conv"
+	hdrUntil     = "Bc-Until"
+	hdrTarget    = "Bc-Target"
+	hdrRetract   = "Bc-Retract"
+	hdrClientID  = "Bc-Client-Id"
+	hdrTransport = "Bc-Transport"
 )
 
 // headerRoom is what a message's headers may take of the broker's
