@@ -63,6 +63,10 @@ type Options struct {
 	EventBurst int
 	// Now is the clock of the event budget; nil means time.Now.
 	Now func() time.Time
+	// Relay, when set, carries results and events posted to this replica
+	// for requests and backends on other replicas (DHUB-3); nil keeps the
+	// single-process behaviour.
+	Relay Relay
 }
 
 // Route restricts which kind of client a Request may go to, on top of the
@@ -115,6 +119,7 @@ type Proxy struct {
 	maxBody  int64
 	newID    func() string
 	onResult func(ResultReceipt)
+	relay    Relay
 	done     chan struct{}
 	closeOne sync.Once
 	events   *eventBudget
@@ -139,6 +144,7 @@ func New(opts Options) *Proxy {
 		newID:     opts.NewRequestID,
 		onResult:  opts.OnResult,
 		events:    newEventBudget(opts.EventRate, opts.EventBurst, opts.Now),
+		relay:     opts.Relay,
 		done:      make(chan struct{}),
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),

@@ -303,6 +303,19 @@ type resultReject struct {
 // the one code path of POST /v1/host-browser-result and the result socket;
 // nil means accepted. A refused result leaves the request pending.
 func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
+	if p.relay != nil {
+		if _, ok := p.Lookup(body.RequestID); !ok {
+			// Not waiting here: the caller may wait on another replica (DHUB-3).
+			if rej, ok := p.relayResult(body, clientID, actor, tr); ok {
+				return rej
+			}
+		}
+	}
+	return p.acceptLocal(body, clientID, actor, tr, raw)
+}
+
+// acceptLocal is acceptResult for a request pending in this Proxy.
+func (p *Proxy) acceptLocal(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
 	in, ok := p.Lookup(body.RequestID)
 	if !ok {
 		return &resultReject{http.StatusNotFound, "unknown_request",

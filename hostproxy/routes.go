@@ -304,6 +304,9 @@ func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend
 		}
 		p.hub.Touch(clientID)
 		p.publishEvent(clientID, ev)
+		if p.relay != nil {
+			p.relay.RelayEvent(clientID, ev)
+		}
 		writeJSON(w, http.StatusOK, accepted)
 	})
 }

@@ -21,6 +21,11 @@
 #      independent MCP client the tests of examples/mcp run, installed with
 #      npm into $HOME/.cache/browserchain/mcp-inspector/<version> (no global
 #      install). Its 1.x line runs on Node 20; 2.x needs Node 22.19.
+#   5. A nats-server binary for the distributed hub's tests (DHUB-7), built
+#      from its Go module at a pinned version with `go install` into
+#      $NATS_SERVER_DIR (default $HOME/.cache/browserchain/nats-server-<ver>);
+#      internal/natstest finds it there (or through BROWSERCHAIN_NATS_SERVER).
+#      The server module is never a dependency of the library itself.
 #
 # Works as root without a TTY (CI); uses sudo for apt only when not root.
 # Node.js >= 20 is required by playwright-core; it is installed from apt when
@@ -116,4 +121,12 @@ if [ "$installed_inspector" != "$inspector_version" ]; then
 	[ -x "$inspector_dir/node_modules/.bin/mcp-inspector" ] || die "the MCP Inspector install has no mcp-inspector binary"
 fi
 
-log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version"
+# ---- 5. nats-server (distributed hub tests) ---------------------------------
+nats_version=v2.15.2 # keep in step with internal/natstest.Version
+nats_dir="${NATS_SERVER_DIR:-$HOME/.cache/browserchain/nats-server-$nats_version}"
+if ! [ -x "$nats_dir/nats-server" ] || ! "$nats_dir/nats-server" --version 2>/dev/null | grep -q "${nats_version#v}"; then
+	log "building nats-server $nats_version into $nats_dir"
+	mkdir -p "$nats_dir"
+	(cd "$nats_dir" && GOBIN="$nats_dir" GOFLAGS=-buildvcs=false go install "github.com/nats-io/nats-server/v2@$nats_version")
+fi
+log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version, nats-server $nats_version"

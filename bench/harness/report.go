@@ -21,6 +21,8 @@ type Results struct {
 	Hub      []HubThroughput
 	Stall    HubStall
 	Worker   WorkerProbe
+	// Distributed is the NATS hub phase (nil when not run).
+	Distributed *DistributedResult `json:",omitempty"`
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.
@@ -163,6 +165,12 @@ func (r *Results) Targets() []Target {
 	if c := r.cold(ColdLocalNewConv); c != nil {
 		ts = append(ts, Target{"… and for a new conversation on the warm local browser (new page)",
 			fmt.Sprintf("%s median, %s p99", ms(c.D.Median()), ms(c.D.P99())), c.D.Median() <= 50*time.Millisecond, false})
+	}
+	if d := r.Distributed; d != nil && len(d.InProcess) > 0 {
+		dd := d.AcrossReplicas.Median() - d.InProcess.Median()
+		ts = append(ts, Target{"request from replica A to a client on replica B ≤ in-process hub + 0.5 ms median",
+			fmt.Sprintf("%s vs %s = +%s", ms(d.AcrossReplicas.Median()), ms(d.InProcess.Median()), ms(dd)),
+			dd <= 500*time.Microsecond, false})
 	}
 	return ts
 }
@@ -348,6 +356,20 @@ func (r *Results) Render(out io.Writer) {
 				p("The stalled subscriber was not shed during the run; the healthy subscriber read %d of %d.\n\n", s.Delivered, s.Events)
 			}
 		}
+	}
+
+	if d := r.Distributed; d != nil && len(d.InProcess) > 0 {
+		p("## 6. Distributed hub (NATS)\n\n")
+		p("Two replicas of `eventhub/natshub` on one real `nats-server` process on loopback; the client is a Go SSE "+
+			"client on replica B that answers every request at once by POSTing its result to B (no browser: this is the hub "+
+			"and proxy path), and the request is sent by replica A's proxy. The in-process row is the same client on a "+
+			"single `eventhub.InProcess`. Interleaved, %d rounds after warm-up.\n\n", len(d.InProcess))
+		p("| path | median | p99 | allocated per round trip |\n|---|---|---|---|\n")
+		p("| `Runtime.evaluate`, in-process hub | %s | %s | |\n", ms(d.InProcess.Median()), ms(d.InProcess.P99()))
+		p("| `Runtime.evaluate`, replica A → client on B | %s | %s | |\n", ms(d.AcrossReplicas.Median()), ms(d.AcrossReplicas.P99()))
+		p("| %s result, in-process hub | %s | %s | %s |\n", mib(float64(d.ShotBytes)), ms(d.ShotInProcess.Median()), ms(d.ShotInProcess.P99()), mib(d.ShotAllocInProcess))
+		p("| %s result, posted to B for a caller on A (sent in parts) | %s | %s | %s |\n", mib(float64(d.ShotBytes)), ms(d.ShotAcross.Median()), ms(d.ShotAcross.P99()), mib(d.ShotAllocAcross))
+		p("| roster convergence: registration on B → listed on A | %s | %s | |\n\n", ms(d.Convergence.Median()), ms(d.Convergence.P99()))
 	}
 
 	if r.Analysis != "" {

@@ -28,6 +28,9 @@
 //	-cdp-port         DevTools port cdp-inspect probes (default 9222)
 //	-local            add the local Playwright backend as the last resort (default true)
 //	-chromium         browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)
+//	-nats             NATS broker URL (JetStream on); with -replica the server is one
+//	                  replica of several sharing the broker (DHUB-1; README "Running three replicas")
+//	-replica          this replica's name, unique among the replicas
 //	-v                debug logging (every selection record)
 //
 // The Vellum assistant's own extension pairs with no configuration: it

@@ -15,9 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy/auth"
@@ -46,7 +49,7 @@ const DefaultListen = "127.0.0.1:7830"
 // config is the parsed command line.
 type config struct {
 	listen, keyFile, actor, chromium string
-	allowedDomains                   string
+	allowedDomains, natsURL, replica string
 	allowWrites                      bool
 	origins                          []string
 	policy                           browserbackend.Policy
@@ -70,6 +73,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
 	fs.StringVar(&c.allowedDomains, "allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\" for the open web); empty: no policy")
 	fs.BoolVar(&c.allowWrites, "allow-writes", false, "with -allowed-domains: allow write-looking clicks, key presses and types")
+	fs.StringVar(&c.natsURL, "nats", "", "NATS broker URL (JetStream on): run as one replica of several sharing it")
+	fs.StringVar(&c.replica, "replica", "", "this replica's name with -nats, unique among the replicas ([A-Za-z0-9_-])")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -121,6 +126,7 @@ func run() error {
 	listen, keyFile, actor, inspect, cdpPort, useLocal, chromium, verbose :=
 		&c.listen, &c.keyFile, &c.actor, &c.inspect, &c.cdpPort, &c.useLocal, &c.chromium, &c.verbose
 	allowedDomains, allowWrites := &c.allowedDomains, &c.allowWrites
+	natsURL, replica := &c.natsURL, &c.replica
 
 	level := slog.LevelInfo
 	if *verbose {
@@ -167,12 +173,34 @@ func run() error {
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
-	rt, err := runtime.New(runtime.Config{
+	rcfg := runtime.Config{
 		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
 		SelectorOptions: browserbackend.Options{Policy: c.policy},
 		Guard:           g,
-	})
+	}
+	if (*natsURL == "") != (*replica == "") {
+		return errors.New("-nats and -replica go together")
+	}
+	if *natsURL != "" {
+		nc, err := nats.Connect(*natsURL, nats.Name("browserchain-"+*replica), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("-nats %q: %w", *natsURL, err)
+		}
+		defer nc.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		d, err := natshub.New(sctx, natshub.Config{Conn: nc, Replica: *replica, Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		rcfg.Distributed = d
+		log.Info("replica of a distributed hub", "module", "example-server", "replica", *replica)
+	}
+	rt, err := runtime.New(rcfg)
 	if err != nil {
+		if rcfg.Distributed != nil {
+			_ = rcfg.Distributed.Close()
+		}
 		return err
 	}
 	srv := rt.HTTPServer(*listen)

@@ -49,6 +49,8 @@ type counts struct {
 	hub              map[int]int // subscribers → events
 	stallEvents      int
 	worker           int
+	// distRounds, distShots, distConv: the distributed hub phase.
+	distRounds, distShots, distConv int
 }
 
 var full = counts{
@@ -59,6 +61,7 @@ var full = counts{
 	hub:         map[int]int{1: 20000, 10: 5000, 100: 1000},
 	stallEvents: 20000,
 	worker:      300,
+	distRounds:  1000, distShots: 10, distConv: 50,
 }
 
 var quick = counts{
@@ -69,6 +72,7 @@ var quick = counts{
 	hub:         map[int]int{1: 2000, 10: 500, 100: 100},
 	stallEvents: 4000,
 	worker:      30,
+	distRounds:  100, distShots: 2, distConv: 5,
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -96,7 +100,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub,distributed); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -242,6 +246,13 @@ func run() error {
 		}
 		return nil
 	})
+	if err == nil {
+		err = phase("distributed", func() error {
+			d, err := harness.MeasureDistributed(ctx, n.distRounds, n.distShots, n.distConv)
+			res.Distributed = &d
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 )
@@ -58,8 +59,13 @@ type Config struct {
 	// Logger receives every record (selection records carry
 	// module=cdp-factory); nil means slog.Default().
 	Logger *slog.Logger
-	// HubOptions are passed to eventhub.New.
+	// HubOptions are passed to eventhub.New. Ignored with Distributed.
 	HubOptions []eventhub.Option
+	// Distributed, when set, makes this runtime one replica of several
+	// sharing a NATS broker (DHUB-1): its streams, roster, requests and
+	// results go through that hub (created by the caller with natshub.New;
+	// Close closes it, the caller closes its connection afterwards).
+	Distributed *natshub.Hub
 	// RequestTimeout is the proxy's per-command default; 0 means 30 s.
 	RequestTimeout time.Duration
 	// HostBridgeCooldown is the host-bridge provider's per-actor cooldown
@@ -116,7 +122,12 @@ const (
 // Runtime is a composed reference runtime. Its fields are read-only after
 // New; Handler serves every route.
 type Runtime struct {
-	Hub      *eventhub.InProcess
+	// Hub holds this process's streams: the whole hub in one process, the
+	// replica's local part with Config.Distributed.
+	Hub *eventhub.InProcess
+	// Cluster is the hub the proxy publishes to: Hub, or the distributed
+	// hub spanning every replica.
+	Cluster  eventhub.Hub
 	Proxy    *hostproxy.Proxy
 	Auth     *auth.Authority
 	Limiter  *ratelimit.Limiter
@@ -125,6 +136,7 @@ type Runtime struct {
 
 	log      *slog.Logger
 	guard    *guard.Guard
+	dist     *natshub.Hub
 	timeouts [3]time.Duration // read header, read, idle
 }
 
@@ -141,10 +153,25 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	hub := eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
-	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: log, DefaultTimeout: cfg.RequestTimeout,
+	popts := hostproxy.Options{Logger: log, DefaultTimeout: cfg.RequestTimeout,
 		NewRequestID: cfg.NewRequestID, OnResult: cfg.OnResult, MaxBodyBytes: cfg.MaxBodyBytes,
-		EventRate: cfg.EventRate, EventBurst: cfg.EventBurst, Now: cfg.Now})
+		EventRate: cfg.EventRate, EventBurst: cfg.EventBurst, Now: cfg.Now}
+	var (
+		hub     *eventhub.InProcess
+		cluster eventhub.Hub
+		proxy   *hostproxy.Proxy
+		events  http.Handler
+		ping    http.Handler
+	)
+	if d := cfg.Distributed; d != nil {
+		hub, cluster, proxy = d.Local(), d, d.NewProxy(popts)
+		events, ping = d.EventsHandler(), d.PingHandler()
+	} else {
+		hub = eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
+		popts.Hub = hub
+		cluster, proxy = hub, hostproxy.New(popts)
+		events, ping = hub.EventsHandler(), hub.PingHandler()
+	}
 	// The proxy publishes each host_browser_request with its deadline as
 	// its replay bound and retracts it when its caller stops waiting: a
 	// reconnect never replays one whose caller already failed (HUB-3, HUB-5).
@@ -155,7 +182,7 @@ func New(cfg Config) (*Runtime, error) {
 		proxy.HostBridgeProvider(hostproxy.ProviderOptions{HostBridgeCooldown: cfg.HostBridgeCooldown}),
 	}, cfg.Fallbacks...)
 	rt := &Runtime{
-		Hub: hub, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
+		Hub: hub, Cluster: cluster, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
 		// Event posts and invalidations come in bursts (one per CDP event):
 		// they have the proxy's own per-client budget, so they never use up
 		// the budget result posts need (WIRE-5).
@@ -165,6 +192,7 @@ func New(cfg Config) (*Runtime, error) {
 		}}),
 		log:   log,
 		guard: cfg.Guard,
+		dist:  cfg.Distributed,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
@@ -173,8 +201,8 @@ func New(cfg Config) (*Runtime, error) {
 	}
 
 	authed := http.NewServeMux()
-	authed.Handle("GET "+wire.PathEvents, hub.EventsHandler())
-	authed.Handle("POST "+wire.PathPing, hub.PingHandler())
+	authed.Handle("GET "+wire.PathEvents, events)
+	authed.Handle("POST "+wire.PathPing, ping)
 	proxy.Mount(authed)
 
 	mux := http.NewServeMux()
@@ -214,6 +242,9 @@ func (rt *Runtime) HTTPServer(addr string) *http.Server {
 // Close cancels in-flight requests and ends every stream. Idempotent.
 func (rt *Runtime) Close() error {
 	rt.Proxy.Close()
+	if rt.dist != nil {
+		return rt.dist.Close() // closes Hub too
+	}
 	return rt.Hub.Close()
 }
 

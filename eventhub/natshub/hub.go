@@ -1,0 +1,811 @@
+package natshub
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+// Defaults of Config.
+const (
+	// DefaultPrefix is the first token of every subject and the prefix of
+	// the bucket and stream names.
+	DefaultPrefix = "browserchain"
+	// DefaultHeartbeat is the period of each replica's heartbeat. A replica
+	// silent for DeadAfter heartbeats is considered crashed (DHUB-4).
+	DefaultHeartbeat = time.Second
+	// DeadAfter is how many heartbeat periods of silence mark a replica as
+	// crashed: the detection bound is DeadAfter+1 periods (one more for the
+	// check's own tick).
+	DeadAfter = 3
+	// DefaultRosterTTL is the roster bucket's TTL: an entry not re-put by
+	// its replica within it expires. Replicas re-put every TTL/3.
+	DefaultRosterTTL = 15 * time.Second
+	// DefaultTouchFlush is how often activity (Touch) is written to the
+	// roster: coalesced, never once per heartbeat or post.
+	DefaultTouchFlush = 500 * time.Millisecond
+	// DefaultMaxTransfer bounds one chunked transfer (a result or request
+	// larger than the broker's max_payload), in bytes.
+	DefaultMaxTransfer = hostproxy.DefaultMaxBodyBytes + 1<<20
+	// ReplayPerClient bounds the per-client replay stream, in events.
+	ReplayPerClient = 256
+	// ReplayAge bounds how long an event stays in the replay stream.
+	ReplayAge = eventhub.DefaultReplayAge
+)
+
+// staleWait bounds how long a publish waits for a replica that subscribed
+// the client's subject but no longer holds its stream (a reconnect moving
+// the client between replicas).
+const staleWait = 2 * time.Second
+
+// opTimeout bounds one broker operation of the hub's own (roster writes,
+// retractions).
+const opTimeout = 5 * time.Second
+
+// Config configures New. Conn and Replica are required.
+type Config struct {
+	// Conn is the broker connection; the caller owns it and closes it after
+	// Hub.Close. Give it unlimited reconnects (nats.MaxReconnects(-1)) so
+	// the hub survives a broker restart.
+	Conn *nats.Conn
+	// Replica names this replica, unique in the cluster: 1–64 characters of
+	// [A-Za-z0-9_-].
+	Replica string
+	// Prefix is the first subject token and the bucket/stream name prefix
+	// ([A-Za-z0-9_-]); default DefaultPrefix.
+	Prefix string
+	// HubOptions configure the replica's local in-process hub (heartbeat,
+	// queues, replay ring). Do not pass eventhub.WithHooks: the hub
+	// installs its own.
+	HubOptions []eventhub.Option
+	// Heartbeat is the replica heartbeat period; default DefaultHeartbeat.
+	Heartbeat time.Duration
+	// RosterTTL is the roster bucket TTL; default DefaultRosterTTL.
+	RosterTTL time.Duration
+	// TouchFlush is the activity write period; default DefaultTouchFlush.
+	TouchFlush time.Duration
+	// UnhealthyAfter is how long a client on another replica may show no
+	// activity before Roster reports it unhealthy; default 21 s (3 default
+	// SSE heartbeats), as the in-process hub.
+	UnhealthyAfter time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Hub is an eventhub.Hub spanning replicas over NATS (DHUB-1). Each replica
+// keeps its own SSE streams in a local eventhub.InProcess (served by
+// EventsHandler and PingHandler); the broker carries the rest:
+//   - targeted delivery, cancels and retractions: core NATS requests on a
+//     subject per client ("<prefix>.client.<id>.deliver"), subscribed by the
+//     replica holding the client's stream, so a client connected nowhere
+//     fails at once with eventhub.ErrNotConnected (no responders, DHUB-2);
+//   - the roster: a JetStream key-value bucket with a TTL, re-put by each
+//     replica every TTL/3 and when activity changed (coalesced), watched by
+//     every replica; the watcher is recreated and the roster re-put after a
+//     broker reconnect (DHUB-4);
+//   - crash detection: a heartbeat subject per replica; a replica silent for
+//     DeadAfter heartbeats is dropped from the roster view and its clients'
+//     Gone channels close, so requests to them fail within
+//     (DeadAfter+1)·Heartbeat plus the broker's latency (DHUB-4);
+//   - replay across replicas: events targeted at one client are appended to
+//     a bounded JetStream stream ("<prefix>_log", ReplayPerClient events per
+//     client, ReplayAge), so a client that reconnects to another replica
+//     with Last-Event-ID gets the eligible events after it (DHUB-5);
+//     retractions are appended there too;
+//   - payloads over the broker's max_payload are sent in parts (DHUB-6).
+//
+// Events for a Capability, InterfaceID or ConversationID target are fanned
+// out to every replica live and replayed only by the replica that issued
+// them. All methods are safe for concurrent use.
+type Hub struct {
+	cfg     Config
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	local   *eventhub.InProcess
+	log     *slog.Logger
+	prefix  string
+	replica string
+
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+
+	done     chan struct{}
+	ctx      context.Context // cancelled by Close: bounds the loops' broker calls
+	cancel   context.CancelFunc
+	sweepAt  int
+	wg       sync.WaitGroup
+	resyncCh chan struct{}
+	status   chan nats.Status
+	relayAsm assembler
+	subs     []*nats.Subscription
+
+	mu        sync.Mutex
+	closed    bool
+	proxy     *hostproxy.Proxy
+	view      map[string]*remoteReg
+	replicas  map[string]*replicaState
+	locals    map[string]*localReg
+	published map[string]*pubRecord
+	lastIDs   map[string]string
+	dirty     bool
+	changed   chan struct{}
+	connected bool
+}
+
+var _ eventhub.Hub = (*Hub)(nil)
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// rosterValue is the JSON of one roster entry.
+type rosterValue struct {
+	Info    eventhub.ClientInfo `json:"info"`
+	Replica string              `json:"replica"`
+	Reg     string              `json:"reg"`
+}
+
+type remoteReg struct {
+	val  rosterValue
+	done chan struct{}
+}
+
+type replicaState struct {
+	lastSeen time.Time
+	dead     bool
+}
+
+// localReg is a client registered on this replica.
+type localReg struct {
+	mu       sync.Mutex // held while registering (replay) and by retractions
+	clientID string
+	actor    string
+	reg      string
+	subs     []*nats.Subscription
+	rev      uint64
+	replayed map[string]string // event id elsewhere → id of its replay here
+	asm      assembler
+}
+
+// pubRecord is what Retract needs about an event this replica published.
+type pubRecord struct {
+	clientID string
+	origin   string // replica whose ring holds it; "" when parked
+	logged   bool
+	until    time.Time
+}
+
+// New connects a hub replica: it creates (or updates) the roster bucket and
+// the replay stream, subscribes its subjects and starts its heartbeat,
+// refresh and watch loops. ctx bounds the setup. Errors: a missing Conn, a
+// bad Replica or Prefix, or the broker's (JetStream must be enabled). Call
+// Close to stop it.
+func New(ctx context.Context, cfg Config) (*Hub, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("natshub: Config.Conn is nil")
+	}
+	if !nameRE.MatchString(cfg.Replica) {
+		return nil, errf("replica name %q: want 1-64 of [A-Za-z0-9_-]", cfg.Replica)
+	}
+	cfg.Prefix = cmp.Or(cfg.Prefix, DefaultPrefix)
+	if !nameRE.MatchString(cfg.Prefix) {
+		return nil, errf("prefix %q: want 1-64 of [A-Za-z0-9_-]", cfg.Prefix)
+	}
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
+	cfg.RosterTTL = cmp.Or(cfg.RosterTTL, DefaultRosterTTL)
+	cfg.TouchFlush = cmp.Or(cfg.TouchFlush, DefaultTouchFlush)
+	cfg.UnhealthyAfter = cmp.Or(cfg.UnhealthyAfter, 3*eventhub.DefaultHeartbeatInterval)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, errf("jetstream: %w", err)
+	}
+	h := &Hub{
+		cfg: cfg, nc: cfg.Conn, js: js, log: log.With("module", "natshub", "replica", cfg.Replica),
+		prefix: cfg.Prefix, replica: cfg.Replica,
+		done: make(chan struct{}), resyncCh: make(chan struct{}, 1),
+		view: make(map[string]*remoteReg), replicas: make(map[string]*replicaState),
+		locals: make(map[string]*localReg), published: make(map[string]*pubRecord),
+		lastIDs: make(map[string]string), changed: make(chan struct{}), connected: true,
+	}
+	h.relayAsm.max = DefaultMaxTransfer
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.sweepAt = 1024
+	opts := append(slices.Clone(cfg.HubOptions), eventhub.WithLogger(log), eventhub.WithHooks(eventhub.Hooks{
+		OnRegister: h.onRegister, OnUnregister: h.onUnregister,
+	}))
+	h.local = eventhub.New(opts...)
+	if err := h.setupStore(ctx); err != nil {
+		h.cancel()
+		h.local.Close()
+		return nil, err
+	}
+	for _, s := range []struct {
+		subj string
+		f    nats.MsgHandler
+	}{
+		{h.subj("hb", "*"), h.onHeartbeat},
+		{h.subj("replica", h.replica, "retract"), h.onOriginRetract},
+		{h.subj("replica", h.replica, "relay"), h.onRelay},
+		{h.subj("events"), h.onEvent},
+		{h.subj("bcast"), h.onBroadcast},
+	} {
+		sub, err := h.nc.Subscribe(s.subj, s.f)
+		if err != nil {
+			h.cancel()
+			h.closeSubs()
+			h.local.Close()
+			return nil, errf("subscribe %s: %w", s.subj, err)
+		}
+		_ = sub.SetPendingLimits(1<<16, 256<<20)
+		h.subs = append(h.subs, sub)
+	}
+	if err := h.nc.FlushWithContext(ctx); err != nil {
+		h.cancel()
+		h.closeSubs()
+		h.local.Close()
+		return nil, errf("flush: %w", err)
+	}
+	h.status = h.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED)
+	h.wg.Add(4)
+	go h.watchLoop()
+	go h.heartbeatLoop()
+	go h.refreshLoop()
+	go h.forwardLocalChanges()
+	return h, nil
+}
+
+func (h *Hub) setupStore(ctx context.Context) error {
+	kv, err := h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: h.prefix + "_roster", TTL: h.cfg.RosterTTL, LimitMarkerTTL: h.cfg.RosterTTL,
+		History: 1, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return errf("roster bucket: %w", err)
+	}
+	st, err := h.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: h.prefix + "_log", Subjects: []string{h.subj("log", ">")},
+		MaxMsgsPerSubject: ReplayPerClient, MaxAge: ReplayAge, MaxBytes: 256 << 20,
+		Storage: jetstream.FileStorage, Discard: jetstream.DiscardOld,
+	})
+	if err != nil {
+		return errf("replay stream: %w", err)
+	}
+	h.mu.Lock()
+	h.kv, h.stream = kv, st
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *Hub) store() (jetstream.KeyValue, jetstream.Stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kv, h.stream
+}
+
+func (h *Hub) subj(tokens ...string) string {
+	s := h.prefix
+	for _, t := range tokens {
+		s += "." + t
+	}
+	return s
+}
+
+// token encodes a client id as one subject token and key-value key.
+func token(clientID string) string { return base64.RawURLEncoding.EncodeToString([]byte(clientID)) }
+
+func untoken(t string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	return string(b), err == nil
+}
+
+// Local returns the replica's in-process hub (its streams only).
+func (h *Hub) Local() *eventhub.InProcess { return h.local }
+
+// Replica returns the replica name.
+func (h *Hub) Replica() string { return h.replica }
+
+// EventsHandler serves GET /v1/events on this replica: the in-process hub's
+// handler (HUB-3), plus replay across replicas: a Last-Event-ID issued by
+// another replica replays, after registration, the events for this client
+// recorded after it that are still eligible (DHUB-5).
+func (h *Hub) EventsHandler() http.Handler {
+	inner := h.local.EventsHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.stashLastID(r.Header.Get(wire.HeaderClientID), r.Header.Get(wire.HeaderLastEventID))
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// PingHandler serves POST /v1/ping; a ping must reach the replica holding
+// the client's stream (its heartbeat tokens live there).
+func (h *Hub) PingHandler() http.Handler { return h.local.PingHandler() }
+
+// Subscribe opens an in-process stream on this replica, as
+// eventhub.InProcess.Subscribe, with replay across replicas as
+// EventsHandler.
+func (h *Hub) Subscribe(req eventhub.SubscribeRequest) (*eventhub.Subscription, error) {
+	h.stashLastID(req.ClientID, req.LastEventID)
+	return h.local.Subscribe(req)
+}
+
+func (h *Hub) stashLastID(clientID, lastID string) {
+	if clientID == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if lastID != "" && !h.local.OwnsEventID(lastID) && len(lastID) <= 128 {
+		h.lastIDs[clientID] = lastID
+	} else {
+		delete(h.lastIDs, clientID)
+	}
+}
+
+func (h *Hub) fireChangedLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// Changed implements eventhub.Hub: closed at the next change of the
+// cluster-wide roster as this replica sees it.
+func (h *Hub) Changed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}
+
+func (h *Hub) forwardLocalChanges() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.local.Changed():
+			h.mu.Lock()
+			h.fireChangedLocked()
+			h.mu.Unlock()
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// Roster implements eventhub.Hub: this replica's clients and those the
+// roster bucket lists on live replicas, healthy first, most recently active
+// first (ties by client id).
+func (h *Hub) Roster() []eventhub.ClientInfo {
+	out := h.local.Roster()
+	now := time.Now()
+	h.mu.Lock()
+	for id, r := range h.view {
+		if h.locals[id] != nil {
+			continue
+		}
+		out = append(out, h.remoteInfo(r, now))
+	}
+	h.mu.Unlock()
+	slices.SortFunc(out, func(a, b eventhub.ClientInfo) int {
+		if a.Healthy != b.Healthy {
+			if a.Healthy {
+				return -1
+			}
+			return 1
+		}
+		if c := b.LastActive.Compare(a.LastActive); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ClientID, b.ClientID)
+	})
+	return out
+}
+
+func (h *Hub) remoteInfo(r *remoteReg, now time.Time) eventhub.ClientInfo {
+	info := r.val.Info
+	info.Capabilities = slices.Clone(info.Capabilities)
+	info.Healthy = info.Healthy && now.Sub(info.LastActive) <= h.cfg.UnhealthyAfter
+	return info
+}
+
+// Client implements eventhub.Hub, cluster-wide.
+func (h *Hub) Client(clientID string) (eventhub.ClientInfo, bool) {
+	if info, ok := h.local.Client(clientID); ok {
+		return info, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.view[clientID]
+	if r == nil {
+		return eventhub.ClientInfo{}, false
+	}
+	return h.remoteInfo(r, time.Now()), true
+}
+
+// Gone implements eventhub.Hub: for a client on another replica the channel
+// closes when its roster entry is deleted, replaced by a newer
+// registration, expires, or its replica is found crashed.
+func (h *Hub) Gone(clientID string) <-chan struct{} {
+	if _, ok := h.local.Client(clientID); ok {
+		return h.local.Gone(clientID)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.view[clientID]; r != nil {
+		return r.done
+	}
+	return closedChan
+}
+
+// Touch implements eventhub.Hub: activity of a client on this replica is
+// recorded at once and written to the roster at the next flush; activity of
+// a client on another replica is sent to it.
+func (h *Hub) Touch(clientID string) {
+	if _, ok := h.local.Client(clientID); ok {
+		h.local.Touch(clientID)
+		h.mu.Lock()
+		h.dirty = true
+		h.mu.Unlock()
+		return
+	}
+	_ = h.nc.Publish(h.subj("client", token(clientID), "touch"), nil)
+}
+
+// Publish implements eventhub.Hub (DHUB-2). A ClientID target on this
+// replica is published locally; on another replica it is a request to the
+// client's subject, which fails at once with eventhub.ErrNotConnected when no
+// replica holds the client. When the roster still lists the client on a
+// replica that no longer answers (it crashed, or the client is moving), the
+// event is parked in the replay stream and delivered by the replica the
+// client reconnects to with Last-Event-ID. Other targets are fanned out to
+// every replica; ErrNoRecipients when no replica's roster entry matches a
+// Capability or InterfaceID target. ctx is checked before sending; the
+// round trip itself is bounded by 2 s (a replica that subscribed the client
+// but no longer holds it stays silent), so a cancellation never hides a
+// delivery.
+func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationID string, message any) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if h.isClosed() {
+		return "", eventhub.ErrClosed
+	}
+	if target.ClientID == "" && target.Capability == "" && target.InterfaceID == "" && target.ConversationID == "" {
+		return "", eventhub.ErrEmptyTarget
+	}
+	raw, err := json.Marshal(message)
+	if err != nil {
+		return "", fmt.Errorf("natshub: marshal message: %w", err)
+	}
+	if target.ClientID == "" {
+		return h.fanOut(ctx, target, conversationID, raw)
+	}
+	if info, ok := h.local.Client(target.ClientID); ok {
+		id, err := h.local.Publish(ctx, target, conversationID, json.RawMessage(raw))
+		if err != nil {
+			return "", err
+		}
+		h.record(id, target, h.replica, h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, false))
+		return id, nil
+	}
+	hdr := nats.Header{}
+	tj, _ := json.Marshal(target)
+	hdr.Set(hdrTarget, string(tj))
+	hdr.Set(hdrConv, conversationID)
+	// Once sent, the event may be delivered: the caller's cancellation must
+	// not turn a delivery into a failure, so the round trip is bounded by
+	// staleWait alone.
+	rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), staleWait)
+	defer stop()
+	reply, err := request(rctx, h.nc, h.subj("client", token(target.ClientID), "deliver"), hdr, raw)
+	var ce *codeError
+	switch {
+	case err == nil:
+		id := reply.Header.Get(hdrID)
+		actor := target.ActorPrincipalID
+		if info, ok := h.Client(target.ClientID); ok {
+			actor = info.ActorPrincipalID
+		}
+		h.record(id, target, reply.Header.Get(hdrReplica), h.appendLog(ctx, id, target, actor, conversationID, raw, false))
+		return id, nil
+	case errors.As(err, &ce) && ce.code == "no_recipients":
+		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
+	case errors.As(err, &ce):
+		return "", err
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		info, listed := h.Client(target.ClientID)
+		if !listed || target.ReplayUntil.IsZero() {
+			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
+		}
+		if target.ActorPrincipalID != "" && target.ActorPrincipalID != info.ActorPrincipalID {
+			return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
+		}
+		id := "p" + nuid.Next()
+		if !h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, true) {
+			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
+		}
+		h.record(id, target, "", true)
+		return id, nil
+	default:
+		return "", errf("publish to client %q: %w", target.ClientID, err)
+	}
+}
+
+func (h *Hub) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// record keeps what Retract needs about an event awaited until its
+// ReplayUntil; expired records are swept as the map grows.
+func (h *Hub) record(id string, t eventhub.Target, origin string, logged bool) {
+	if t.ReplayUntil.IsZero() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.published[id] = &pubRecord{clientID: t.ClientID, origin: origin, logged: logged, until: t.ReplayUntil}
+	if len(h.published) >= h.sweepAt {
+		now := time.Now()
+		for k, r := range h.published {
+			if r.until.Before(now) {
+				delete(h.published, k)
+			}
+		}
+		h.sweepAt = max(2*len(h.published), 1024)
+	}
+}
+
+// fanOut publishes a non-client target locally and to every other replica.
+func (h *Hub) fanOut(ctx context.Context, target eventhub.Target, conv string, raw []byte) (string, error) {
+	id, err := h.local.Publish(ctx, target, conv, json.RawMessage(raw))
+	if err != nil && !errors.Is(err, eventhub.ErrNoRecipients) {
+		return "", err
+	}
+	if err != nil {
+		matched := false
+		h.mu.Lock()
+		for _, r := range h.view {
+			i := r.val.Info
+			if (target.Capability == "" || i.Has(target.Capability)) &&
+				(target.InterfaceID == "" || i.InterfaceID == target.InterfaceID) &&
+				(target.ActorPrincipalID == "" || i.ActorPrincipalID == target.ActorPrincipalID) {
+				matched = true
+			}
+		}
+		h.mu.Unlock()
+		if !matched {
+			return "", err
+		}
+		id = "f" + nuid.Next()
+	}
+	if len(raw) > int(h.nc.MaxPayload())-headerRoom {
+		return id, errf("fan-out event of %d bytes exceeds the broker's max_payload", len(raw))
+	}
+	m := nats.NewMsg(h.subj("bcast"))
+	tj, _ := json.Marshal(target)
+	m.Header.Set(hdrTarget, string(tj))
+	m.Header.Set(hdrConv, conv)
+	m.Header.Set(hdrReplica, h.replica)
+	m.Data = raw
+	if err := h.nc.PublishMsg(m); err != nil {
+		return id, errf("fan-out: %w", err)
+	}
+	return id, nil
+}
+
+func (h *Hub) onBroadcast(m *nats.Msg) {
+	if m.Header.Get(hdrReplica) == h.replica {
+		return
+	}
+	var t eventhub.Target
+	if json.Unmarshal([]byte(m.Header.Get(hdrTarget)), &t) != nil {
+		return
+	}
+	_, _ = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
+}
+
+// appendLog records a client-targeted event in the replay stream (DHUB-5).
+// A parked event is written synchronously (it exists nowhere else); a
+// delivered one asynchronously. Events larger than a broker message are
+// not recorded. It reports whether the event was (or is being) recorded.
+func (h *Hub) appendLog(ctx context.Context, id string, t eventhub.Target, actor, conv string, raw []byte, sync bool) bool {
+	if len(raw) > int(h.nc.MaxPayload())-headerRoom {
+		return false
+	}
+	m := nats.NewMsg(h.subj("log", token(t.ClientID)))
+	m.Header.Set(hdrID, id)
+	m.Header.Set(hdrActor, actor)
+	m.Header.Set(hdrConv, conv)
+	if !t.ReplayUntil.IsZero() {
+		m.Header.Set(hdrUntil, t.ReplayUntil.UTC().Format(time.RFC3339Nano))
+	}
+	m.Data = raw
+	if sync {
+		ctx, stop := context.WithTimeout(ctx, opTimeout)
+		defer stop()
+		_, err := h.js.PublishMsg(ctx, m)
+		return err == nil
+	}
+	_, err := h.js.PublishMsgAsync(m)
+	return err == nil
+}
+
+// onDeliver serves a request to publish to one of this replica's clients.
+// A replica that no longer holds the client stays silent, so a publisher
+// waits for the replica that does.
+func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
+	m, ok := reg.asm.add(m)
+	if !ok {
+		return
+	}
+	var t eventhub.Target
+	if err := json.Unmarshal([]byte(m.Header.Get(hdrTarget)), &t); err != nil || t.ClientID != reg.clientID {
+		respondError(m, "bad_request", "malformed target")
+		return
+	}
+	id, err := h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
+	switch {
+	case errors.Is(err, eventhub.ErrNotConnected), errors.Is(err, eventhub.ErrClosed):
+		return
+	case errors.Is(err, eventhub.ErrNoRecipients):
+		respondError(m, "no_recipients", err.Error())
+		return
+	case err != nil:
+		respondError(m, "publish_failed", err.Error())
+		return
+	}
+	r := nats.NewMsg(m.Reply)
+	r.Header.Set(hdrID, id)
+	r.Header.Set(hdrReplica, h.replica)
+	_ = m.RespondMsg(r)
+}
+
+// Retract implements eventhub.Hub across replicas (HUB-3, DHUB-5): it
+// appends the retraction to the replay stream (so no replica replays the
+// event to a later registration), retracts it in the ring of the replica
+// that issued it, and asks the replica holding the client now whether its
+// registration holds the event. An error is the broker's failure to record
+// the retraction.
+func (h *Hub) Retract(ctx context.Context, envelopeID string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	h.mu.Lock()
+	rec := h.published[envelopeID]
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return false, nil
+	}
+	if rec == nil {
+		return h.local.Retract(ctx, envelopeID)
+	}
+	if rec.logged {
+		m := nats.NewMsg(h.subj("log", token(rec.clientID)))
+		m.Header.Set(hdrRetract, envelopeID)
+		pctx, stop := context.WithTimeout(ctx, opTimeout)
+		_, err := h.js.PublishMsg(pctx, m)
+		stop()
+		if err != nil {
+			return false, errf("record retraction: %w", err)
+		}
+	}
+	var heldHere bool
+	switch rec.origin {
+	case h.replica:
+		heldHere, _ = h.local.Retract(ctx, envelopeID)
+	case "":
+	default:
+		_ = h.nc.Publish(h.subj("replica", rec.origin, "retract"), []byte(envelopeID))
+	}
+	h.mu.Lock()
+	reg := h.locals[rec.clientID]
+	h.mu.Unlock()
+	if reg != nil {
+		if rec.origin == h.replica {
+			return heldHere, nil
+		}
+		return h.holderRetract(reg, envelopeID), nil
+	}
+	rctx, stop := context.WithTimeout(ctx, staleWait)
+	defer stop()
+	reply, err := h.nc.RequestWithContext(rctx, h.subj("client", token(rec.clientID), "retract"), []byte(envelopeID))
+	if err != nil {
+		return false, nil // no replica holds the client (or it is moving): not held
+	}
+	return string(reply.Data) == "1", nil
+}
+
+// holderRetract answers, on the replica holding reg, whether its
+// registration holds the event id (issued here or replayed here).
+func (h *Hub) holderRetract(reg *localReg, id string) bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	ctx, stop := context.WithTimeout(context.Background(), opTimeout)
+	defer stop()
+	if h.local.OwnsEventID(id) {
+		held, _ := h.local.Retract(ctx, id)
+		return held
+	}
+	if lid, ok := reg.replayed[id]; ok {
+		held, _ := h.local.Retract(ctx, lid)
+		return held
+	}
+	return false
+}
+
+func (h *Hub) onClientRetract(reg *localReg, m *nats.Msg) {
+	h.mu.Lock()
+	current := h.locals[reg.clientID] == reg
+	h.mu.Unlock()
+	if !current {
+		return
+	}
+	v := "0"
+	if h.holderRetract(reg, string(m.Data)) {
+		v = "1"
+	}
+	_ = m.Respond([]byte(v))
+}
+
+func (h *Hub) onOriginRetract(m *nats.Msg) {
+	ctx, stop := context.WithTimeout(context.Background(), opTimeout)
+	defer stop()
+	_, _ = h.local.Retract(ctx, string(m.Data))
+}
+
+// Close stops the replica: its streams end (their roster entries are
+// deleted), its subscriptions and loops stop. The connection stays open
+// (the caller owns it). Idempotent.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+	h.local.Close() // runs the unregister hooks while the subscriptions live
+	h.mu.Lock()
+	h.closed = true
+	for _, r := range h.view {
+		close(r.done)
+	}
+	h.view = map[string]*remoteReg{}
+	h.mu.Unlock()
+	close(h.done)
+	h.cancel()
+	h.nc.RemoveStatusListener(h.status)
+	h.wg.Wait()
+	h.closeSubs()
+	select {
+	case <-h.js.PublishAsyncComplete():
+	case <-time.After(opTimeout):
+	}
+	return nil
+}
+
+func (h *Hub) closeSubs() {
+	for _, s := range h.subs {
+		_ = s.Unsubscribe()
+	}
+	h.subs = nil
+}

@@ -1,0 +1,131 @@
+package natshub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+// NewProxy returns the hostproxy.Proxy of this replica (DHUB-3): opts with
+// Hub set to h, request ids prefixed with the replica name ("<replica>.<id>")
+// and a hostproxy.Relay, so a result posted to any replica reaches the
+// caller waiting here, and a client's events reach this replica's backends.
+// Call it once per hub; the last proxy created receives relayed results.
+func (h *Hub) NewProxy(opts hostproxy.Options) *hostproxy.Proxy {
+	next := opts.NewRequestID
+	if next == nil {
+		next = func() string {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			return hex.EncodeToString(b[:])
+		}
+	}
+	opts.Hub = h
+	opts.Relay = relay{h}
+	opts.NewRequestID = func() string { return h.replica + "." + next() }
+	p := hostproxy.New(opts)
+	h.mu.Lock()
+	h.proxy = p
+	h.mu.Unlock()
+	return p
+}
+
+func (h *Hub) currentProxy() *hostproxy.Proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxy
+}
+
+type relay struct{ h *Hub }
+
+// RelayResult implements hostproxy.Relay: the request id names the replica
+// where the caller waits.
+func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hostproxy.RelayVerdict, bool) {
+	h := r.h
+	owner, _, ok := strings.Cut(rr.Body.RequestID, ".")
+	if !ok || owner == h.replica || !nameRE.MatchString(owner) {
+		return hostproxy.RelayVerdict{}, false
+	}
+	data, err := json.Marshal(rr.Body)
+	if err != nil {
+		return hostproxy.RelayVerdict{}, false
+	}
+	hdr := nats.Header{}
+	hdr.Set(hdrClientID, rr.ClientID)
+	hdr.Set(hdrActor, rr.Actor)
+	hdr.Set(hdrTransport, string(rr.Transport))
+	m, err := request(ctx, h.nc, h.subj("replica", owner, "relay"), hdr, data)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return hostproxy.RelayVerdict{}, false
+	}
+	var v hostproxy.RelayVerdict
+	if err != nil || json.Unmarshal(m.Data, &v) != nil {
+		h.log.Warn("natshub: result relay failed", "requestId", rr.Body.RequestID, "owner", owner, "error", err)
+		return hostproxy.RelayVerdict{Status: http.StatusServiceUnavailable, Code: "relay_failed",
+			Message: "the replica waiting for this result did not answer"}, true
+	}
+	return v, true
+}
+
+func (h *Hub) onRelay(m *nats.Msg) {
+	m, ok := h.relayAsm.add(m)
+	if !ok {
+		return
+	}
+	p := h.currentProxy()
+	var v hostproxy.RelayVerdict
+	var body hostproxy.ResultBody
+	switch {
+	case p == nil:
+		v = hostproxy.RelayVerdict{Status: http.StatusNotFound, Code: "unknown_request", Message: "no proxy on this replica"}
+	case json.Unmarshal(m.Data, &body) != nil:
+		v = hostproxy.RelayVerdict{Status: http.StatusBadRequest, Code: "malformed_body", Message: "relayed result is not JSON"}
+	default:
+		v = p.AcceptRelayed(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
+			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrTransport))})
+	}
+	out, _ := json.Marshal(v)
+	_ = m.Respond(out)
+}
+
+type relayedEvent struct {
+	ClientID string               `json:"clientId"`
+	Event    browserbackend.Event `json:"event"`
+}
+
+// RelayEvent implements hostproxy.Relay: one core publish every replica
+// receives; an event over the broker's max_payload is dropped and logged.
+func (r relay) RelayEvent(clientID string, ev browserbackend.Event) {
+	h := r.h
+	data, err := json.Marshal(relayedEvent{ClientID: clientID, Event: ev})
+	if err != nil || len(data) > int(h.nc.MaxPayload())-headerRoom {
+		h.log.Warn("natshub: event not relayed", "clientId", clientID, "method", ev.Method, "bytes", len(data))
+		return
+	}
+	m := nats.NewMsg(h.subj("events"))
+	m.Header.Set(hdrReplica, h.replica)
+	m.Data = data
+	_ = h.nc.PublishMsg(m)
+}
+
+func (h *Hub) onEvent(m *nats.Msg) {
+	if m.Header.Get(hdrReplica) == h.replica {
+		return
+	}
+	var e relayedEvent
+	if json.Unmarshal(m.Data, &e) != nil {
+		return
+	}
+	if p := h.currentProxy(); p != nil {
+		p.DeliverRelayedEvent(e.ClientID, e.Event)
+	}
+}

@@ -1,0 +1,158 @@
+package natshub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+// Header names of the hub's NATS messages.
+const (
+	hdrXfer      = "Bc-Xfer"
+	hdrPart      = "Bc-Part"
+	hdrParts     = "Bc-Parts"
+	hdrError     = "Bc-Error"
+	hdrID        = "Bc-Id"
+	hdrReplica   = "Bc-Replica"
+	hdrClient    = "Bc-Client"
+	hdrActor     = "Bc-Actor"
+	hdrConv      = "Bc-Conv"
+	hdrUntil     = "Bc-Until"
+	hdrTarget    = "Bc-Target"
+	hdrRetract   = "Bc-Retract"
+	hdrClientID  = "Bc-Client-Id"
+	hdrTransport = "Bc-Transport"
+)
+
+// headerRoom is what a message's headers may take of the broker's
+// max_payload; the rest of each part is payload.
+const headerRoom = 8 << 10
+
+// xferTTL is how long an incomplete chunked transfer is kept.
+const xferTTL = time.Minute
+
+// request sends payload to subj as one request, or, when it does not fit in
+// the broker's max_payload, as a sequence of parts, each a request answered
+// by the receiver (flow control: one part in flight), the last one answered
+// by the receiver's real reply (DHUB-6). An answer carrying hdrError is
+// returned as an error with that code.
+func request(ctx context.Context, nc *nats.Conn, subj string, hdr nats.Header, payload []byte) (*nats.Msg, error) {
+	part := int(nc.MaxPayload()) - headerRoom
+	if part <= 0 {
+		part = 1 << 10
+	}
+	if len(payload) <= part {
+		m := &nats.Msg{Subject: subj, Header: hdr, Data: payload}
+		return checkReply(nc.RequestMsgWithContext(ctx, m))
+	}
+	n := (len(payload) + part - 1) / part
+	id := nuid.Next()
+	for i := 0; i < n; i++ {
+		h := nats.Header{}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		h.Set(hdrXfer, id)
+		h.Set(hdrPart, strconv.Itoa(i))
+		h.Set(hdrParts, strconv.Itoa(n))
+		m := &nats.Msg{Subject: subj, Header: h, Data: payload[i*part : min((i+1)*part, len(payload))]}
+		reply, err := checkReply(nc.RequestMsgWithContext(ctx, m))
+		if err != nil || i == n-1 {
+			return reply, err
+		}
+	}
+	panic("unreachable")
+}
+
+// codeError is an error answer of another replica.
+type codeError struct{ code, msg string }
+
+func (e *codeError) Error() string { return "natshub: remote: " + e.code + ": " + e.msg }
+
+func checkReply(m *nats.Msg, err error) (*nats.Msg, error) {
+	if err != nil {
+		return nil, err
+	}
+	if c := m.Header.Get(hdrError); c != "" {
+		return m, &codeError{code: c, msg: string(m.Data)}
+	}
+	return m, nil
+}
+
+// assembler joins the parts of chunked transfers arriving on one
+// subscription (messages of one subscription are handled one at a time).
+type assembler struct {
+	mu    sync.Mutex
+	parts map[string]*partial
+	max   int
+}
+
+type partial struct {
+	buf  []byte
+	next int
+	at   time.Time
+}
+
+var errXfer = errors.New("natshub: chunked transfer out of order or too large")
+
+// add takes one message: a whole one is returned as is (done true); a part
+// is acknowledged and kept, and the last part returns the joined message.
+// A part out of order or beyond max bytes drops the transfer and is
+// answered with an error.
+func (a *assembler) add(m *nats.Msg) (*nats.Msg, bool) {
+	id := m.Header.Get(hdrXfer)
+	if id == "" {
+		return m, true
+	}
+	i, err1 := strconv.Atoi(m.Header.Get(hdrPart))
+	n, err2 := strconv.Atoi(m.Header.Get(hdrParts))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.parts == nil {
+		a.parts = make(map[string]*partial)
+	}
+	now := time.Now()
+	for k, p := range a.parts {
+		if now.Sub(p.at) > xferTTL {
+			delete(a.parts, k)
+		}
+	}
+	p := a.parts[id]
+	if p == nil && i == 0 {
+		p = &partial{}
+		a.parts[id] = p
+	}
+	if err1 != nil || err2 != nil || p == nil || i != p.next || len(p.buf)+len(m.Data) > a.max {
+		delete(a.parts, id)
+		respondError(m, "bad_transfer", errXfer.Error())
+		return nil, false
+	}
+	p.buf = append(p.buf, m.Data...)
+	p.next++
+	p.at = now
+	if p.next < n {
+		_ = m.Respond(nil)
+		return nil, false
+	}
+	delete(a.parts, id)
+	m.Data = p.buf
+	return m, true
+}
+
+func respondError(m *nats.Msg, code, msg string) {
+	if m.Reply == "" {
+		return
+	}
+	r := nats.NewMsg(m.Reply)
+	r.Header.Set(hdrError, code)
+	r.Data = []byte(msg)
+	_ = m.RespondMsg(r)
+}
+
+func errf(format string, args ...any) error { return fmt.Errorf("natshub: "+format, args...) }
