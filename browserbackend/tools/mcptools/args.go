@@ -30,6 +30,7 @@ type NavigateArgs struct {
 	URL          string `json:"url" jsonschema:"URL to load: http, https, about:blank or data:. The call returns once the page has loaded."`
 	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation instead of reusing its tab (the previous tab stays open)."`
 	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: work in the tab the user has in front instead of a tab of the conversation's own. Only when the user asks for it."`
+	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"What to wait for after the page commits: load (default: every image and script), domcontentloaded (the document is parsed) or none. A page still loading at the deadline is returned with stillLoading true."`
 	Common
 }
 
@@ -44,6 +45,7 @@ type ScreenshotArgs struct {
 	Width    int  `json:"width,omitempty" jsonschema:"With height: capture this many CSS pixels from the top-left of the page instead of the viewport."`
 	Height   int  `json:"height,omitempty" jsonschema:"With width: capture this many CSS pixels from the top-left of the page instead of the viewport."`
 	FullPage bool `json:"full_page,omitempty" jsonschema:"Capture the whole scrollable page instead of the visible viewport (ignored with width and height)."`
+	AsFile   bool `json:"as_file,omitempty" jsonschema:"Also store the image in the server's file catalogue and return its file id and a short-lived signed link (only when the server has a catalogue)."`
 	Common
 }
 

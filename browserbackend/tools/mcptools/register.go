@@ -55,7 +55,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		progress: func(a NavigateArgs) string { return "navigating to " + a.URL },
 		call: func(ctx context.Context, inv browserbackend.Invocation, a NavigateArgs) (tools.NavigateResult, error) {
 			return s.opts.Tools.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: a.BrowserMode, URL: a.URL,
-				TimeoutMs: a.TimeoutMs, NewTab: a.NewTab, UseActiveTab: a.UseActiveTab})
+				TimeoutMs: a.TimeoutMs, NewTab: a.NewTab, UseActiveTab: a.UseActiveTab, WaitUntil: a.WaitUntil})
 		},
 		text:    navigateText,
 		backend: func(r tools.NavigateResult) browserbackend.Kind { return r.Backend },
@@ -77,7 +77,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			"Prefer browser_snapshot to read the page; use a screenshot to see layout or images.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ScreenshotArgs) (tools.ScreenshotResult, error) {
 			return s.opts.Tools.Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
-				Width: a.Width, Height: a.Height, FullPage: a.FullPage})
+				Width: a.Width, Height: a.Height, FullPage: a.FullPage, AsFile: a.AsFile})
 		},
 		content: screenshotContent,
 		backend: func(r tools.ScreenshotResult) browserbackend.Kind { return r.Backend },

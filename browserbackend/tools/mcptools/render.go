@@ -18,6 +18,10 @@ import (
 // result is the structured content.
 
 func navigateText(r tools.NavigateResult) string {
+	if r.StillLoading {
+		return fmt.Sprintf("Opened %s — %q (backend %s); the page is still loading (readyState %s): what has loaded can be read with browser_snapshot.",
+			r.URL, r.Title, r.Backend, r.ReadyState)
+	}
 	return fmt.Sprintf("Loaded %s — %q (backend %s). Call browser_snapshot to read the page.", r.URL, r.Title, r.Backend)
 }
 
