@@ -76,19 +76,22 @@ func TestExtensionOnReplicaBServesAutoInvocationOnReplicaA(t *testing.T) {
 	c := rtA.Selector.Client(browserbackend.Invocation{ConversationID: "conv-1", InterfaceID: wire.InterfaceMacOS,
 		ActorPrincipalID: rtA.Auth.ActorPrincipalID(), Mode: browserbackend.ModeAuto})
 	defer c.Close()
-	var created struct{ Tab tab }
+	var created tab // {"tabId":"<string>","clientId"} (WIRE-3)
 	send(t, c, "Vellum.createTab", map[string]any{"url": fx.page("first"), "active": false}, &created)
 	require.Equal(t, browserbackend.KindExtension, c.Kind())
-	require.NotZero(t, created.Tab.ID)
+	require.NotZero(t, created.ID)
+	// Page.navigate answers once the document has committed; the page's
+	// own load event then ends the awaited evaluation (no polling).
+	send(t, c, "Page.navigate", map[string]any{"url": fx.page("first")}, nil)
 	var ev struct{ Result struct{ Value string } }
-	send(t, c, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true}, &ev)
+	send(t, c, "Runtime.evaluate", map[string]any{"expression": titleWhenLoaded, "awaitPromise": true, "returnByValue": true}, &ev)
 	require.Equal(t, "first", ev.Result.Value)
 	var shot struct{ Data string }
 	send(t, c, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
 	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	require.NoError(t, err)
 	require.Equal(t, "\x89PNG", string(png[:4]))
-	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.Tab.ID}, nil)
+	send(t, c, "Vellum.closeTab", map[string]any{"tabId": created.ID}, nil)
 }
 
 // The reference desktop bridge subscribed to replica C serves an auto
@@ -139,3 +142,7 @@ func TestBridgeOnReplicaCServesInvocationOnReplicaA(t *testing.T) {
 	require.Equal(t, browserbackend.KindHostBridge, c.Kind())
 	require.Equal(t, float64(42), ev.Result.Value)
 }
+
+// titleWhenLoaded evaluates to document.title once the page has loaded.
+const titleWhenLoaded = `new Promise(r => { const done = () => r(document.title);
+	if (document.readyState === "complete") done(); else addEventListener("load", done); })`
