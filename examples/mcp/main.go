@@ -12,9 +12,11 @@
 //	-http             serve streamable HTTP on this loopback address instead of stdio
 //	-session-timeout  close an HTTP session idle this long, and its pages (default 10m)
 //	-listen           address of the embedded reference server (extension, bridge); "" disables it
-//	                  (default 127.0.0.1:7821; when taken, the server runs without it and says so)
+//	                  (default 127.0.0.1:7830, where the Vellum extension looks for a
+//	                  self-hosted gateway; when taken, the server runs without it and says so)
 //	-key-file         HS256 signing key of the reference server (default as examples/server)
-//	-allowed-origins  chrome-extension:// origins allowed to pair (default: the reference extension)
+//	-allowed-origins  chrome-extension:// origins allowed to pair (default: the published Vellum
+//	                  extension ids and the reference extension, as examples/server)
 //	-actor            actor principal id of paired clients and of every tool call (default local-user)
 //	-mode             browser_mode of a call that sends none: auto, extension, cdp-inspect, local (default auto)
 //	-cdp-inspect      add cdp-inspect to every auto call (default false)
@@ -93,9 +95,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Minute, "close an idle HTTP session, and its pages, after this long")
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:7821", `address of the embedded reference server for the extension and bridge ("" disables it)`)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7830", `address of the embedded reference server for the extension and bridge ("" disables it)`)
 	fs.StringVar(&c.keyFile, "key-file", defaultKeyFile(), "HS256 signing key file of the reference server (created with mode 0600)")
-	fs.StringVar(&c.origins, "allowed-origins", extension.Origin, "comma-separated chrome-extension:// origins allowed to pair")
+	fs.StringVar(&c.origins, "allowed-origins", strings.Join(append(runtime.VellumExtensionOrigins(), extension.Origin), ","),
+		"comma-separated chrome-extension:// origins allowed to pair")
 	fs.StringVar(&c.actor, "actor", auth.DefaultActor, "actor principal id of paired clients and of every tool call")
 	fs.StringVar(&c.mode, "mode", string(browserbackend.ModeAuto), "browser_mode of a call that sends none: auto, extension, cdp-inspect, local")
 	fs.BoolVar(&c.inspect, "cdp-inspect", false, "add cdp-inspect to every auto call")
