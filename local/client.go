@@ -76,17 +76,7 @@ func (p *pageEntry) open(spare *spareTab) {
 	// none of its pending CDPSession calls: mark it crashed and gone (Send
 	// fails its in-flight commands with CodeTargetCrashed), drop it so that
 	// the conversation's next command gets a fresh page, and close it.
-	page.OnCrash(func(playwright.Page) {
-		p.crashed.Store(true)
-		p.b.forget(p)
-		p.shutdown()
-		if p.b.track() {
-			go func() {
-				defer p.b.wg.Done()
-				_ = page.Close()
-			}()
-		}
-	})
+	page.OnCrash(func(playwright.Page) { p.markCrashed() })
 	// The generic "event" carries every CDP event of the session as
 	// {method, params}, so one listener serves subscribers of any method,
 	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
@@ -135,6 +125,25 @@ func (p *pageEntry) goneErr(method string, dispatched bool) *browserbackend.Erro
 	e := errPageGone(method, nil)
 	e.Dispatched = dispatched
 	return e
+}
+
+// markCrashed records that the page's renderer crashed: the page is gone
+// (its in-flight commands fail with CodeTargetCrashed), dropped so that the
+// conversation's next command gets a fresh page, and closed. It runs when
+// Playwright reports the crash and when a command's error says so first,
+// whichever comes first; later calls do nothing.
+func (p *pageEntry) markCrashed() {
+	if p.crashed.Swap(true) {
+		return
+	}
+	p.b.forget(p)
+	p.shutdown()
+	if page := p.page; page != nil && p.b.track() {
+		go func() {
+			defer p.b.wg.Done()
+			_ = page.Close()
+		}()
+	}
 }
 
 // shutdown marks the page gone and ends its clients' event streams.

@@ -161,6 +161,11 @@ func classifySendError(method string, err error, p *pageEntry) *browserbackend.E
 	if m, code, text, ok := parseProtocolError(pe.Message); ok {
 		if code == 0 {
 			if strings.HasPrefix(text, "Target crashed") {
+				if p != nil {
+					// The reply may come before Playwright's crash event:
+					// the page must not serve the conversation's next call.
+					p.markCrashed()
+				}
 				e := errTargetCrashed(method, true)
 				e.Err = err
 				return e
