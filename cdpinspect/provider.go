@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
@@ -281,14 +282,31 @@ func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversatio
 	if !ok || !t.owned {
 		return nil
 	}
-	var c *conn
-	c, err = dialConn(ctx, ep, &s, nil, nil)
+	// Target discovery on this connection reports the tab's destruction,
+	// so the tab is gone when CloseConversation returns.
+	gone := make(chan struct{})
+	var once sync.Once
+	onEvent := func(f frame) {
+		if f.Method != "Target.targetDestroyed" {
+			return
+		}
+		var p struct {
+			TargetID string `json:"targetId"`
+		}
+		if json.Unmarshal(f.Params, &p) == nil && p.TargetID == t.targetID {
+			once.Do(func() { close(gone) })
+		}
+	}
+	c, err := dialConn(ctx, ep, &s, onEvent, nil)
 	if err != nil {
 		return err
 	}
 	defer c.close(&bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Backend: bb.KindCDPInspect, Message: "conversation closed"})
 	cctx, cancel := withDeadline(ctx, s.commandTimeout)
 	defer cancel()
+	if _, err := c.call(cctx, "Target.setDiscoverTargets", json.RawMessage(`{"discover":true}`), ""); err != nil {
+		return err
+	}
 	params, _ := json.Marshal(map[string]string{"targetId": t.targetID})
 	if _, err := c.call(cctx, "Target.closeTarget", params, ""); err != nil {
 		var e *bb.Error
@@ -296,6 +314,11 @@ func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversatio
 			return nil // no such target: the user closed it already
 		}
 		return err
+	}
+	select {
+	case <-gone:
+	case <-cctx.Done():
+		return ctxErr(cctx, "Target.closeTarget", true)
 	}
 	s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", t.targetID)
 	return nil
