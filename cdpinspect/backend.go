@@ -64,6 +64,12 @@ func dial(ctx context.Context, cfg Config, s settings) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return dialEndpoint(ctx, ep, s)
+}
+
+// dialEndpoint connects to the discovered browser ep and attaches (see
+// Dial; s.tab chooses the target).
+func dialEndpoint(ctx context.Context, ep Endpoint, s settings) (*Backend, error) {
 	b := &Backend{s: s, endpoint: ep}
 	c, err := dialConn(ctx, ep, &b.s, b.onFrame, b.onEnd)
 	if err != nil {
@@ -99,7 +105,9 @@ func constructionErr(err error) error {
 	if !ok {
 		return bb.TransportError(bb.CodeTransportError, "attach failed", err)
 	}
-	if e.Class == bb.ClassAborted || e.Class == bb.ClassTransport {
+	if e.Class == bb.ClassAborted || e.Class == bb.ClassTransport || e.Code == bb.CodeTargetNotFound {
+		// target_not_found: the conversation's own tab is gone; failing
+		// over would act in another browser without saying so.
 		return e
 	}
 	c := *e
@@ -145,17 +153,35 @@ func (b *Backend) attach(ctx context.Context) error {
 		return b.transportErr(bb.CodeInvalidResponse, "Target.getTargets", "malformed target list", err)
 	}
 	var targetID string
-	for _, t := range list.TargetInfos {
-		if t.Type == "page" && eligiblePageURL(t.URL) {
-			targetID = t.TargetID
-			break
+	switch {
+	case b.s.tab.targetID != "":
+		// The conversation's remembered tab, and no other (it may have
+		// moved anywhere in the list).
+		for _, t := range list.TargetInfos {
+			if t.Type == "page" && t.TargetID == b.s.tab.targetID {
+				targetID = t.TargetID
+				break
+			}
+		}
+		if targetID == "" {
+			return tabClosedErr(b.s.tab.targetID)
+		}
+	case b.s.tab.open:
+	default:
+		for _, t := range list.TargetInfos {
+			if t.Type == "page" && eligiblePageURL(t.URL) && !b.s.tab.exclude[t.TargetID] {
+				targetID = t.TargetID
+				break
+			}
 		}
 	}
 	if targetID == "" {
-		if !b.s.createTarget {
+		if !b.s.createTarget && !b.s.tab.open {
 			return b.transportErr(bb.CodeNoTargets, "Target.getTargets", "the browser has no page target to attach to", nil)
 		}
-		raw, err := b.c.call(ctx, "Target.createTarget", json.RawMessage(`{"url":"about:blank"}`), "")
+		// A foreground tab: a background one in a headful Chrome produces
+		// no frames, so screenshots and rAF-driven pages would stall.
+		raw, err := b.c.call(ctx, "Target.createTarget", json.RawMessage(`{"url":"about:blank","background":false}`), "")
 		if err != nil {
 			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
 		}
@@ -177,6 +203,9 @@ func (b *Backend) attach(ctx context.Context) error {
 	raw, err = b.c.call(ctx, "Target.attachToTarget", params, "")
 	if err != nil {
 		b.closeCreated()
+		if e, ok := err.(*bb.Error); ok && e.Class == bb.ClassProtocol && b.s.tab.targetID != "" {
+			return tabClosedErr(b.s.tab.targetID) // closed between the list and the attach
+		}
 		return err
 	}
 	var att struct {
@@ -215,6 +244,14 @@ func (b *Backend) closeCreated() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	params, _ := json.Marshal(map[string]string{"targetId": targetID})
+	_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
+}
+
+// closeTarget closes targetID on the browser connection (best effort).
+func (b *Backend) closeTarget(ctx context.Context, targetID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
 	params, _ := json.Marshal(map[string]string{"targetId": targetID})
 	_, _ = b.c.call(ctx, "Target.closeTarget", params, "")
@@ -354,8 +391,10 @@ func (b *Backend) TargetID() string {
 	return b.targetID
 }
 
-// CreatedTarget reports whether Dial opened the page target itself (and
-// Close will close it again).
+// CreatedTarget reports whether Close will close the page target: Dial
+// opened it for this Backend alone. A Backend that a Provider built for a
+// conversation reports false: the conversation's tab outlives the
+// invocation and is closed by Provider.CloseConversation.
 func (b *Backend) CreatedTarget() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

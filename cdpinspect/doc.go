@@ -23,6 +23,15 @@
 // Ownership (INS-3): Close detaches, or closes only a tab Dial opened itself;
 // the user's browser and tabs stay open.
 //
+// Tab identity (Provider): a conversation works in one tab, remembered by
+// its CDP target id, never in whatever tab Target.getTargets lists first
+// (Chromium reorders that list as tabs navigate). Its first call opens a
+// tab of the agent's own; a user tab is adopted only on request (WithTab,
+// TabActive); a remembered tab that is gone fails the call with
+// target_not_found instead of acting elsewhere; Provider.CloseConversation
+// closes the agent's tab. The memory is LRU-bounded and keyed by the
+// browser run, so a restarted browser is never matched with old target ids.
+//
 // # Design choices
 //
 // WebSocket and multiplexer: github.com/coder/websocket with a small
@@ -48,5 +57,7 @@
 // local), while separate connections keep invocations independent: one
 // invocation's Close, a slow consumer or a lost socket never touches another,
 // and a browser restart can never leave a stale shared connection behind
-// (INS-1's "never cache across restarts" holds trivially).
+// (INS-1's "never cache across restarts" holds trivially; the only thing
+// kept across invocations is a conversation's target id, tied to the
+// browser WebSocket URL of the run it belongs to).
 package cdpinspect

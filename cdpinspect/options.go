@@ -38,6 +38,16 @@ type settings struct {
 	readLimit      int64
 	createTarget   bool
 	probeTimeout   time.Duration // from the config; 0 = DefaultProbeTimeout
+	maxConvs       int           // Provider only: remembered conversations
+	tab            tabChoice     // set by Provider per invocation
+}
+
+// tabChoice is how attach picks the target; the zero value is Dial's rule
+// (the first real page, or a new tab when there is none).
+type tabChoice struct {
+	targetID string          // attach exactly this target, or fail target_not_found
+	open     bool            // always open a new tab
+	exclude  map[string]bool // targets the first-page rule must skip (other conversations' tabs)
 }
 
 func newSettings(opts []Option) settings {
@@ -104,6 +114,17 @@ func WithReadLimit(n int64) Option {
 // (INS-3: only what the backend created).
 func WithCreateTarget(create bool) Option {
 	return func(s *settings) { s.createTarget = create }
+}
+
+// WithMaxConversations bounds how many conversations' tabs a Provider
+// remembers (default DefaultMaxConversations; the least recently used is
+// forgotten beyond it). n <= 0 keeps the default. Dial ignores it.
+func WithMaxConversations(n int) Option {
+	return func(s *settings) {
+		if n > 0 {
+			s.maxConvs = n
+		}
+	}
 }
 
 // KnownUserDataDirs returns the default profile directories of Chrome

@@ -2,7 +2,10 @@ package cdpinspect
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
@@ -24,14 +27,33 @@ const CooldownKey = "desktop-auto"
 
 // Provider proposes the cdp-inspect candidate (SEL-2, SEL-3, SEL-6a). It
 // never touches the network in Propose: the candidate's Build discovers and
-// dials, its Probe only discovers. Safe for concurrent use; it holds no
-// mutable state.
+// dials, its Probe only discovers.
 //
 // Each Build opens its own browser WebSocket (one connection per
-// invocation; see the package doc for why).
+// invocation; see the package doc for why), but a conversation always
+// works in the same tab, remembered by its CDP target id:
+//   - the first call of a conversation opens a tab of the agent's own
+//     (Target.createTarget about:blank, in the foreground); it adopts a
+//     user tab only when asked (WithTab(ctx, TabActive), the tools'
+//     use_active_tab), and never a tab another conversation remembers;
+//   - every later call attaches to exactly that target id. When it is gone
+//     (the user closed it) the call fails with a ClassProtocol
+//     *browserbackend.Error of code target_not_found (no failover, nothing
+//     sent to any page) and the conversation is forgotten, so its next call
+//     opens a new tab;
+//   - CloseConversation closes the tab the agent opened (never a user tab).
+//
+// The memory is keyed by conversation and browser run (the browser
+// WebSocket URL, whose id a restarted browser changes), bounded to
+// WithMaxConversations entries (LRU). An invocation without a
+// ConversationID gets a tab of its own that its Close closes again.
+//
+// Safe for concurrent use; concurrent first calls of one conversation open
+// one tab.
 type Provider struct {
 	cfg  Config
 	opts []Option
+	tabs *tabRegistry
 }
 
 var _ bb.Provider = (*Provider)(nil)
@@ -40,7 +62,8 @@ var _ bb.Provider = (*Provider)(nil)
 // DefaultConfig or LoadConfig's result). opts apply to every Build and Probe
 // (WithWebSocketURL, WithUserDataDirs, WithLogger, …).
 func NewProvider(cfg Config, opts ...Option) *Provider {
-	return &Provider{cfg: cfg, opts: append([]Option(nil), opts...)}
+	opts = append([]Option(nil), opts...)
+	return &Provider{cfg: cfg, opts: opts, tabs: newTabRegistry(newSettings(opts).maxConvs)}
 }
 
 // Describe declares the cdp-inspect kind: browser_mode "cdp-inspect" (alias
@@ -136,8 +159,9 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 		return bb.Candidate{}, err
 	}
 	cfg := p.cfg
+	conv := inv.ConversationID
 	c.Build = func(ctx context.Context) (bb.ScopedClient, error) {
-		b, err := Dial(ctx, cfg, p.opts...)
+		b, err := p.build(ctx, conv)
 		if err != nil {
 			return nil, err
 		}
@@ -163,4 +187,139 @@ func Probe(ctx context.Context, cfg Config, opts ...Option) (Endpoint, error) {
 	}
 	ep.Pages = countPages(ctx, ep, s.probeTimeout)
 	return ep, nil
+}
+
+func (p *Provider) settings() settings {
+	s := newSettings(p.opts)
+	s.probeTimeout = probeTimeout(p.cfg)
+	return s
+}
+
+// build dials for one invocation of conversation in its remembered tab (see
+// Provider).
+func (p *Provider) build(ctx context.Context, conversation string) (*Backend, error) {
+	s := p.settings()
+	if conversation == "" {
+		s.tab.open = true
+		return dial(ctx, p.cfg, s)
+	}
+	unlock, err := p.tabs.lock(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ep, err := discover(ctx, p.cfg, &s)
+	if err != nil {
+		return nil, err
+	}
+	key := tabKey{browser: ep.BrowserWSURL, conversation: conversation}
+	prev, had := p.tabs.get(key)
+	req := tabRequestOf(ctx)
+	switch {
+	case had && req == TabRemembered:
+		s.tab.targetID = prev.targetID
+	case req == TabActive:
+		s.tab.exclude = p.tabs.targetsOf(ep.BrowserWSURL, conversation)
+	default:
+		s.tab.open = true
+	}
+	b, err := dialEndpoint(ctx, ep, s)
+	if err != nil {
+		if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetNotFound {
+			p.tabs.forget(key)
+			s.logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", prev.targetID)
+		}
+		return nil, err
+	}
+	b.mu.Lock()
+	owned := b.created
+	b.created = false // the tab outlives this invocation
+	b.mu.Unlock()
+	if had && prev.targetID == b.TargetID() {
+		owned = prev.owned
+	}
+	p.tabs.set(key, convTab{targetID: b.TargetID(), owned: owned})
+	if had && prev.owned && prev.targetID != b.TargetID() {
+		// Replaced (new_tab, use_active_tab): the agent's old tab would
+		// otherwise stay open with nobody to use or close it.
+		b.closeTarget(ctx, prev.targetID)
+	}
+	if owned && !had {
+		s.logger.Info("cdpinspect: opened the conversation's tab", "conversationId", conversation, "targetId", b.TargetID())
+	}
+	return b, nil
+}
+
+// CloseConversation closes the tab the agent opened for conversationID
+// (Target.closeTarget; a user tab adopted with TabActive stays open) and
+// forgets the conversation. It dials only when the conversation has a
+// remembered tab; a tab that is already gone, or a browser that is no
+// longer running, is not an error (there is nothing left to close). Errors
+// are the *browserbackend.Error of discovery or of the close command. Safe
+// for concurrent use.
+//
+// Its signature fits browserbackend/tools Options.CloseConversation
+// (k is ignored: the memo may have forgotten the kind).
+func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversationID string) error {
+	if conversationID == "" || !p.tabs.has(conversationID) {
+		return nil
+	}
+	unlock, err := p.tabs.lock(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	defer p.tabs.forgetAll(conversationID)
+	s := p.settings()
+	ep, err := discover(ctx, p.cfg, &s)
+	if err != nil {
+		if errors.Is(err, bb.ErrUnreachable) {
+			return nil // the browser is gone, and its tabs with it
+		}
+		return err
+	}
+	t, ok := p.tabs.get(tabKey{browser: ep.BrowserWSURL, conversation: conversationID})
+	if !ok || !t.owned {
+		return nil
+	}
+	// Target discovery on this connection reports the tab's destruction,
+	// so the tab is gone when CloseConversation returns.
+	gone := make(chan struct{})
+	var once sync.Once
+	onEvent := func(f frame) {
+		if f.Method != "Target.targetDestroyed" {
+			return
+		}
+		var p struct {
+			TargetID string `json:"targetId"`
+		}
+		if json.Unmarshal(f.Params, &p) == nil && p.TargetID == t.targetID {
+			once.Do(func() { close(gone) })
+		}
+	}
+	c, err := dialConn(ctx, ep, &s, onEvent, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close(&bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Backend: bb.KindCDPInspect, Message: "conversation closed"})
+	cctx, cancel := withDeadline(ctx, s.commandTimeout)
+	defer cancel()
+	if _, err := c.call(cctx, "Target.setDiscoverTargets", json.RawMessage(`{"discover":true}`), ""); err != nil {
+		return err
+	}
+	params, _ := json.Marshal(map[string]string{"targetId": t.targetID})
+	if _, err := c.call(cctx, "Target.closeTarget", params, ""); err != nil {
+		var e *bb.Error
+		if errors.As(err, &e) && e.Class == bb.ClassProtocol {
+			return nil // no such target: the user closed it already
+		}
+		return err
+	}
+	select {
+	case <-gone:
+	case <-cctx.Done():
+		return ctxErr(cctx, "Target.closeTarget", true)
+	}
+	s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", t.targetID)
+	return nil
 }

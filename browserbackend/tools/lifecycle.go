@@ -71,7 +71,10 @@ func (t *Tools) Detach(ctx context.Context, inv browserbackend.Invocation, in Re
 // extension tab (Vellum.closeTab; a tab pinned with use_active_tab is only
 // detached, it is the user's), and, through Options.CloseConversation, the
 // state a backend keeps per conversation outside CDP (the local backend's
-// page). It never closes a cdp-inspect or host-bridge tab (INS-3).
+// page). Wire Options.CloseConversation to cdpinspect.Provider's
+// CloseConversation as well, and Close closes the tab cdp-inspect opened
+// for the conversation; a user tab (adopted with use_active_tab) is never
+// closed, nor is a host-bridge tab (INS-3).
 func (t *Tools) Close(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput) (ReleaseResult, error) {
 	return t.release(ctx, inv, in, "close", true)
 }

@@ -20,13 +20,16 @@ type NavigateInput struct {
 	URL string `json:"url"`
 	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
 	TimeoutMs int `json:"timeout_ms,omitempty"`
-	// NewTab (extension backend, TOOL-2) opens a fresh dedicated tab and pins
-	// it instead of reusing the conversation's tab; the previous tab stays
-	// open. Ignored by the other backends.
+	// NewTab (extension and cdp-inspect backends, TOOL-2) opens a fresh
+	// dedicated tab and pins it instead of reusing the conversation's tab;
+	// on the extension the previous tab stays open, on cdp-inspect a
+	// previous tab the agent opened is closed. Ignored by the other
+	// backends.
 	NewTab bool `json:"new_tab,omitempty"`
-	// UseActiveTab (extension backend, TOOL-2) pins the user's active tab
-	// instead of opening a dedicated one; Close only detaches such a tab.
-	// Ignored by the other backends.
+	// UseActiveTab (extension and cdp-inspect backends, TOOL-2) pins the
+	// user's tab instead of opening a dedicated one (on cdp-inspect: the
+	// first real page Target.getTargets lists that no other conversation
+	// holds); Close only detaches such a tab. Ignored by the other backends.
 	UseActiveTab bool `json:"use_active_tab,omitempty"`
 	// WaitUntil is what the call waits for after the navigation commits:
 	// WaitLoad ("load", the default when empty: the load event, every

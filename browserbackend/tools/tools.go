@@ -10,6 +10,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -74,7 +75,9 @@ type Options struct {
 // On the extension backend the conversation's commands run in a dedicated tab
 // that the first Navigate opens with Vellum.createTab and pins per
 // (conversation, target client); later calls select it with Vellum.attach
-// (TOOL-2).
+// (TOOL-2). On cdp-inspect the Provider remembers the conversation's tab by
+// its CDP target id (see cdpinspect.Provider); use_active_tab and new_tab
+// reach it as cdpinspect.WithTab.
 //
 // A Tools is safe for concurrent use. Every method returns within its
 // deadline (the input's timeout_ms, the op's default, or ctx's, whichever is
@@ -198,6 +201,12 @@ func run[R any, PR interface {
 		}
 	}
 
+	switch {
+	case s.tab.useActive:
+		ctx = cdpinspect.WithTab(ctx, cdpinspect.TabActive)
+	case s.tab.newTab:
+		ctx = cdpinspect.WithTab(ctx, cdpinspect.TabNew)
+	}
 	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
 	if err != nil {
 		t.log.Debug("browser tool failed before the operation", "op", s.op, "mode", mode,

@@ -161,7 +161,8 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
+	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))
+	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if c.useLocal {
 		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log})
@@ -189,8 +190,14 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 
 	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log}
-	if lb != nil {
-		to.CloseConversation = func(_ context.Context, _ browserbackend.Kind, conv string) error { return lb.CloseConversation(conv) }
+	// Closing a conversation closes the tab cdp-inspect opened for it, and
+	// its local page.
+	to.CloseConversation = func(ctx context.Context, k browserbackend.Kind, conv string) error {
+		err := insp.CloseConversation(ctx, k, conv)
+		if lb != nil {
+			err = errors.Join(err, lb.CloseConversation(conv))
+		}
+		return err
 	}
 	mo := mcptools.Options{Tools: tools.New(to), ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
 	if c.screenshots == "link" {

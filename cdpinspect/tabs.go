@@ -1,0 +1,158 @@
+package cdpinspect
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+)
+
+// DefaultMaxConversations bounds how many conversations' tabs a Provider
+// remembers (WithMaxConversations). Beyond it the least recently used
+// conversation is forgotten: its tab stays open, and that conversation's
+// next call opens a new one.
+const DefaultMaxConversations = 4096
+
+// TabRequest says which tab a conversation's call wants when it has none
+// remembered, or when it wants to replace the one it has (see WithTab).
+type TabRequest int
+
+const (
+	// TabRemembered (the default) uses the conversation's remembered tab,
+	// and opens a tab of the agent's own when there is none.
+	TabRemembered TabRequest = iota
+	// TabNew opens a new tab of the agent's own and remembers it instead of
+	// the previous one (which is closed when the agent had opened it).
+	TabNew
+	// TabActive adopts the user's tab: the first real page target that
+	// Target.getTargets lists (CDP does not say which tab has focus). The
+	// adopted tab is remembered like any other; closing the conversation
+	// leaves it open.
+	TabActive
+)
+
+type tabRequestKey struct{}
+
+// WithTab returns ctx carrying r for the cdp-inspect Build of the
+// invocation that ctx runs (browserbackend/tools sets TabActive for
+// use_active_tab and TabNew for new_tab). Other backends ignore it.
+func WithTab(ctx context.Context, r TabRequest) context.Context {
+	return context.WithValue(ctx, tabRequestKey{}, r)
+}
+
+func tabRequestOf(ctx context.Context) TabRequest {
+	r, _ := ctx.Value(tabRequestKey{}).(TabRequest)
+	return r
+}
+
+// convTab is the tab one conversation works in.
+type convTab struct {
+	targetID string
+	// owned: the agent opened it (Target.createTarget), so closing the
+	// conversation closes it; false for a user tab adopted with TabActive.
+	owned bool
+}
+
+// tabKey is a conversation in one browser run: the browser WebSocket URL
+// carries the browser's id, which a restarted browser changes, so a
+// restart leaves every old entry unreachable (and LRU-evicted in time).
+type tabKey struct{ browser, conversation string }
+
+// tabRegistry remembers each conversation's CDP target id, bounded (LRU).
+// Safe for concurrent use.
+type tabRegistry struct {
+	tabs *lru.Cache[tabKey, convTab]
+
+	mu   sync.Mutex
+	busy map[string]*convLock // per conversation, while a Build picks its tab
+}
+
+type convLock struct {
+	token chan struct{}
+	refs  int
+}
+
+func newTabRegistry(max int) *tabRegistry {
+	if max <= 0 {
+		max = DefaultMaxConversations
+	}
+	c, _ := lru.New[tabKey, convTab](max) // only fails for size <= 0
+	return &tabRegistry{tabs: c, busy: make(map[string]*convLock)}
+}
+
+// lock serialises the tab choice of one conversation, so that two
+// concurrent first calls open one tab, not two. The returned func releases.
+func (r *tabRegistry) lock(ctx context.Context, conversation string) (func(), error) {
+	r.mu.Lock()
+	l := r.busy[conversation]
+	if l == nil {
+		l = &convLock{token: make(chan struct{}, 1)}
+		r.busy[conversation] = l
+	}
+	l.refs++
+	r.mu.Unlock()
+	drop := func() {
+		r.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(r.busy, conversation)
+		}
+		r.mu.Unlock()
+	}
+	select {
+	case l.token <- struct{}{}:
+		return func() { <-l.token; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, ctxErr(ctx, "", false)
+	}
+}
+
+func (r *tabRegistry) get(k tabKey) (convTab, bool) { return r.tabs.Get(k) }
+func (r *tabRegistry) set(k tabKey, t convTab)      { r.tabs.Add(k, t) }
+func (r *tabRegistry) forget(k tabKey)              { r.tabs.Remove(k) }
+
+// has reports whether any browser run remembers a tab for conversation.
+func (r *tabRegistry) has(conversation string) bool {
+	for _, k := range r.tabs.Keys() {
+		if k.conversation == conversation {
+			return true
+		}
+	}
+	return false
+}
+
+// targetsOf returns the targets remembered in browser for conversations
+// other than conversation.
+func (r *tabRegistry) targetsOf(browser, conversation string) map[string]bool {
+	out := make(map[string]bool)
+	for _, k := range r.tabs.Keys() {
+		if k.browser != browser || k.conversation == conversation {
+			continue
+		}
+		if t, ok := r.tabs.Peek(k); ok {
+			out[t.targetID] = true
+		}
+	}
+	return out
+}
+
+// forgetAll drops conversation's entries of every browser run.
+func (r *tabRegistry) forgetAll(conversation string) {
+	for _, k := range r.tabs.Keys() {
+		if k.conversation == conversation {
+			r.tabs.Remove(k)
+		}
+	}
+}
+
+// tabClosedErr is the error of a call whose conversation's remembered tab
+// no longer exists. ClassProtocol: it must not fail over (another backend
+// would silently act in another browser), and nothing was sent to a page.
+func tabClosedErr(targetID string) *bb.Error {
+	return &bb.Error{Class: bb.ClassProtocol, Code: bb.CodeTargetNotFound, Method: "Target.attachToTarget",
+		Backend: bb.KindCDPInspect,
+		Message: fmt.Sprintf("the conversation's tab was closed (target %s); the next call opens a new tab", targetID)}
+}

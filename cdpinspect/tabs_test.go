@@ -1,0 +1,268 @@
+package cdpinspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
+)
+
+// build runs the provider's Build for one invocation of conversation; the
+// backend is closed when the test ends.
+func build(t *testing.T, ctx context.Context, p *cdpinspect.Provider, conversation string) (*cdpinspect.Backend, error) {
+	t.Helper()
+	c, err := p.Propose(bb.Invocation{ConversationID: conversation, InterfaceID: "cli"}, bb.Env{Cooldowns: &bb.Cooldowns{}})
+	require.NoError(t, err)
+	sc, err := c.Build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	be := sc.(*cdpinspect.Backend)
+	t.Cleanup(func() { be.Close() })
+	return be, nil
+}
+
+func mustBuild(t *testing.T, p *cdpinspect.Provider, conversation string) *cdpinspect.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	be, err := build(t, ctx, p, conversation)
+	require.NoError(t, err, conversation)
+	return be
+}
+
+func enabledProvider(port int, opts ...cdpinspect.Option) *cdpinspect.Provider {
+	cfg := cfgFor(port)
+	cfg.Enabled = true
+	return cdpinspect.NewProvider(cfg, append([]cdpinspect.Option{cdpinspect.WithUserDataDirs()}, opts...)...)
+}
+
+// pageIDs returns the ids of the page targets of a real browser.
+func pageIDs(t *testing.T, b *chromiumtest.Browser) map[string]bool {
+	t.Helper()
+	ids := make(map[string]bool)
+	resp, err := http.Get(b.HTTPURL() + "/json/list")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var list []struct{ ID, Type string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	for _, tg := range list {
+		if tg.Type == "page" {
+			ids[tg.ID] = true
+		}
+	}
+	return ids
+}
+
+// destroyedWatch reports Chromium's Target.targetDestroyed events of b on a
+// connection of the test's own; wait blocks until id was destroyed.
+type destroyedWatch struct {
+	t    *testing.T
+	ws   *websocket.Conn
+	seen map[string]bool
+}
+
+func watchDestroyed(t *testing.T, b *chromiumtest.Browser) *destroyedWatch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, b.BrowserWSURL, nil)
+	require.NoError(t, err)
+	ws.SetReadLimit(1 << 24)
+	t.Cleanup(func() { ws.CloseNow() })
+	w := &destroyedWatch{t: t, ws: ws, seen: make(map[string]bool)}
+	require.NoError(t, ws.Write(ctx, websocket.MessageText, []byte(`{"id":1,"method":"Target.setDiscoverTargets","params":{"discover":true}}`)))
+	w.readUntil(ctx, func(id int) bool { return id == 1 })
+	return w
+}
+
+func (w *destroyedWatch) readUntil(ctx context.Context, done func(replyID int) bool) {
+	for {
+		_, data, err := w.ws.Read(ctx)
+		require.NoError(w.t, err)
+		var f struct {
+			ID     int    `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				TargetID string `json:"targetId"`
+			} `json:"params"`
+		}
+		require.NoError(w.t, json.Unmarshal(data, &f))
+		if f.Method == "Target.targetDestroyed" {
+			w.seen[f.Params.TargetID] = true
+		}
+		if done(f.ID) {
+			return
+		}
+	}
+}
+
+func (w *destroyedWatch) wait(targetID string) {
+	w.t.Helper()
+	if w.seen[targetID] {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w.readUntil(ctx, func(int) bool { return w.seen[targetID] })
+}
+
+func TestProviderConversationKeepsItsOwnTabAcrossInvocations(t *testing.T) {
+	b := chromiumtest.Start(t)
+	user := pageIDs(t, b)
+	require.Len(t, user, 1, "setup: the user's tab")
+	p := enabledProvider(b.Port)
+
+	first := mustBuild(t, p, "conv-X")
+	tab := first.TargetID()
+	assert.NotContains(t, user, tab, "the conversation opened a tab of its own")
+	assert.False(t, first.CreatedTarget(), "the tab outlives the invocation")
+	require.NoError(t, first.Close())
+	assert.Contains(t, pageIDs(t, b), tab, "Close of one invocation leaves the conversation's tab open")
+
+	for range 3 {
+		be := mustBuild(t, p, "conv-X")
+		assert.Equal(t, tab, be.TargetID(), "every later invocation attaches to the same target")
+		require.NoError(t, be.Close())
+	}
+
+	// Concurrent first calls of one conversation open one tab.
+	var wg sync.WaitGroup
+	got := make([]string, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			be, err := build(t, ctx, p, "conv-Y")
+			if assert.NoError(t, err) {
+				got[i] = be.TargetID()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range got {
+		assert.Equal(t, got[0], id)
+	}
+	assert.NotEqual(t, tab, got[0], "conversations do not share a tab")
+	assert.Len(t, pageIDs(t, b), 3, "the user's tab and one per conversation")
+
+	// An invocation without a conversation gets a tab of its own, closed
+	// again by its Close.
+	anon := mustBuild(t, p, "")
+	assert.True(t, anon.CreatedTarget())
+	assert.False(t, user[anon.TargetID()] || anon.TargetID() == tab || anon.TargetID() == got[0])
+	require.NoError(t, anon.Close())
+	assert.Len(t, pageIDs(t, b), 3)
+}
+
+func TestProviderAdoptsAUserTabOnlyWhenAsked(t *testing.T) {
+	b := chromiumtest.Start(t)
+	user := pageIDs(t, b)
+	p := enabledProvider(b.Port)
+	mine := mustBuild(t, p, "conv-mine")
+
+	ctx, cancel := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabActive), 20*time.Second)
+	defer cancel()
+	adopted, err := build(t, ctx, p, "conv-adopt")
+	require.NoError(t, err)
+	assert.Contains(t, user, adopted.TargetID(), "TabActive adopts the user's tab, never another conversation's")
+	require.NoError(t, adopted.Close())
+	again := mustBuild(t, p, "conv-adopt")
+	assert.Equal(t, adopted.TargetID(), again.TargetID(), "the adopted tab is remembered")
+
+	require.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-adopt"))
+	assert.Contains(t, pageIDs(t, b), adopted.TargetID(), "closing the conversation leaves the user's tab open")
+	require.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-mine"))
+	assert.NotContains(t, pageIDs(t, b), mine.TargetID(), "the agent's own tab is closed")
+	assert.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-mine"), "nothing left to close")
+
+	// TabNew replaces the remembered tab and closes the agent's old one.
+	watch := watchDestroyed(t, b)
+	old := mustBuild(t, p, "conv-new").TargetID()
+	ctx2, cancel2 := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabNew), 20*time.Second)
+	defer cancel2()
+	fresh, err := build(t, ctx2, p, "conv-new")
+	require.NoError(t, err)
+	assert.NotEqual(t, old, fresh.TargetID())
+	watch.wait(old)
+	assert.NotContains(t, pageIDs(t, b), old)
+}
+
+func TestProviderClosedTabIsTargetNotFoundThenANewTab(t *testing.T) {
+	b := chromiumtest.Start(t)
+	p := enabledProvider(b.Port)
+	be := mustBuild(t, p, "conv-X")
+	closed := be.TargetID()
+	require.NoError(t, be.Close())
+	watch := watchDestroyed(t, b)
+	resp, err := http.Get(b.HTTPURL() + "/json/close/" + closed)
+	require.NoError(t, err)
+	resp.Body.Close()
+	watch.wait(closed)
+	require.NotContains(t, pageIDs(t, b), closed, "setup: the user closed the conversation's tab")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = build(t, ctx, p, "conv-X")
+	require.Error(t, err)
+	var e *bb.Error
+	require.True(t, errors.As(err, &e), "%T: %v", err, err)
+	assert.Equal(t, bb.ClassProtocol, e.Class, "never failover material: %v", err)
+	assert.Equal(t, bb.CodeTargetNotFound, e.Code)
+	assert.Equal(t, bb.KindCDPInspect, e.Backend)
+	assert.Contains(t, e.Error(), "the conversation's tab was closed")
+	assert.Len(t, pageIDs(t, b), 1, "the failed invocation opened nothing and attached to nothing")
+
+	next := mustBuild(t, p, "conv-X")
+	assert.NotEqual(t, closed, next.TargetID(), "the next invocation opens a new tab")
+	assert.True(t, pageIDs(t, b)[next.TargetID()])
+}
+
+func TestProviderForgetsTheTabsOfARestartedBrowser(t *testing.T) {
+	b1 := chromiumtest.Start(t)
+	b2 := chromiumtest.Start(t)
+	dir := t.TempDir()
+	announce := func(b *chromiumtest.Browser) { // as Chrome does on start
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "DevToolsActivePort"),
+			[]byte(strconv.Itoa(b.Port)+"\n"+b.WSPath), 0o600))
+	}
+	announce(b1)
+	cfg := cfgFor(closedPort(t)) // only the file finds the browser
+	cfg.Enabled = true
+	p := cdpinspect.NewProvider(cfg, cdpinspect.WithUserDataDirs(dir))
+	old := mustBuild(t, p, "conv-X").TargetID()
+
+	announce(b2) // "restarted": a new browser run at another address
+	user := pageIDs(t, b2)
+	be := mustBuild(t, p, "conv-X")
+	assert.NotEqual(t, old, be.TargetID())
+	assert.NotContains(t, user, be.TargetID(), "a tab of its own in the new browser, not the user's")
+	assert.Len(t, pageIDs(t, b2), len(user)+1)
+}
+
+func TestProviderRemembersAtMostMaxConversations(t *testing.T) {
+	b := chromiumtest.Start(t)
+	p := enabledProvider(b.Port, cdpinspect.WithMaxConversations(1))
+	one := mustBuild(t, p, "conv-1").TargetID()
+	assert.Equal(t, one, mustBuild(t, p, "conv-1").TargetID())
+	mustBuild(t, p, "conv-2")
+	again := mustBuild(t, p, "conv-1")
+	assert.NotEqual(t, one, again.TargetID(), "conv-1 was forgotten (LRU) and gets a new tab")
+	assert.Contains(t, pageIDs(t, b), one, "a forgotten conversation's tab stays open")
+}
