@@ -124,12 +124,12 @@ func discover(ctx context.Context, cfg Config, s *settings) (Endpoint, error) {
 // discoveryErr builds the transport error of a failed discovery step.
 func discoveryErr(code, msg string, cause error) *bb.Error {
 	return &bb.Error{
-		Class:         bb.ClassTransport,
-		Code:          code,
-		Detail: code,
-		Backend:       bb.KindCDPInspect,
-		Message:       "discovery: " + msg,
-		Err:           cause,
+		Class:   bb.ClassTransport,
+		Code:    code,
+		Detail:  code,
+		Backend: bb.KindCDPInspect,
+		Message: "discovery: " + msg,
+		Err:     cause,
 	}
 }
 
