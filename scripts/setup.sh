@@ -21,6 +21,13 @@
 #      independent MCP client the tests of examples/mcp run, installed with
 #      npm into $HOME/.cache/browserchain/mcp-inspector/<version> (no global
 #      install). Its 1.x line runs on Node 20; 2.x needs Node 22.19.
+#   5. The two peer MCP servers `make bench` compares examples/mcp with, pinned
+#      to the newest versions whose engines accept Node 20: Chrome DevTools MCP
+#      (chrome-devtools-mcp, engines ^20.19) and Playwright MCP (@playwright/mcp,
+#      engines >=18), each with npm into
+#      $HOME/.cache/browserchain/mcp-peers/<name>-<version> (no global install,
+#      install scripts off: both attach to an already running Chromium, so no
+#      browser download is needed).
 #
 # Works as root without a TTY (CI); uses sudo for apt only when not root.
 # Node.js >= 20 is required by playwright-core; it is installed from apt when
@@ -116,4 +123,24 @@ if [ "$installed_inspector" != "$inspector_version" ]; then
 	[ -x "$inspector_dir/node_modules/.bin/mcp-inspector" ] || die "the MCP Inspector install has no mcp-inspector binary"
 fi
 
-log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version"
+# ---- 5. peer MCP servers for the benchmarks ----------------------------------
+# Keep the versions in step with bench/harness/mcppeers.go.
+peer_root="$HOME/.cache/browserchain/mcp-peers"
+install_peer() { # <npm package> <version> <bin name>
+	local pkg="$1" version="$2" bin="$3" dir got=""
+	dir="$peer_root/${pkg//[@\/]/_}-$version"
+	if [ -f "$dir/node_modules/$pkg/package.json" ] && [ -x "$dir/node_modules/.bin/$bin" ]; then
+		got="$(node -p "require(process.argv[1]).version" "$dir/node_modules/$pkg/package.json" 2>/dev/null || true)"
+	fi
+	if [ "$got" != "$version" ]; then
+		log "installing $pkg $version in $dir"
+		mkdir -p "$dir"
+		npm install --prefix "$dir" --no-audit --no-fund --omit=dev --ignore-scripts --loglevel=error \
+			"$pkg@$version" </dev/null >/dev/null
+		[ -x "$dir/node_modules/.bin/$bin" ] || die "the $pkg install has no $bin binary"
+	fi
+}
+install_peer chrome-devtools-mcp 1.11.0 chrome-devtools-mcp
+install_peer @playwright/mcp 0.0.83 playwright-mcp
+
+log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version, peer MCP servers in $peer_root"

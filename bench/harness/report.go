@@ -21,6 +21,8 @@ type Results struct {
 	Hub      []HubThroughput
 	Stall    HubStall
 	Worker   WorkerProbe
+	Guard    []GuardResult
+	MCP      []MCPResult
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.

@@ -8,7 +8,10 @@
 //  3. failover cost (refused, blackholed, cooled-down first candidate);
 //  4. cold start per backend and warm second invocations;
 //  5. event-hub throughput to 1/10/100 SSE subscribers and memory while one
-//     subscriber stalls.
+//     subscriber stalls;
+//  6. the guards' cost per tool call, with and without a policy (issue 13);
+//  7. the same browser scenario through examples/mcp, Chrome DevTools MCP and
+//     Playwright MCP on one Chromium (issue 15).
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
@@ -49,6 +52,8 @@ type counts struct {
 	hub              map[int]int // subscribers → events
 	stallEvents      int
 	worker           int
+	guard            int
+	mcp              harness.MCPOptions
 }
 
 var full = counts{
@@ -59,6 +64,8 @@ var full = counts{
 	hub:         map[int]int{1: 20000, 10: 5000, 100: 1000},
 	stallEvents: 20000,
 	worker:      300,
+	guard:       200,
+	mcp:         harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
 }
 
 var quick = counts{
@@ -69,6 +76,8 @@ var quick = counts{
 	hub:         map[int]int{1: 2000, 10: 500, 100: 100},
 	stallEvents: 4000,
 	worker:      30,
+	guard:       20,
+	mcp:         harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -96,7 +105,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,mcp); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -221,7 +230,29 @@ func run() error {
 			return err
 		})
 	}
+	if err == nil {
+		err = phase("guard", func() (err error) {
+			res.Guard, err = harness.MeasureGuardCost(ctx, w, n.guard, n.guard/10)
+			return err
+		})
+	}
 	w.Close()
+	if err != nil {
+		return err
+	}
+	err = phase("mcp", func() (err error) {
+		// The world is closed: the three MCP servers share one fresh
+		// Chromium and the fixture pages only.
+		fix, err := harness.StartFixtures()
+		if err != nil {
+			return err
+		}
+		defer fix.Close()
+		o := n.mcp
+		o.Root = *root
+		res.MCP, err = harness.MeasureMCP(ctx, fix, o)
+		return err
+	})
 	if err != nil {
 		return err
 	}
