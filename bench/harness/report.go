@@ -352,6 +352,9 @@ func (r *Results) Render(out io.Writer) {
 		}
 	}
 
+	r.renderGuard(p)
+	r.renderMCP(p)
+
 	if r.Analysis != "" {
 		p("%s\n", strings.TrimSpace(r.Analysis))
 	}
