@@ -112,8 +112,8 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 				rel, bytesf(st.Bytes.Median()), structured)
 		}
 	}
-	p("\nPer server: its tools (tools/list), its resident memory after the rounds (`VmRSS` of the process and its "+
-		"children), its cold start (spawn → `initialize` answered, a fresh process per sample) and the whole "+
+	p("\nPer server: its tools (tools/list), its resident memory after the rounds (`VmRSS` of the process and its " +
+		"children), its cold start (spawn → `initialize` answered, a fresh process per sample) and the whole " +
 		"scenario's bytes to the model (sum of the step medians).\n\n")
 	p("| server | tools | RSS after the rounds | cold start median | cold start p99 | n | scenario bytes | status |\n|---|---|---|---|---|---|---|---|\n")
 	for _, m := range r.MCP {
