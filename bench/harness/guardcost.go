@@ -28,7 +28,7 @@ const (
 )
 
 // MeasureGuardCost times one extract tool call (`h1` of the form page) on
-// cdp-inspect (the world's Chromium) and local (the world's Playwright
+// cdp-inspect (a headless Chromium of its own) and local (the world's Playwright
 // browser), each with no policy and with an allow-list policy for the
 // fixture host (GRD-1 … GRD-3: before/after URL checks, the Fetch
 // interception of documents), rounds times each, the four paths interleaved
@@ -42,13 +42,20 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 	if err != nil {
 		return nil, err
 	}
+	// A Chromium of its own: the world's browser holds the tabs of the
+	// earlier phases, and a per-call cdp-inspect Client may pick any of them.
+	ch, err := StartChromium(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
 	cfg := InspectConfig()
-	cfg.Host, cfg.Port = "127.0.0.1", w.Chromium.Port
-	inspect := tools.New(tools.Options{Logger: discard, ScreenshotDir: w.Chromium.UserDataDir,
+	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
+	inspect := tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir,
 		Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
-			cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(w.Chromium.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard)),
+			cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard)),
 		}})})
-	loc := tools.New(tools.Options{Logger: discard, ScreenshotDir: w.Chromium.UserDataDir,
+	loc := tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir,
 		Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{local.NewProvider(w.Local)}}),
 		CloseConversation: func(_ context.Context, _ bb.Kind, conv string) error {
 			return w.Local.CloseConversation(conv)

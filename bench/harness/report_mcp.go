@@ -34,7 +34,7 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 		"`guard.Policy` on its context (allow-list of the fixture host plus its development loopback opt-in: GRD-2's "+
 		"URL checks before and after the action and the Fetch interception of document requests, which the guarded "+
 		"call enables and disables around the action). %d calls per row after warm-up, the four rows interleaved "+
-		"in an order shuffled per round; each row has its own conversation (tab or page). Baseline: the same backend "+
+		"in an order shuffled per round; each row has its own conversation; cdp-inspect on a headless Chromium of its own. Baseline: the same backend "+
 		"without a policy.\n\n", len(r.Guard[0].D))
 	p("| backend | policy | n | median | p99 | median vs no policy | Δ median vs no policy |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range r.Guard {
