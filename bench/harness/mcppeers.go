@@ -235,8 +235,11 @@ type mcpServer struct {
 
 // startMCP spawns argv and runs the MCP initialize handshake; it returns the
 // time from spawn to the initialize answer.
-func startMCP(ctx context.Context, p *mcpPeer, argv []string) (*mcpServer, time.Duration, error) {
+func startMCP(ctx context.Context, p *mcpPeer, argv []string, dir string) (*mcpServer, time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// The working directory is the run's temp dir: Playwright MCP writes its
+	// output folder (.playwright-mcp) there.
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "CI=1", "CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS=1")
 	s := &mcpServer{peer: p, cmd: cmd, stderr: &tailBuffer{}}
@@ -369,7 +372,7 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 			continue
 		}
 		Progress("mcp: starting %s", p.name)
-		s, d, err := startMCP(ctx, p, argv)
+		s, d, err := startMCP(ctx, p, argv, tmp)
 		if err != nil {
 			fail(i, err)
 			continue
@@ -427,7 +430,7 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 				continue
 			}
 			argv, _ := peers[i].command(ch.Port)
-			s, d, err := startMCP(ctx, &peers[i], argv)
+			s, d, err := startMCP(ctx, &peers[i], argv, tmp)
 			if err != nil {
 				fail(i, err)
 				continue
