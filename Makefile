@@ -23,7 +23,8 @@ test: setup
 # bench: the benchmark harness lives in its own module (bench/, so the peer
 # libraries it compares against stay out of go.mod); it writes BENCHMARKS.md.
 # BENCHFLAGS=-quick runs a short smoke pass.
-bench: setup
+bench:
+	BROWSERCHAIN_SETUP_BENCH=1 bash scripts/setup.sh
 	cd bench && $(GO) mod download && $(GO) run ./cmd/benchreport -out ../BENCHMARKS.md $(BENCHFLAGS)
 
 # stress: the real-browser packages three times under -race while busy loops

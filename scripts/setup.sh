@@ -26,6 +26,13 @@
 #      $NATS_SERVER_DIR (default $HOME/.cache/browserchain/nats-server-<ver>);
 #      internal/natstest finds it there (or through BROWSERCHAIN_NATS_SERVER).
 #      The server module is never a dependency of the library itself.
+#   6. Only for `make bench` (BROWSERCHAIN_SETUP_BENCH=1): the two peer MCP servers `make bench` compares examples/mcp with, pinned
+#      to the newest versions whose engines accept Node 20: Chrome DevTools MCP
+#      (chrome-devtools-mcp, engines ^20.19) and Playwright MCP (@playwright/mcp,
+#      engines >=18), each with npm into
+#      $HOME/.cache/browserchain/mcp-peers/<name>-<version> (no global install,
+#      install scripts off: both attach to an already running Chromium, so no
+#      browser download is needed).
 #
 # Works as root without a TTY (CI); uses sudo for apt only when not root.
 # Node.js >= 20 is required by playwright-core; it is installed from apt when
@@ -129,4 +136,26 @@ if ! [ -x "$nats_dir/nats-server" ] || ! "$nats_dir/nats-server" --version 2>/de
 	mkdir -p "$nats_dir"
 	(cd "$nats_dir" && GOBIN="$nats_dir" GOFLAGS=-buildvcs=false go install "github.com/nats-io/nats-server/v2@$nats_version")
 fi
+# ---- 6. peer MCP servers for the benchmarks (make bench only) ----------------
+# Keep the versions in step with bench/harness/mcppeers.go.
+peer_root="$HOME/.cache/browserchain/mcp-peers"
+install_peer() { # <npm package> <version> <bin name>
+	local pkg="$1" version="$2" bin="$3" dir got=""
+	dir="$peer_root/${pkg//[@\/]/_}-$version"
+	if [ -f "$dir/node_modules/$pkg/package.json" ] && [ -x "$dir/node_modules/.bin/$bin" ]; then
+		got="$(node -p "require(process.argv[1]).version" "$dir/node_modules/$pkg/package.json" 2>/dev/null || true)"
+	fi
+	if [ "$got" != "$version" ]; then
+		log "installing $pkg $version in $dir"
+		mkdir -p "$dir"
+		npm install --prefix "$dir" --no-audit --no-fund --omit=dev --ignore-scripts --loglevel=error \
+			"$pkg@$version" </dev/null >/dev/null
+		[ -x "$dir/node_modules/.bin/$bin" ] || die "the $pkg install has no $bin binary"
+	fi
+}
+if [ "${BROWSERCHAIN_SETUP_BENCH:-}" = 1 ]; then
+	install_peer chrome-devtools-mcp 1.11.0 chrome-devtools-mcp
+	install_peer @playwright/mcp 0.0.83 playwright-mcp
+fi
+
 log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version, nats-server $nats_version"

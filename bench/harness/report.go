@@ -23,6 +23,8 @@ type Results struct {
 	Worker   WorkerProbe
 	// Distributed is the NATS hub phase (nil when not run).
 	Distributed *DistributedResult `json:",omitempty"`
+	Guard    []GuardResult
+	MCP      []MCPResult
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.
@@ -371,6 +373,8 @@ func (r *Results) Render(out io.Writer) {
 		p("| %s result, posted to B for a caller on A (sent in parts) | %s | %s | %s |\n", mib(float64(d.ShotBytes)), ms(d.ShotAcross.Median()), ms(d.ShotAcross.P99()), mib(d.ShotAllocAcross))
 		p("| roster convergence: registration on B → listed on A | %s | %s | |\n\n", ms(d.Convergence.Median()), ms(d.Convergence.P99()))
 	}
+	r.renderGuard(p)
+	r.renderMCP(p)
 
 	if r.Analysis != "" {
 		p("%s\n", strings.TrimSpace(r.Analysis))

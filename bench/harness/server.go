@@ -281,13 +281,20 @@ ctx.putImageData(img, 0, 0);
 window.noiseReady = true;
 </script></body></html>`
 
-// StartFixtures serves /page (a small page) and /noise?w=&h=.
+// StartFixtures serves /page (a small page), /noise?w=&h= and the pages of
+// the MCP scenario (/form, /article, /big; see mcpPages).
 func StartFixtures() (*Fixtures, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, "<!doctype html><title>bench</title><h1>bench</h1>")
 	})
+	for path, body := range mcpPages() {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, body)
+		})
+	}
 	mux.HandleFunc("/noise", func(w http.ResponseWriter, r *http.Request) {
 		var wd, ht int
 		fmt.Sscan(r.URL.Query().Get("w"), &wd)

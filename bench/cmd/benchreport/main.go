@@ -8,7 +8,10 @@
 //  3. failover cost (refused, blackholed, cooled-down first candidate);
 //  4. cold start per backend and warm second invocations;
 //  5. event-hub throughput to 1/10/100 SSE subscribers and memory while one
-//     subscriber stalls.
+//     subscriber stalls;
+//  6. the guards' cost per tool call, with and without a policy (issue 13);
+//  7. the same browser scenario through examples/mcp, Chrome DevTools MCP and
+//     Playwright MCP on one Chromium (issue 15).
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
@@ -51,6 +54,8 @@ type counts struct {
 	worker           int
 	// distRounds, distShots, distConv: the distributed hub phase.
 	distRounds, distShots, distConv int
+	guard            int
+	mcp              harness.MCPOptions
 }
 
 var full = counts{
@@ -62,6 +67,8 @@ var full = counts{
 	stallEvents: 20000,
 	worker:      300,
 	distRounds:  1000, distShots: 10, distConv: 50,
+	guard:       200,
+	mcp:         harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
 }
 
 var quick = counts{
@@ -73,6 +80,8 @@ var quick = counts{
 	stallEvents: 4000,
 	worker:      30,
 	distRounds:  100, distShots: 2, distConv: 5,
+	guard:       20,
+	mcp:         harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -100,7 +109,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,hub,distributed); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -225,7 +234,29 @@ func run() error {
 			return err
 		})
 	}
+	if err == nil {
+		err = phase("guard", func() (err error) {
+			res.Guard, err = harness.MeasureGuardCost(ctx, w, n.guard, n.guard/10)
+			return err
+		})
+	}
 	w.Close()
+	if err != nil {
+		return err
+	}
+	err = phase("mcp", func() (err error) {
+		// The world is closed: the three MCP servers share one fresh
+		// Chromium and the fixture pages only.
+		fix, err := harness.StartFixtures()
+		if err != nil {
+			return err
+		}
+		defer fix.Close()
+		o := n.mcp
+		o.Root = *root
+		res.MCP, err = harness.MeasureMCP(ctx, fix, o)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,72 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFindRefReadsEachServersSnapshotFormat(t *testing.T) {
+	cases := []struct {
+		name, snapshot, role, label, want string
+		useUID                            bool
+	}{
+		{"browserchain", "- heading \"Profile\" [level=1]\n- textbox \"Display name\" [ref=e17]\n- button \"Apply\" [ref=e18]\n",
+			"button", "Apply", "e18", false},
+		{"playwright", "- generic [ref=e2]:\n  - textbox \"Display name\" [ref=e5]\n  - button \"Apply\" [ref=e6] [cursor=pointer]\n",
+			"textbox", "Display name", "e5", false},
+		{"chrome-devtools", "uid=1_0 RootWebArea \"bench form\"\n  uid=1_3 textbox \"Display name\"\n  uid=1_4 button \"Apply\"\n",
+			"button", "Apply", "1_4", true},
+	}
+	for _, c := range cases {
+		re := bracketRef
+		if c.useUID {
+			re = uidRef
+		}
+		got, err := findRef(re, c.snapshot, c.role, c.label)
+		if err != nil || got != c.want {
+			t.Errorf("%s: findRef = %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+	if _, err := findRef(bracketRef, "- button \"Other\" [ref=e1]\n", "button", "Apply"); err == nil {
+		t.Error("findRef found a button that is not in the snapshot")
+	}
+}
+
+func TestRenderMCPShowsUnavailablePeerAndRatios(t *testing.T) {
+	step := func(name string, d time.Duration, bytes float64) MCPStep {
+		return MCPStep{Step: name, D: same(10, d), Bytes: Floats{bytes}, Structured: Floats{0}}
+	}
+	r := &Results{MCP: []MCPResult{
+		{Server: MCPBrowserchain, Tools: 16, RSS: 20 << 20, Cold: same(3, 30*time.Millisecond),
+			Steps: []MCPStep{step(StepNavigate, 10*time.Millisecond, 100)}},
+		{Server: MCPPlaywright, Tools: 25, RSS: 150 << 20, Cold: same(3, 500*time.Millisecond),
+			Steps: []MCPStep{step(StepNavigate, 25*time.Millisecond, 300)}},
+		{Server: MCPChromeDevTools, Unavailable: "initialize: exit status 1 | no\nbrowser"},
+	}}
+	var b strings.Builder
+	r.Render(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| navigate (form page) | " + MCPPlaywright + " | 10 | 25.0 ms | 25.0 ms | ×2.50 | 300 B | none |",
+		"| " + MCPChromeDevTools + " | n/a | n/a | n/a | n/a | 0 | n/a | not available: initialize: exit status 1 \\| no browser |",
+		"| " + MCPBrowserchain + " | 16 | 20.0 MiB | 30.0 ms | 30.0 ms | 3 | 100 B | measured |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderGuardRatioAgainstNoPolicy(t *testing.T) {
+	r := &Results{Guard: []GuardResult{
+		{Backend: GuardInspect, D: same(20, 8*time.Millisecond)},
+		{Backend: GuardInspect, Policy: true, D: same(20, 12*time.Millisecond)},
+	}}
+	var b strings.Builder
+	r.Render(&b)
+	want := "| cdp-inspect | allow-list (fixture host) | 20 | 12.0 ms | 12.0 ms | ×1.50 | +4.000 ms |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q\n%s", want, b.String())
+	}
+}
