@@ -4,7 +4,7 @@
 GO ?= go
 TESTFLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all setup demo test bench stress
+.PHONY: all setup demo test bench stress soak
 
 all: test
 
@@ -31,3 +31,15 @@ bench:
 # take every core (a loaded CI machine); scripts/stress.sh always stops them.
 stress: setup
 	GO=$(GO) bash scripts/stress.sh
+
+# soak: random faults from the fault matrix (browser killed, renderer
+# crashed, driver killed, client vanished, browser stalled) on all four
+# backends while conversations run tool scenarios, for SOAK (default 10m;
+# SOAK=60s for a short run). TMPDIR is a fresh directory, so that the soak
+# can tell it left no temporary profile or file behind. Not part of test.
+SOAK ?= 10m
+SOAK_TIMEOUT ?= 90m
+soak: setup
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	TMPDIR=$$tmp SOAK=$(SOAK) $(GO) test -race -count=1 -tags soak -run '^TestSoak$$' -v \
+		-timeout $(SOAK_TIMEOUT) ./internal/faulttest/
