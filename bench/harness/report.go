@@ -23,8 +23,8 @@ type Results struct {
 	Worker   WorkerProbe
 	// Distributed is the NATS hub phase (nil when not run).
 	Distributed *DistributedResult `json:",omitempty"`
-	Guard    []GuardResult
-	MCP      []MCPResult
+	Guard       []GuardResult
+	MCP         []MCPResult
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.

@@ -54,8 +54,8 @@ type counts struct {
 	worker           int
 	// distRounds, distShots, distConv: the distributed hub phase.
 	distRounds, distShots, distConv int
-	guard            int
-	mcp              harness.MCPOptions
+	guard                           int
+	mcp                             harness.MCPOptions
 }
 
 var full = counts{
@@ -67,8 +67,8 @@ var full = counts{
 	stallEvents: 20000,
 	worker:      300,
 	distRounds:  1000, distShots: 10, distConv: 50,
-	guard:       200,
-	mcp:         harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
+	guard: 200,
+	mcp:   harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
 }
 
 var quick = counts{
@@ -80,8 +80,8 @@ var quick = counts{
 	stallEvents: 4000,
 	worker:      30,
 	distRounds:  100, distShots: 2, distConv: 5,
-	guard:       20,
-	mcp:         harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
+	guard: 20,
+	mcp:   harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
 }
 
 // findRoot walks up from the working directory to the repository root (the
