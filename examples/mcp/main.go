@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		defer lb.Close() // no Chromium or driver outlives the server
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
-	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: splitList(c.origins), ActorPrincipalID: c.actor,
+	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: runtime.SplitList(c.origins), ActorPrincipalID: c.actor,
 		Logger: log, Fallbacks: fallbacks})
 	if err != nil {
 		return err
@@ -265,14 +265,4 @@ func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, 
 		err = nil
 	}
 	return err
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

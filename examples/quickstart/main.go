@@ -35,6 +35,8 @@ import (
 	"strings"
 	"time"
 
+	refserver "github.com/browserchain/browserchain/examples/server/runtime"
+
 	"github.com/browserchain/browserchain/eventhub/wire"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -97,7 +99,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "allowed-domains" {
 			// Set but empty is an explicit empty list: refused by guard.New.
-			pol = &guard.Policy{AllowedDomains: append([]string{}, splitList(*allowed)...), AllowWrites: *writes}
+			pol = &guard.Policy{AllowedDomains: append([]string{}, refserver.SplitList(*allowed)...), AllowWrites: *writes}
 		}
 	})
 
@@ -321,13 +323,3 @@ const fixtureHTML = `<!doctype html>
 <li><span class="k">local</span> — a Chromium launched through Playwright</li></ol>
 </main></body></html>
 `
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -97,13 +97,13 @@ func parseFlags(args []string) (config, error) {
 func allowedOrigins(replace, add string) []string {
 	var base []string
 	if strings.TrimSpace(replace) != "" {
-		base = splitList(replace)
+		base = runtime.SplitList(replace)
 	} else {
 		base = append(runtime.VellumExtensionOrigins(), extension.Origin)
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, o := range append(base, splitList(add)...) {
+	for _, o := range append(base, runtime.SplitList(add)...) {
 		if !strings.Contains(o, "://") {
 			o = "chrome-extension://" + o
 		}
@@ -155,7 +155,7 @@ func run() error {
 	var g *guard.Guard
 	var localArgs []string
 	if *allowedDomains != "" {
-		g, err = guard.New(guard.Policy{AllowedDomains: splitList(*allowedDomains), AllowWrites: *allowWrites, Logger: log})
+		g, err = guard.New(guard.Policy{AllowedDomains: runtime.SplitList(*allowedDomains), AllowWrites: *allowWrites, Logger: log})
 		if err != nil {
 			return fmt.Errorf("-allowed-domains: %w", err)
 		}
@@ -231,14 +231,4 @@ func run() error {
 		err = nil
 	}
 	return err
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

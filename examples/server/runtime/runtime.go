@@ -398,3 +398,16 @@ func writeCommand(w http.ResponseWriter, status int, v CommandResponse) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// SplitList splits a comma-separated flag value, dropping blanks and the
+// space around entries: the list flags of the example programs
+// (-allowed-origins, -allowed-domains, …) all read this way.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
