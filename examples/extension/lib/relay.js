@@ -362,7 +362,7 @@ async function handleRequest(msg, env) {
   const wall = (t) => round(performance.timeOrigin + t);
   await deliverResult({ requestId: id, content, isError, durationMs: round(timing.ms), handledMs,
     receivedAt: wall(received), postedAt: wall(performance.now()) })
-    .then(() => { stats.results++; }, () => { stats.resultFailures++; });
+    .then(resultDone, () => { stats.resultFailures++; });
 }
 
 function round(ms) { return Math.round(ms * 1000) / 1000; }
