@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +95,14 @@ func startSite(t *testing.T) *site {
 	s.Server = chromiumtest.LoopbackServer(t, mux)
 	t.Cleanup(func() { close(done) })
 	return s
+}
+
+// diesWithTest makes cmd's process receive SIGKILL when the test process
+// dies, so a test binary killed from outside (where no cleanup runs) leaves
+// no MCP server or Inspector behind holding a browser.
+func diesWithTest(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 func procCtx(t *testing.T) context.Context {

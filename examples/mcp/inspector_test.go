@@ -50,7 +50,7 @@ type toolResult struct {
 // runInspector runs the Inspector CLI with args and decodes its JSON answer.
 func runInspector(t *testing.T, args []string, out any) {
 	t.Helper()
-	cmd := exec.CommandContext(procCtx(t), inspector(t), append([]string{"--cli"}, args...)...)
+	cmd := diesWithTest(exec.CommandContext(procCtx(t), inspector(t), append([]string{"--cli"}, args...)...))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "inspector %q: %s", args, stderr.String())
@@ -105,7 +105,7 @@ func TestInspectorCLIOverStreamableHTTP(t *testing.T) {
 	s := startSite(t)
 	dir := t.TempDir()
 	mark := newMark(t)
-	cmd := exec.Command(binary, append(serverArgs(dir), "-http", "127.0.0.1:0")...)
+	cmd := diesWithTest(exec.Command(binary, append(serverArgs(dir), "-http", "127.0.0.1:0")...))
 	cmd.Env = append(os.Environ(), markEnv+"="+mark)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

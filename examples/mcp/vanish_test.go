@@ -20,7 +20,7 @@ import (
 func TestStdioClientVanishingMidToolLeavesNoProcess(t *testing.T) {
 	s := startSite(t)
 	mark := newMark(t)
-	cmd := exec.Command(binary, serverArgs(t.TempDir())...)
+	cmd := diesWithTest(exec.Command(binary, serverArgs(t.TempDir())...))
 	cmd.Env = append(os.Environ(), markEnv+"="+mark)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
