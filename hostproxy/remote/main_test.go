@@ -63,6 +63,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+func newJSONLogger(w *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 // fixture is one remote server on loopback with a real hub, proxy and
 // SQLite store. Every secret and token it hands out is remembered, and the
 // captured log (debug level) is checked at the end never to contain one.
@@ -104,7 +108,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		f.secrets = o.peer.secrets
 		f.clock.t = o.peer.clock.Now()
 	}
-	f.log = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.log = newJSONLogger(f.logs)
 	f.hub = eventhub.New(eventhub.WithLogger(f.log))
 	f.proxy = hostproxy.New(hostproxy.Options{Hub: f.hub, Logger: f.log})
 	var err error

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,8 +78,10 @@ type Link struct {
 	ExpiresAt time.Time
 }
 
-// LogValue keeps the secret out of logs.
-func (l Link) LogValue() string { return "pairing link (redacted), expires " + l.ExpiresAt.Format(time.RFC3339) }
+// LogValue keeps the secret out of logs (slog.LogValuer).
+func (l Link) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("url", "(redacted)"), slog.Time("expires_at", l.ExpiresAt))
+}
 
 // StoreOptions configures OpenStore. The zero value works.
 type StoreOptions struct {
