@@ -63,7 +63,9 @@ func (l *SetupLimit) InSetup() int { return int(l.inSetup.Load()) }
 
 // Listener wraps ln: each accepted connection counts as in setup until its
 // first request is read or it closes.
-func (l *SetupLimit) Listener(ln net.Listener) net.Listener { return &setupListener{Listener: ln, l: l} }
+func (l *SetupLimit) Listener(ln net.Listener) net.Listener {
+	return &setupListener{Listener: ln, l: l}
+}
 
 type setupListener struct {
 	net.Listener
