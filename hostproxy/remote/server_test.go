@@ -591,3 +591,47 @@ func TestCreateLink_AtMost100Unused(t *testing.T) {
 	f.clock.Add(DefaultPairingTTL + time.Second) // all expired
 	f.link("u")
 }
+
+// TestSocket_EventsAndInvalidationsReachTheBackendBoundToTheDevice: CDP
+// events and session invalidations sent on the socket are delivered to the
+// backend bound to the device's client, as the POST routes deliver them
+// (REM-4, PXY-4).
+func TestSocket_EventsAndInvalidationsReachTheBackendBoundToTheDevice(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	token, _ := f.pair("u")
+	d := f.dial(token)
+	be := f.proxy.NewExtensionBackend(browserbackend.Invocation{ConversationID: "c", ActorPrincipalID: "u", TargetClientID: d.clientID}, hostproxy.BackendOptions{})
+	defer be.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		req := d.nextRequest()
+		d.answer(req.RequestID, `{}`)
+	}()
+	_, err := be.Send(ctx, browserbackend.Command{Method: "Page.enable"})
+	require.NoError(t, err)
+	assert.Equal(t, wire.SocketAccepted, d.next().Type)
+
+	loads, stop := be.Subscribe("Page.loadEventFired")
+	defer stop()
+	detached, stop2 := be.Subscribe(browserbackend.MethodTargetDetached)
+	defer stop2()
+	d.send(map[string]any{"type": wire.RemoteEvent, "method": "Page.loadEventFired", "params": map[string]any{"timestamp": 1.5}})
+	select {
+	case ev := <-loads:
+		assert.JSONEq(t, `{"timestamp":1.5}`, string(ev.Params))
+	case <-ctx.Done():
+		t.Fatal("no event")
+	}
+	d.send(map[string]any{"type": wire.RemoteSessionInvalidated, "sessionId": "S1", "targetId": "T1", "reason": "tab_closed"})
+	select {
+	case ev := <-detached:
+		assert.Equal(t, "S1", ev.SessionID)
+	case <-ctx.Done():
+		t.Fatal("no invalidation")
+	}
+	d.send(map[string]any{"type": wire.RemoteEvent})
+	assert.Equal(t, "missing_method", d.next().Code)
+	d.send(map[string]any{"type": "bogus"})
+	assert.Equal(t, "bad_type", d.next().Code)
+}
