@@ -90,8 +90,9 @@ type Server struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	mu    sync.Mutex
-	slots map[string]*conn // by device id: online browsers and upgrades in progress
+	mu     sync.Mutex
+	slots  map[string]*conn // by device id: online browsers and upgrades in progress
+	closed bool
 }
 
 // New validates opts and starts the grant checker. Errors name the bad
@@ -167,6 +168,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() { close(s.done) })
 	s.mu.Lock()
+	s.closed = true
 	all := make([]*conn, 0, len(s.slots))
 	for _, c := range s.slots {
 		all = append(all, c)

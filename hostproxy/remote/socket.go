@@ -95,28 +95,40 @@ func (c *conn) ended() bool {
 	return c.why != ""
 }
 
+// errCapacity and errClosed are why claim refused a slot.
+var (
+	errCapacity = errors.New("remote: at browser capacity")
+	errClosed   = errors.New("remote: server closed")
+)
+
 // claim takes a capacity slot for dev (REM-6): a device already online
-// replaces its own connection; a new device at capacity is refused.
-func (s *Server) claim(dev Device) (c, old *conn, ok bool) {
+// replaces its own connection; a new device at capacity is refused. The
+// caller owns one count of s.wg and gives it back with release.
+func (s *Server) claim(dev Device) (c, old *conn, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, errClosed
+	}
 	old = s.slots[dev.DeviceID]
 	if old == nil && len(s.slots) >= s.limits.MaxConnections {
-		return nil, nil, false
+		return nil, nil, errCapacity
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c = &conn{s: s, dev: dev, ctx: ctx, cancel: cancel}
 	s.slots[dev.DeviceID] = c
-	return c, old, true
+	s.wg.Add(1) // under mu, before Close can start waiting
+	return c, old, nil
 }
 
 // release frees c's slot unless a newer connection of the device took it.
 func (s *Server) release(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.slots[c.dev.DeviceID] == c {
 		delete(s.slots, c.dev.DeviceID)
 	}
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // Online returns the device ids with an open socket.
@@ -207,19 +219,15 @@ func (s *Server) SocketHandler() http.Handler {
 			s.refuse(w, r, http.StatusServiceUnavailable, "store_error", "the grant store could not be read")
 			return
 		}
-		select {
-		case <-s.done:
+		c, old, err := s.claim(dev)
+		switch {
+		case errors.Is(err, errClosed):
 			s.refuse(w, r, http.StatusServiceUnavailable, "closed", "the server is closing")
 			return
-		default:
-		}
-		c, old, ok := s.claim(dev)
-		if !ok {
+		case err != nil:
 			s.refuse(w, r, http.StatusServiceUnavailable, "capacity", "the server is at its browser capacity")
 			return
 		}
-		s.wg.Add(1)
-		defer s.wg.Done()
 		defer s.release(c)
 		defer c.end(endGoingAway, "closed")
 		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{proto}, InsecureSkipVerify: true})
