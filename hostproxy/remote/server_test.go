@@ -454,6 +454,9 @@ func TestStoreContention_503RetryAfterAndTheGrantStillWorks(t *testing.T) {
 	r, _ := f.authorize(token, "renew", next)
 	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
 	assert.Equal(t, "1", r.Header.Get("Retry-After"))
+	// An unknown credential is refused by a read, without queueing for the lock.
+	r, _ = f.authorize(NewToken(), "pair", NewToken())
+	assert.Equal(t, http.StatusUnauthorized, r.StatusCode)
 	// Reads do not wait for the writer: a socket still opens.
 	second := f.dial(token)
 	assert.Equal(t, StatusReplaced, live.closed())

@@ -301,6 +301,11 @@ func (s *Store) Pair(ctx context.Context, endpoint, secret, nextToken, label str
 	if !ValidToken(nextToken) || nextToken == secret {
 		return Grant{}, ErrBadToken
 	}
+	// An unknown secret is refused by a read, without taking the write lock:
+	// unauthenticated requests must not contend with the operator's writes.
+	if ok, err := s.exists(ctx, `SELECT COUNT(*) FROM remote_links WHERE secret_hash = ? AND endpoint = ?`, hashSecret(secret), endpoint); err != nil || !ok {
+		return Grant{}, cmpErr(err, ErrUnauthorized)
+	}
 	now := s.now()
 	g := Grant{DeviceID: randomHex(16), ExpiresAt: fromMs(ms(now.Add(lifetime))), RenewAfter: fromMs(ms(now.Add(renewAfter)))}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -331,6 +336,16 @@ func (s *Store) Pair(ctx context.Context, endpoint, secret, nextToken, label str
 		return Grant{}, err
 	}
 	return g, nil
+}
+
+// exists runs a COUNT(*) query outside any transaction (it never waits for
+// a writer).
+func (s *Store) exists(ctx context.Context, q string, args ...any) (bool, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return false, fmt.Errorf("remote: store: %w", err)
+	}
+	return n > 0, nil
 }
 
 func cmpErr(err, otherwise error) error {
@@ -368,6 +383,9 @@ func (s *Store) Renew(ctx context.Context, endpoint, oldToken, nextToken string,
 	}
 	now := s.now()
 	oldH, nextH := hashSecret(oldToken), hashSecret(nextToken)
+	if ok, err := s.exists(ctx, `SELECT COUNT(*) FROM remote_devices WHERE (token_hash = ? OR prev_token_hash = ?) AND endpoint = ?`, oldH, oldH, endpoint); err != nil || !ok {
+		return Grant{}, cmpErr(err, ErrUnauthorized)
+	}
 	var g Grant
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var exp, revoked int64
