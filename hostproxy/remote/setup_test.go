@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -60,4 +61,32 @@ func TestSetupLimit_OverflowDroppedWithOneWarning(t *testing.T) {
 	resp, err = http.ReadResponse(bufio.NewReader(next), nil)
 	require.NoError(t, err, "the slot was freed by the first request")
 	resp.Body.Close()
+}
+
+// TestNewHTTPServer_BoundsHeaderSize: request headers beyond 16 KiB are
+// refused (431) before any handler runs (REM-6).
+func TestNewHTTPServer_BoundsHeaderSize(t *testing.T) {
+	ran := false
+	srv := NewHTTPServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }), nil, nil, newJSONLogger(&syncBuffer{}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		// Shutdown, not Close: it waits for net/http's lingering close of the
+		// refused connection.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+	})
+	req, err := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Big", strings.Repeat("a", 2*DefaultMaxHeaderBytes))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+	assert.False(t, ran)
+	assert.Equal(t, DefaultReadHeaderTimeout, srv.ReadHeaderTimeout)
 }
