@@ -28,6 +28,7 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -85,6 +86,39 @@ func writeTestCert(t *testing.T, dir string) (certFile, keyFile string, pool *x5
 	return certFile, keyFile, pool
 }
 
+// pairAndDial runs the `pair` verb on store, pairs with the link's secret
+// as the extension does (POST base/extension/authorize) and opens the
+// socket at wsBase/extension; it returns the socket, the client id of its
+// ready frame and the device token.
+func pairAndDial(ctx context.Context, t *testing.T, client *http.Client, base, wsBase, store, publicURL string) (*websocket.Conn, string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	handled, err := runVerb([]string{"pair", "-remote-store", store, "-public-url", publicURL}, &out)
+	require.True(t, handled)
+	require.NoError(t, err)
+	link, err := url.Parse(strings.SplitN(out.String(), "\n", 2)[0])
+	require.NoError(t, err)
+	require.Len(t, link.Fragment, 43)
+
+	token := remote.NewToken()
+	body, _ := json.Marshal(map[string]string{"action": "pair", "next_token": token, "label": "laptop"})
+	req, _ := http.NewRequest(http.MethodPost, base+"/extension/authorize", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+link.Fragment)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	ws, _, err := websocket.Dial(ctx, wsBase+"/extension", &websocket.DialOptions{
+		HTTPClient: client, Subprotocols: []string{wire.SubprotocolAuthPrefix + token}})
+	require.NoError(t, err)
+	_, ready, err := ws.Read(ctx)
+	require.NoError(t, err)
+	var hello struct{ ClientID string }
+	require.NoError(t, json.Unmarshal(ready, &hello))
+	return ws, hello.ClientID, token
+}
+
 // TestRemote_OperatorVerbsAndFirstUseOverNativeTLS walks the README's
 // set-up: the server with native TLS, `pair` prints a link, a device pairs
 // and connects, `devices` lists it, a command with browser_mode extension
@@ -105,36 +139,15 @@ func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 	require.NoError(t, err)
 	defer stop()
 
-	var out bytes.Buffer
-	handled, err := runVerb([]string{"pair", "-remote-store", store, "-public-url", "wss://127.0.0.1/extension"}, &out)
-	require.True(t, handled)
-	require.NoError(t, err)
-	link, err := url.Parse(strings.SplitN(out.String(), "\n", 2)[0])
-	require.NoError(t, err)
-	require.Len(t, link.Fragment, 43)
-
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer client.CloseIdleConnections()
-	token := remote.NewToken()
-	body, _ := json.Marshal(map[string]string{"action": "pair", "next_token": token, "label": "laptop"})
-	req, _ := http.NewRequest(http.MethodPost, "https://"+addr+"/extension/authorize", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+link.Fragment)
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "wss://"+addr+"/extension", &websocket.DialOptions{
-		HTTPClient: client, Subprotocols: []string{wire.SubprotocolAuthPrefix + token}})
-	require.NoError(t, err)
+	ws, clientID, token := pairAndDial(ctx, t, client, "https://"+addr, "wss://"+addr, store, "wss://127.0.0.1/extension")
 	defer ws.CloseNow()
-	_, ready, err := ws.Read(ctx)
-	require.NoError(t, err)
-	var hello struct{ ClientID string }
-	require.NoError(t, json.Unmarshal(ready, &hello))
+	hello := struct{ ClientID string }{clientID}
 
+	var out bytes.Buffer
 	out.Reset()
 	_, err = runVerb([]string{"devices", "-remote-store", store}, &out)
 	require.NoError(t, err)
@@ -182,3 +195,33 @@ func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// The distributed hub registers remote clients too.
+var _ remote.Subscriber = (*natshub.Hub)(nil)
+
+// TestRemote_PlainWebSocketOnLoopbackBehindAProxy: without a certificate
+// the listener serves plain WebSocket on loopback (a TLS reverse proxy in
+// front), with the public URL still wss:// (REM-6).
+func TestRemote_PlainWebSocketOnLoopbackBehindAProxy(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "remote.db")
+	c, err := parseFlags([]string{"-remote-listen", "127.0.0.1:0", "-public-url", "wss://browser.example.com/extension", "-remote-store", store})
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{Key: bytes.Repeat([]byte("k"), 32), Logger: quiet()})
+	require.NoError(t, err)
+	defer rt.Close()
+	addr, stop, err := startRemote(c.remote, rt, quiet())
+	require.NoError(t, err)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// What the reverse proxy forwards, over plain HTTP on loopback.
+	ws, clientID, _ := pairAndDial(ctx, t, http.DefaultClient, "http://"+addr, "ws://"+addr, store, "wss://browser.example.com/extension")
+	defer ws.CloseNow()
+	info, ok := rt.Hub.Client(clientID)
+	require.True(t, ok)
+	assert.Equal(t, wire.InterfaceChromeExtension, info.InterfaceID)
+	_, resp, err := websocket.Dial(ctx, "ws://"+addr+"/extension", &websocket.DialOptions{Subprotocols: []string{wire.SubprotocolAuthPrefix + remote.NewToken()}})
+	require.Error(t, err)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}

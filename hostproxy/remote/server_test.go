@@ -638,3 +638,13 @@ func TestSocket_EventsAndInvalidationsReachTheBackendBoundToTheDevice(t *testing
 	d.send(map[string]any{"type": "bogus"})
 	assert.Equal(t, "bad_type", d.next().Code)
 }
+
+// TestLink_LogValueRedactsTheSecret: a Link logged by mistake shows its
+// expiry, not its URL.
+func TestLink_LogValueRedactsTheSecret(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	link, _ := f.link("u")
+	f.log.Info("created", "link", link)
+	assert.Contains(t, f.logs.String(), `"url":"(redacted)"`)
+	// The fixture's cleanup asserts the secret is absent from the log.
+}
