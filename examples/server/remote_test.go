@@ -145,13 +145,12 @@ func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 	defer cancel()
 	ws, clientID, token := pairAndDial(ctx, t, client, "https://"+addr, "wss://"+addr, store, "wss://127.0.0.1/extension")
 	defer ws.CloseNow()
-	hello := struct{ ClientID string }{clientID}
 
 	var out bytes.Buffer
 	out.Reset()
 	_, err = runVerb([]string{"devices", "-remote-store", store}, &out)
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), hello.ClientID)
+	assert.Contains(t, out.String(), clientID)
 	assert.Contains(t, out.String(), "laptop")
 	assert.NotContains(t, out.String(), token)
 
