@@ -164,7 +164,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 
 // Close ends every socket (status 1001; their in-flight commands fail with
 // a transport error), stops the grant checker and waits for the socket
-// goroutines. Idempotent; returns nil.
+// goroutines; later upgrades are refused 503. It does not close the Store.
+// Idempotent; returns nil.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() { close(s.done) })
 	s.mu.Lock()
