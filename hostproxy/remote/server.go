@@ -58,7 +58,8 @@ type Options struct {
 	// Logger receives structured logs, never a credential; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Now is the clock of expiries and the rate limit; nil means time.Now.
+	// Now is the authorize rate limit's clock; nil means time.Now. Grant
+	// and link expiries follow the Store's clock (StoreOptions.Now).
 	Now func() time.Time
 	// CheckInterval is the grant re-check period; 0 means 1 s.
 	CheckInterval time.Duration
