@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -404,19 +405,10 @@ func cleanLabel(l string) string {
 		return r
 	}, strings.TrimSpace(l))
 	for len(l) > 128 {
-		_, size := lastRune(l)
+		_, size := utf8.DecodeLastRuneInString(l)
 		l = l[:len(l)-size]
 	}
 	return l
-}
-
-func lastRune(s string) (rune, int) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i]&0xC0 != 0x80 {
-			return rune(s[i]), len(s) - i
-		}
-	}
-	return 0, 1
 }
 
 func loopbackHost(h string) bool {

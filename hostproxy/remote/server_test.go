@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
@@ -647,4 +648,13 @@ func TestLink_LogValueRedactsTheSecret(t *testing.T) {
 	f.log.Info("created", "link", link)
 	assert.Contains(t, f.logs.String(), `"url":"(redacted)"`)
 	// The fixture's cleanup asserts the secret is absent from the log.
+}
+
+// TestCleanLabel: labels lose control characters and are cut to 128 bytes
+// on a rune boundary.
+func TestCleanLabel(t *testing.T) {
+	assert.Equal(t, "laptop", cleanLabel(" lap\x00top\n "))
+	long := cleanLabel(strings.Repeat("é", 100))
+	assert.Len(t, long, 128)
+	assert.True(t, utf8.ValidString(long))
 }
