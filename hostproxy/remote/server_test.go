@@ -658,3 +658,35 @@ func TestCleanLabel(t *testing.T) {
 	assert.Len(t, long, 128)
 	assert.True(t, utf8.ValidString(long))
 }
+
+// TestReconnect_NoCommandIsReplayed: a device that reconnects (replacing
+// its socket) while a command is in flight gets that command failed with a
+// transport error, and its new socket never receives it (REM-8's server
+// side).
+func TestReconnect_NoCommandIsReplayed(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	token, _ := f.pair("u")
+	first := f.dial(token)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.proxy.Request(ctx, hostproxy.Req{Method: "Input.dispatchMouseEvent", TargetClientID: first.clientID})
+		errc <- err
+	}()
+	first.nextRequest()
+
+	second := f.dial(token)
+	assert.Equal(t, StatusReplaced, first.closed())
+	var be *browserbackend.Error
+	require.ErrorAs(t, <-errc, &be)
+	assert.Equal(t, browserbackend.ClassTransport, be.Class)
+	assert.True(t, be.Dispatched, "the command may have run: the caller decides, nothing replays it")
+
+	go func() {
+		_, _ = f.proxy.Request(ctx, hostproxy.Req{Method: "Page.enable", TargetClientID: second.clientID})
+	}()
+	got := second.nextRequest()
+	assert.Equal(t, "Page.enable", got.CDPMethod, "the first command on the new socket is the new one")
+	second.answer(got.RequestID, `{}`)
+}
