@@ -101,3 +101,25 @@ const (
 // IsPseudoMethod reports whether method is in the Vellum.* namespace, which
 // only chrome-extension clients implement (PXY-2).
 func IsPseudoMethod(method string) bool { return strings.HasPrefix(method, MethodPrefix) }
+
+// Remote device socket (REM-4): the subprotocol prefix that carries the
+// device token, and the "type" of the JSON frames besides the result-socket
+// ones (SocketResult, SocketAccepted, SocketError, SocketReady).
+const (
+	// SubprotocolAuthPrefix starts the one Sec-WebSocket-Protocol value of
+	// a remote upgrade: "bsk-auth." + DEVICE_TOKEN.
+	SubprotocolAuthPrefix = "bsk-auth."
+	// RemoteEvent carries one CDP event the client observed
+	// ({"type","method","params","sessionId"?}, as POST
+	// PathHostBrowserEvent's body).
+	RemoteEvent = "host_browser_event"
+	// RemoteSessionInvalidated carries an invalidation (as POST
+	// PathHostBrowserSessionInvalidated's body).
+	RemoteSessionInvalidated = "host_browser_session_invalidated"
+	// RemoteHello is an optional client frame naming the browser id the
+	// client believes it has; one that differs from the device's is refused.
+	RemoteHello = "hello"
+	// RemoteEnvelope frames one hub event to the client:
+	// {"type":"assistant_event","event":<envelope>}.
+	RemoteEnvelope = EventTypeAssistant
+)

@@ -33,6 +33,23 @@
 //	-replica          this replica's name, unique among the replicas
 //	-v                debug logging (every selection record)
 //
+// The remote browser listener (package hostproxy/remote, REM-1 … REM-6; README "Remote browsers"):
+//
+//	-remote-listen         address of the remote listener; empty (default): none
+//	-public-url            its public wss:// URL, e.g. wss://browser.example.com:52800/extension;
+//	                       links and grants are bound to it
+//	-tls-cert, -tls-key    native TLS; without them -remote-listen must be loopback (behind a
+//	                       TLS reverse proxy)
+//	-remote-store          the device grant store (default remote.db next to the key file)
+//	-pairing-ttl 5m, -device-ttl 2160h, -renew-after 720h, -max-connections 64,
+//	-authorize-rate-limit 60, -max-setup 64
+//
+// Operator verbs on the same store (the server may be running):
+//
+//	server pair -public-url URL [-actor ID] [-pairing-ttl 5m]   print a single-use pairing link
+//	server devices [-json]                                      list the device grants
+//	server revoke DEVICE_ID | server revoke -all                revoke one, or every device and unused link
+//
 // The Vellum assistant's own extension pairs with no configuration: it
 // posts an empty JSON body from one of the published origins, opens the
 // events stream with its client id, and posts events and invalidations

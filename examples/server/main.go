@@ -55,6 +55,7 @@ type config struct {
 	policy                           browserbackend.Policy
 	inspect, useLocal, verbose       bool
 	cdpPort                          int
+	remote                           remoteConfig
 }
 
 // parseFlags parses args (without the program name).
@@ -76,7 +77,11 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.natsURL, "nats", "", "NATS broker URL (JetStream on): run as one replica of several sharing it")
 	fs.StringVar(&c.replica, "replica", "", "this replica's name with -nats, unique among the replicas ([A-Za-z0-9_-])")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	addRemoteFlags(fs, &c.remote)
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if err := c.remote.check(); err != nil {
 		return config{}, err
 	}
 	c.origins = allowedOrigins(*replace, *add)
@@ -116,6 +121,9 @@ func allowedOrigins(replace, add string) []string {
 }
 
 func run() error {
+	if handled, err := runVerb(os.Args[1:], os.Stdout); handled {
+		return err
+	}
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -206,7 +214,16 @@ func run() error {
 	srv := rt.HTTPServer(*listen)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
+		rt.Close()
 		return err
+	}
+	stopRemote := func() {}
+	if c.remote.listen != "" {
+		if _, stopRemote, err = startRemote(c.remote, rt, log); err != nil {
+			ln.Close()
+			rt.Close()
+			return err
+		}
 	}
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
 		"keyFile", *keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", *actor, "policy", c.policy.Name)
@@ -220,7 +237,8 @@ func run() error {
 	case <-ctx.Done():
 		log.Info("shutting down", "module", "example-server")
 	}
-	rt.Close() // ends the SSE streams so Shutdown does not wait for them
+	stopRemote() // ends the remote sockets and their hub registrations
+	rt.Close()   // ends the SSE streams so Shutdown does not wait for them
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
