@@ -25,7 +25,7 @@ const (
 	hdrConv      = "Bc-Conv"
 	hdrUntil     = "Bc-Until"
 	hdrTarget    = "Bc-Target"
-	hdrRetract   = "Bc-Retract"
+	hdrReg       = "Bc-Reg"
 	hdrClientID  = "Bc-Client-Id"
 	hdrTransport = "Bc-Transport"
 )
