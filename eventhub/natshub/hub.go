@@ -140,19 +140,19 @@ type Hub struct {
 	relayAsm assembler
 	subs     []*nats.Subscription
 
-	mu        sync.Mutex
-	closed    bool
-	proxy     *hostproxy.Proxy
-	view      map[string]*remoteReg
-	replicas  map[string]*replicaState
-	locals    map[string]*localReg
-	published map[string]*pubRecord
+	mu          sync.Mutex
+	closed      bool
+	proxy       *hostproxy.Proxy
+	view        map[string]*remoteReg
+	replicas    map[string]*replicaState
+	locals      map[string]*localReg
+	published   map[string]*pubRecord
 	held        map[string][]*heldEvent // by client id: awaited events queued here outside the ring's replay
 	heldSweepAt int
-	lastIDs   map[string]string
-	dirty     bool
-	changed   chan struct{}
-	connected bool
+	lastIDs     map[string]string
+	dirty       bool
+	changed     chan struct{}
+	connected   bool
 }
 
 var _ eventhub.Hub = (*Hub)(nil)
