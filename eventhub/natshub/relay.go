@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 
@@ -57,7 +58,9 @@ func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hos
 	if !ok || owner == h.replica || !nameRE.MatchString(owner) {
 		return hostproxy.RelayVerdict{}, false
 	}
-	data := []byte(rr.Body.Content)
+	// The broker client only reads the payload: it may share the string's
+	// bytes instead of copying a screenshot.
+	data := unsafe.Slice(unsafe.StringData(rr.Body.Content), len(rr.Body.Content))
 	hdr := nats.Header{}
 	hdr.Set(hdrRequestID, rr.Body.RequestID)
 	if rr.Body.IsError {
@@ -86,7 +89,10 @@ func (h *Hub) onRelay(m *nats.Msg) {
 	}
 	p := h.currentProxy()
 	var v hostproxy.RelayVerdict
-	body := hostproxy.ResultBody{RequestID: m.Header.Get(hdrRequestID), Content: string(m.Data),
+	// m.Data is this message's own buffer (the client copies each payload;
+	// the assembler allocates a joined one) and nothing else refers to it,
+	// so the content may share it.
+	body := hostproxy.ResultBody{RequestID: m.Header.Get(hdrRequestID), Content: unsafe.String(unsafe.SliceData(m.Data), len(m.Data)),
 		IsError: m.Header.Get(hdrIsError) == "1"}
 	switch {
 	case p == nil:
