@@ -819,9 +819,11 @@ func (h *Hub) Close() error {
 	h.nc.RemoveStatusListener(h.status)
 	h.wg.Wait()
 	h.closeSubs()
-	select {
-	case <-h.js.PublishAsyncComplete():
-	case <-time.After(opTimeout):
+	if !h.nc.IsClosed() { // a closed connection never acknowledges
+		select {
+		case <-h.js.PublishAsyncComplete():
+		case <-time.After(opTimeout):
+		}
 	}
 	return nil
 }
