@@ -110,9 +110,9 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 //     a bounded JetStream stream ("<prefix>_log", ReplayPerClient events per
 //     client, ReplayAge), so a client that reconnects to another replica
 //     with Last-Event-ID gets the eligible events after it (DHUB-5); an
-//     awaited event (Target.ReplayUntil) is replayed only after its
-//     publisher grants a claim, so Retract needs no broker write (see
-//     Retract);
+//     awaited event (Target.ReplayUntil) is written only if still awaited
+//     after logDelay (20 ms), and replayed only after its publisher grants
+//     a claim, so Retract needs no broker write (see Retract);
 //   - payloads over the broker's max_payload are sent in parts (DHUB-6).
 //
 // Events for a Capability, InterfaceID or ConversationID target are fanned
@@ -197,6 +197,7 @@ type pubRecord struct {
 	until     time.Time
 	retracted bool // no claim is granted any more
 	claimed   bool // a replay was granted: Retract asks the holder
+	logTimer  *time.Timer
 }
 
 // New connects a hub replica: it creates (or updates) the roster bucket and
@@ -511,7 +512,7 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 			return "", err
 		}
 		h.record(id, target, h.replica, "")
-		h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, false)
+		h.logDelivered(id, target, info.ActorPrincipalID, conversationID, raw)
 		return id, nil
 	}
 	hdr := nats.Header{}
@@ -534,7 +535,7 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 			actor = info.ActorPrincipalID
 		}
 		h.record(id, target, reply.Header.Get(hdrReplica), reply.Header.Get(hdrReg))
-		h.appendLog(ctx, id, target, actor, conversationID, raw, false)
+		h.logDelivered(id, target, actor, conversationID, raw)
 		return id, nil
 	case errors.As(err, &ce) && ce.code == "no_recipients":
 		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
@@ -637,6 +638,44 @@ func (h *Hub) onBroadcast(m *nats.Msg) {
 	_, _ = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
 }
 
+// logDelay is how long an awaited event delivered live waits before it is
+// written to the replay stream: one answered (retracted) sooner, as most
+// are, never costs the broker a store write on its round trip.
+const logDelay = 20 * time.Millisecond
+
+// logDelivered records an event delivered live in the replay stream
+// (DHUB-5): at once when nobody awaits it, else after logDelay if it is
+// still awaited then. Until then a reconnect to another replica does not
+// replay it; its caller then fails at once through Gone (not held), as when
+// the client reconnects before the event reached it. The replay's seq
+// filter (replayFromLog) keeps the later write from replaying it to a
+// client that resumes after it.
+func (h *Hub) logDelivered(id string, t eventhub.Target, actor, conv string, raw []byte) {
+	if t.ReplayUntil.IsZero() {
+		h.appendLog(context.Background(), id, t, actor, conv, raw, false)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec := h.published[id]
+	if rec == nil || h.closed || rec.retracted {
+		return
+	}
+	rec.logTimer = time.AfterFunc(logDelay, func() {
+		h.mu.Lock()
+		due := !rec.retracted && !h.closed
+		if due {
+			h.wg.Add(1)
+		}
+		h.mu.Unlock()
+		if !due {
+			return
+		}
+		defer h.wg.Done()
+		h.appendLog(h.ctx, id, t, actor, conv, raw, false)
+	})
+}
+
 // appendLog records a client-targeted event in the replay stream (DHUB-5).
 // A parked event is written synchronously (it exists nowhere else); a
 // delivered one asynchronously. Events larger than a broker message are
@@ -727,6 +766,9 @@ func (h *Hub) Retract(ctx context.Context, envelopeID string) (bool, error) {
 		return h.local.Retract(ctx, envelopeID)
 	}
 	rec.retracted = true
+	if rec.logTimer != nil {
+		rec.logTimer.Stop()
+	}
 	claimed, origin, clientID := rec.claimed, rec.origin, rec.clientID
 	fastHeld, fast := false, false
 	switch {
@@ -809,6 +851,11 @@ func (h *Hub) Close() error {
 	h.local.Close() // runs the unregister hooks while the subscriptions live
 	h.mu.Lock()
 	h.closed = true
+	for _, rec := range h.published {
+		if rec.logTimer != nil {
+			rec.logTimer.Stop()
+		}
+	}
 	for _, r := range h.view {
 		close(r.done)
 	}

@@ -183,8 +183,16 @@ func (h *Hub) replayFromLog(ctx context.Context, reg *localReg, lastID string) {
 		h.log.Info("natshub: Last-Event-ID not in the replay stream; nothing to replay", "clientId", reg.clientID)
 		return
 	}
+	// Records are in append order, which may differ from delivery order
+	// (appends from several replicas, delayed ones of awaited events): one
+	// issued by the stream the client resumes from at or before lastID is
+	// one it has.
+	lastEpoch, lastSeq, _ := eventhub.ParseEventID(lastID)
 	now := time.Now()
 	entries = slices.DeleteFunc(entries[at+1:], func(e logEntry) bool {
+		if epoch, seq, err := eventhub.ParseEventID(e.id); err == nil && epoch == lastEpoch && seq <= lastSeq {
+			return true
+		}
 		return e.id == "" || (!e.until.IsZero() && !e.until.After(now)) || e.actor != reg.actor
 	})
 	ask := map[string][]string{}
