@@ -583,3 +583,44 @@ func TestReconnectDoesNotReplayRequestsOfAGonePublisher(t *testing.T) {
 	s2 := dial(t, b, "ext-1", last)
 	require.Equal(t, "awaited", next(t, s2)["type"], "a request of the gone publisher was replayed")
 }
+
+// A request still awaited is written to the replay stream after a later
+// event (append order is not delivery order): a client that resumes on
+// another replica after both is not sent it again.
+func TestResumeAfterBothDoesNotReplayAnAwaitedRequestWrittenLater(t *testing.T) {
+	srv, rs := cluster(t, time.Hour)
+	a, b, c := rs[0], rs[1], rs[2]
+	watch, err := nats.Connect(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(watch.Close)
+	logged := make(chan string, 16)
+	_, err = watch.Subscribe(natshub.DefaultPrefix+".log.>", func(m *nats.Msg) { logged <- m.Header.Get("Bc-Id") })
+	require.NoError(t, err)
+	require.NoError(t, watch.Flush())
+
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	awaited, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: time.Now().Add(time.Minute)},
+		"", map[string]string{"type": "awaited"})
+	require.NoError(t, err)
+	require.Equal(t, "awaited", next(t, s)["type"])
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "later"})
+	require.NoError(t, err)
+	require.Equal(t, "later", next(t, s)["type"])
+	last := s.LastEventID
+	for id := ""; id != awaited; {
+		select {
+		case id = <-logged:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the awaited request was never written to the replay stream")
+		}
+	}
+
+	s.Close()
+	waitListed(t, a.hub, "ext-1", false)
+	s2 := dial(t, c, "ext-1", last)
+	waitListed(t, a.hub, "ext-1", true) // listed once C's replay is done
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	require.Equal(t, "marker", next(t, s2)["type"], "the request the client had was replayed")
+}
