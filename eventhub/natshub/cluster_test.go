@@ -522,3 +522,105 @@ func TestEventsAndInvalidationsPostedToCReachBackendOnA(t *testing.T) {
 		}
 	}
 }
+
+// A client that reconnects to the same replica with a Last-Event-ID before
+// two requests it was sent live gets again only the one its publisher still
+// awaits, once: the local ring does not replay them on its own, and the
+// retracted one is refused by its publisher.
+func TestReconnectToSameReplicaReplaysOnlyWhatThePublisherStillAwaits(t *testing.T) {
+	_, rs := cluster(t, time.Hour)
+	a, b := rs[0], rs[1]
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	_, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "first"})
+	require.NoError(t, err)
+	require.Equal(t, "first", next(t, s)["type"])
+	last := s.LastEventID
+
+	until := time.Now().Add(time.Minute)
+	awaited, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: until},
+		"", map[string]string{"type": "awaited"})
+	require.NoError(t, err)
+	retracted, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: until},
+		"", map[string]string{"type": "retracted"})
+	require.NoError(t, err)
+	held, err := a.hub.Retract(context.Background(), retracted)
+	require.NoError(t, err)
+	require.True(t, held, "the registration that received it live holds it")
+
+	s2 := dial(t, b, "ext-1", last) // replaces the first stream on B
+	require.Equal(t, "awaited", next(t, s2)["type"])
+	held, err = a.hub.Retract(context.Background(), awaited)
+	require.NoError(t, err)
+	require.True(t, held, "the new registration holds the replayed request")
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	require.Equal(t, "marker", next(t, s2)["type"], "the awaited request came twice or the retracted one was replayed")
+}
+
+// Nobody waits for the requests of a publisher that is gone: a reconnect
+// does not replay them, while another publisher's request still awaited is
+// replayed.
+func TestReconnectDoesNotReplayRequestsOfAGonePublisher(t *testing.T) {
+	_, rs := cluster(t, time.Hour)
+	a, b, c := rs[0], rs[1], rs[2]
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	waitListed(t, c.hub, "ext-1", true)
+	_, err := b.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "first"})
+	require.NoError(t, err)
+	require.Equal(t, "first", next(t, s)["type"])
+	last := s.LastEventID
+	until := time.Now().Add(time.Minute)
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: until}, "", map[string]string{"type": "orphan"})
+	require.NoError(t, err)
+	require.Equal(t, "orphan", next(t, s)["type"])
+	_, err = c.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: until}, "", map[string]string{"type": "awaited"})
+	require.NoError(t, err)
+	require.Equal(t, "awaited", next(t, s)["type"])
+	a.crash()
+
+	s2 := dial(t, b, "ext-1", last)
+	require.Equal(t, "awaited", next(t, s2)["type"], "a request of the gone publisher was replayed")
+}
+
+// A request still awaited is written to the replay stream after a later
+// event (append order is not delivery order): a client that resumes on
+// another replica after both is not sent it again.
+func TestResumeAfterBothDoesNotReplayAnAwaitedRequestWrittenLater(t *testing.T) {
+	srv, rs := cluster(t, time.Hour)
+	a, b, c := rs[0], rs[1], rs[2]
+	watch, err := nats.Connect(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(watch.Close)
+	logged := make(chan string, 16)
+	_, err = watch.Subscribe(natshub.DefaultPrefix+".log.>", func(m *nats.Msg) { logged <- m.Header.Get("Bc-Id") })
+	require.NoError(t, err)
+	require.NoError(t, watch.Flush())
+
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	awaited, err := a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1", ReplayUntil: time.Now().Add(time.Minute)},
+		"", map[string]string{"type": "awaited"})
+	require.NoError(t, err)
+	require.Equal(t, "awaited", next(t, s)["type"])
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "later"})
+	require.NoError(t, err)
+	require.Equal(t, "later", next(t, s)["type"])
+	last := s.LastEventID
+	for id := ""; id != awaited; {
+		select {
+		case id = <-logged:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the awaited request was never written to the replay stream")
+		}
+	}
+
+	s.Close()
+	waitListed(t, a.hub, "ext-1", false)
+	s2 := dial(t, c, "ext-1", last)
+	waitListed(t, a.hub, "ext-1", true) // listed once C's replay is done
+	_, err = a.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "marker"})
+	require.NoError(t, err)
+	require.Equal(t, "marker", next(t, s2)["type"], "the request the client had was replayed")
+}

@@ -56,7 +56,7 @@ const (
 const staleWait = 2 * time.Second
 
 // opTimeout bounds one broker operation of the hub's own (roster writes,
-// retractions).
+// claims, retractions).
 const opTimeout = 5 * time.Second
 
 // Config configures New. Conn and Replica are required.
@@ -94,7 +94,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Hub is an eventhub.Hub spanning replicas over NATS (DHUB-1). Each replica
 // keeps its own SSE streams in a local eventhub.InProcess (served by
 // EventsHandler and PingHandler); the broker carries the rest:
-//   - targeted delivery, cancels and retractions: core NATS requests on a
+//   - targeted delivery, cancels and held-checks: core NATS requests on a
 //     subject per client ("<prefix>.client.<id>.deliver"), subscribed by the
 //     replica holding the client's stream, so a client connected nowhere
 //     fails at once with eventhub.ErrNotConnected (no responders, DHUB-2);
@@ -109,8 +109,10 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 //   - replay across replicas: events targeted at one client are appended to
 //     a bounded JetStream stream ("<prefix>_log", ReplayPerClient events per
 //     client, ReplayAge), so a client that reconnects to another replica
-//     with Last-Event-ID gets the eligible events after it (DHUB-5);
-//     retractions are appended there too;
+//     with Last-Event-ID gets the eligible events after it (DHUB-5); an
+//     awaited event (Target.ReplayUntil) is written only if still awaited
+//     after logDelay (20 ms), and replayed only after its publisher grants
+//     a claim, so Retract needs no broker write (see Retract);
 //   - payloads over the broker's max_payload are sent in parts (DHUB-6).
 //
 // Events for a Capability, InterfaceID or ConversationID target are fanned
@@ -138,17 +140,19 @@ type Hub struct {
 	relayAsm assembler
 	subs     []*nats.Subscription
 
-	mu        sync.Mutex
-	closed    bool
-	proxy     *hostproxy.Proxy
-	view      map[string]*remoteReg
-	replicas  map[string]*replicaState
-	locals    map[string]*localReg
-	published map[string]*pubRecord
-	lastIDs   map[string]string
-	dirty     bool
-	changed   chan struct{}
-	connected bool
+	mu          sync.Mutex
+	closed      bool
+	proxy       *hostproxy.Proxy
+	view        map[string]*remoteReg
+	replicas    map[string]*replicaState
+	locals      map[string]*localReg
+	published   map[string]*pubRecord
+	held        map[string][]*heldEvent // by client id: awaited events queued here outside the ring's replay
+	heldSweepAt int
+	lastIDs     map[string]string
+	dirty       bool
+	changed     chan struct{}
+	connected   bool
 }
 
 var _ eventhub.Hub = (*Hub)(nil)
@@ -174,22 +178,26 @@ type replicaState struct {
 
 // localReg is a client registered on this replica.
 type localReg struct {
-	mu       sync.Mutex // held while registering (replay) and by retractions
+	mu       sync.Mutex // held while registering (replay) and by held-checks
 	clientID string
 	actor    string
 	reg      string
 	subs     []*nats.Subscription
 	rev      uint64
-	replayed map[string]string // event id elsewhere → id of its replay here
+	replayed map[string]string // event id its publisher knows → id of its replay here
 	asm      assembler
 }
 
-// pubRecord is what Retract needs about an event this replica published.
+// pubRecord is what Retract and claims need about an awaited event this
+// replica published (guarded by Hub.mu).
 type pubRecord struct {
-	clientID string
-	origin   string // replica whose ring holds it; "" when parked
-	logged   bool
-	until    time.Time
+	clientID  string
+	origin    string // replica that queued it live; "" when parked
+	reg       string // registration it was queued to live (another replica's)
+	until     time.Time
+	retracted bool // no claim is granted any more
+	claimed   bool // a replay was granted: Retract asks the holder
+	logTimer  *time.Timer
 }
 
 // New connects a hub replica: it creates (or updates) the roster bucket and
@@ -226,6 +234,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		done: make(chan struct{}), resyncCh: make(chan struct{}, 1),
 		view: make(map[string]*remoteReg), replicas: make(map[string]*replicaState),
 		locals: make(map[string]*localReg), published: make(map[string]*pubRecord),
+		held: make(map[string][]*heldEvent), heldSweepAt: 1024,
 		lastIDs: make(map[string]string), changed: make(chan struct{}), connected: true,
 	}
 	h.relayAsm.max = DefaultMaxTransfer
@@ -245,7 +254,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		f    nats.MsgHandler
 	}{
 		{h.subj("hb", "*"), h.onHeartbeat},
-		{h.subj("replica", h.replica, "retract"), h.onOriginRetract},
+		{h.subj("replica", h.replica, "claim"), h.onClaim},
 		{h.subj("replica", h.replica, "relay"), h.onRelay},
 		{h.subj("events"), h.onEvent},
 		{h.subj("bcast"), h.onBroadcast},
@@ -355,7 +364,7 @@ func (h *Hub) stashLastID(clientID, lastID string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if lastID != "" && !h.local.OwnsEventID(lastID) && len(lastID) <= 128 {
+	if lastID != "" && len(lastID) <= 128 {
 		h.lastIDs[clientID] = lastID
 	} else {
 		delete(h.lastIDs, clientID)
@@ -502,13 +511,15 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 		if err != nil {
 			return "", err
 		}
-		h.record(id, target, h.replica, h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, false))
+		h.record(id, target, h.replica, "")
+		h.logDelivered(id, target, info.ActorPrincipalID, conversationID, raw)
 		return id, nil
 	}
 	hdr := nats.Header{}
 	tj, _ := json.Marshal(target)
 	hdr.Set(hdrTarget, string(tj))
 	hdr.Set(hdrConv, conversationID)
+	hdr.Set(hdrReplica, h.replica)
 	// Once sent, the event may be delivered: the caller's cancellation must
 	// not turn a delivery into a failure, so the round trip is bounded by
 	// staleWait alone.
@@ -523,7 +534,8 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 		if info, ok := h.Client(target.ClientID); ok {
 			actor = info.ActorPrincipalID
 		}
-		h.record(id, target, reply.Header.Get(hdrReplica), h.appendLog(ctx, id, target, actor, conversationID, raw, false))
+		h.record(id, target, reply.Header.Get(hdrReplica), reply.Header.Get(hdrReg))
+		h.logDelivered(id, target, actor, conversationID, raw)
 		return id, nil
 	case errors.As(err, &ce) && ce.code == "no_recipients":
 		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
@@ -538,10 +550,13 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 			return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
 		}
 		id := "p" + nuid.Next()
+		h.record(id, target, "", "") // before the append: a claim may follow it at once
 		if !h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, true) {
+			h.mu.Lock()
+			delete(h.published, id)
+			h.mu.Unlock()
 			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
 		}
-		h.record(id, target, "", true)
 		return id, nil
 	default:
 		return "", errf("publish to client %q: %w", target.ClientID, err)
@@ -554,15 +569,15 @@ func (h *Hub) isClosed() bool {
 	return h.closed
 }
 
-// record keeps what Retract needs about an event awaited until its
-// ReplayUntil; expired records are swept as the map grows.
-func (h *Hub) record(id string, t eventhub.Target, origin string, logged bool) {
+// record keeps what Retract and claims need about an event awaited until
+// its ReplayUntil; expired records are swept as the map grows.
+func (h *Hub) record(id string, t eventhub.Target, origin, reg string) {
 	if t.ReplayUntil.IsZero() {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.published[id] = &pubRecord{clientID: t.ClientID, origin: origin, logged: logged, until: t.ReplayUntil}
+	h.published[id] = &pubRecord{clientID: t.ClientID, origin: origin, reg: reg, until: t.ReplayUntil}
 	if len(h.published) >= h.sweepAt {
 		now := time.Now()
 		for k, r := range h.published {
@@ -623,6 +638,44 @@ func (h *Hub) onBroadcast(m *nats.Msg) {
 	_, _ = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
 }
 
+// logDelay is how long an awaited event delivered live waits before it is
+// written to the replay stream: one answered (retracted) sooner, as most
+// are, never costs the broker a store write on its round trip.
+const logDelay = 20 * time.Millisecond
+
+// logDelivered records an event delivered live in the replay stream
+// (DHUB-5): at once when nobody awaits it, else after logDelay if it is
+// still awaited then. Until then a reconnect to another replica does not
+// replay it; its caller then fails at once through Gone (not held), as when
+// the client reconnects before the event reached it. The replay's seq
+// filter (replayFromLog) keeps the later write from replaying it to a
+// client that resumes after it.
+func (h *Hub) logDelivered(id string, t eventhub.Target, actor, conv string, raw []byte) {
+	if t.ReplayUntil.IsZero() {
+		h.appendLog(context.Background(), id, t, actor, conv, raw, false)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec := h.published[id]
+	if rec == nil || h.closed || rec.retracted {
+		return
+	}
+	rec.logTimer = time.AfterFunc(logDelay, func() {
+		h.mu.Lock()
+		due := !rec.retracted && !h.closed
+		if due {
+			h.wg.Add(1)
+		}
+		h.mu.Unlock()
+		if !due {
+			return
+		}
+		defer h.wg.Done()
+		h.appendLog(h.ctx, id, t, actor, conv, raw, false)
+	})
+}
+
 // appendLog records a client-targeted event in the replay stream (DHUB-5).
 // A parked event is written synchronously (it exists nowhere else); a
 // delivered one asynchronously. Events larger than a broker message are
@@ -633,6 +686,7 @@ func (h *Hub) appendLog(ctx context.Context, id string, t eventhub.Target, actor
 	}
 	m := nats.NewMsg(h.subj("log", token(t.ClientID)))
 	m.Header.Set(hdrID, id)
+	m.Header.Set(hdrReplica, h.replica) // the publisher, who grants claims
 	m.Header.Set(hdrActor, actor)
 	m.Header.Set(hdrConv, conv)
 	if !t.ReplayUntil.IsZero() {
@@ -662,7 +716,13 @@ func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
 		respondError(m, "bad_request", "malformed target")
 		return
 	}
-	id, err := h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
+	var id string
+	var err error
+	if t.ReplayUntil.IsZero() {
+		id, err = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
+	} else {
+		id, err = h.deliverAwaited(context.Background(), t, m.Header.Get(hdrReplica), "", m.Header.Get(hdrConv), m.Data)
+	}
 	switch {
 	case errors.Is(err, eventhub.ErrNotConnected), errors.Is(err, eventhub.ErrClosed):
 		return
@@ -676,59 +736,69 @@ func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
 	r := nats.NewMsg(m.Reply)
 	r.Header.Set(hdrID, id)
 	r.Header.Set(hdrReplica, h.replica)
+	r.Header.Set(hdrReg, reg.reg)
 	_ = m.RespondMsg(r)
 }
 
-// Retract implements eventhub.Hub across replicas (HUB-3, DHUB-5): it
-// appends the retraction to the replay stream (so no replica replays the
-// event to a later registration), retracts it in the ring of the replica
-// that issued it, and asks the replica holding the client now whether its
-// registration holds the event. An error is the broker's failure to record
-// the retraction.
+// Retract implements eventhub.Hub across replicas (HUB-3, DHUB-5). The
+// publisher decides replay eligibility (see claimLocal): Retract marks its
+// record so no later claim is granted, which ends every replay of the event
+// on any replica without a broker write. held is answered without a round
+// trip when nothing was replayed and the client still holds, as this
+// replica sees the roster, the registration that received the event live
+// (true), or the event was parked and never claimed (false). Otherwise —
+// a replay was granted, the event went to this replica's own client, or the
+// client's registration changed — the replica holding the client now is
+// asked whether its registration holds the event, as before; no answer
+// within 2 s counts as not held. An error is only ctx's.
 func (h *Hub) Retract(ctx context.Context, envelopeID string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	h.mu.Lock()
-	rec := h.published[envelopeID]
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
+	if h.closed {
+		h.mu.Unlock()
 		return false, nil
 	}
+	rec := h.published[envelopeID]
 	if rec == nil {
+		h.mu.Unlock()
 		return h.local.Retract(ctx, envelopeID)
 	}
-	if rec.logged {
-		m := nats.NewMsg(h.subj("log", token(rec.clientID)))
-		m.Header.Set(hdrRetract, envelopeID)
-		pctx, stop := context.WithTimeout(ctx, opTimeout)
-		_, err := h.js.PublishMsg(pctx, m)
-		stop()
-		if err != nil {
-			return false, errf("record retraction: %w", err)
+	rec.retracted = true
+	if rec.logTimer != nil {
+		rec.logTimer.Stop()
+	}
+	claimed, origin, clientID := rec.claimed, rec.origin, rec.clientID
+	fastHeld, fast := false, false
+	switch {
+	case claimed:
+	case origin == "":
+		fast = true // parked and never claimed: nobody holds it
+	case origin != h.replica && rec.reg != "":
+		if r := h.view[clientID]; r != nil && r.val.Reg == rec.reg && h.locals[clientID] == nil {
+			fast, fastHeld = true, true
 		}
 	}
-	var heldHere bool
-	switch rec.origin {
-	case h.replica:
-		heldHere, _ = h.local.Retract(ctx, envelopeID)
-	case "":
-	default:
-		_ = h.nc.Publish(h.subj("replica", rec.origin, "retract"), []byte(envelopeID))
-	}
-	h.mu.Lock()
-	reg := h.locals[rec.clientID]
+	reg := h.locals[clientID]
 	h.mu.Unlock()
+	if fast {
+		return fastHeld, nil
+	}
+
+	var heldHere bool
+	if origin == h.replica {
+		heldHere, _ = h.local.Retract(ctx, envelopeID)
+	}
 	if reg != nil {
-		if rec.origin == h.replica {
+		if origin == h.replica && !claimed {
 			return heldHere, nil
 		}
 		return h.holderRetract(reg, envelopeID), nil
 	}
 	rctx, stop := context.WithTimeout(ctx, staleWait)
 	defer stop()
-	reply, err := h.nc.RequestWithContext(rctx, h.subj("client", token(rec.clientID), "retract"), []byte(envelopeID))
+	reply, err := h.nc.RequestWithContext(rctx, h.subj("client", token(clientID), "retract"), []byte(envelopeID))
 	if err != nil {
 		return false, nil // no replica holds the client (or it is moving): not held
 	}
@@ -736,18 +806,19 @@ func (h *Hub) Retract(ctx context.Context, envelopeID string) (bool, error) {
 }
 
 // holderRetract answers, on the replica holding reg, whether its
-// registration holds the event id (issued here or replayed here).
+// registration holds the event its publisher knows as id (replayed here,
+// or issued here), and retracts it from the local ring.
 func (h *Hub) holderRetract(reg *localReg, id string) bool {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	ctx, stop := context.WithTimeout(context.Background(), opTimeout)
 	defer stop()
-	if h.local.OwnsEventID(id) {
-		held, _ := h.local.Retract(ctx, id)
-		return held
-	}
 	if lid, ok := reg.replayed[id]; ok {
 		held, _ := h.local.Retract(ctx, lid)
+		return held
+	}
+	if h.local.OwnsEventID(id) {
+		held, _ := h.local.Retract(ctx, id)
 		return held
 	}
 	return false
@@ -767,12 +838,6 @@ func (h *Hub) onClientRetract(reg *localReg, m *nats.Msg) {
 	_ = m.Respond([]byte(v))
 }
 
-func (h *Hub) onOriginRetract(m *nats.Msg) {
-	ctx, stop := context.WithTimeout(context.Background(), opTimeout)
-	defer stop()
-	_, _ = h.local.Retract(ctx, string(m.Data))
-}
-
 // Close stops the replica: its streams end (their roster entries are
 // deleted), its subscriptions and loops stop. The connection stays open
 // (the caller owns it). Idempotent.
@@ -786,6 +851,11 @@ func (h *Hub) Close() error {
 	h.local.Close() // runs the unregister hooks while the subscriptions live
 	h.mu.Lock()
 	h.closed = true
+	for _, rec := range h.published {
+		if rec.logTimer != nil {
+			rec.logTimer.Stop()
+		}
+	}
 	for _, r := range h.view {
 		close(r.done)
 	}
@@ -796,9 +866,11 @@ func (h *Hub) Close() error {
 	h.nc.RemoveStatusListener(h.status)
 	h.wg.Wait()
 	h.closeSubs()
-	select {
-	case <-h.js.PublishAsyncComplete():
-	case <-time.After(opTimeout):
+	if !h.nc.IsClosed() { // a closed connection never acknowledges
+		select {
+		case <-h.js.PublishAsyncComplete():
+		case <-time.After(opTimeout):
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 
@@ -48,18 +49,23 @@ func (h *Hub) currentProxy() *hostproxy.Proxy {
 type relay struct{ h *Hub }
 
 // RelayResult implements hostproxy.Relay: the request id names the replica
-// where the caller waits.
+// where the caller waits. The result's content is the message payload as
+// is (no JSON round trip of a 10 MB screenshot); the request id and error
+// flag travel in headers.
 func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hostproxy.RelayVerdict, bool) {
 	h := r.h
 	owner, _, ok := strings.Cut(rr.Body.RequestID, ".")
 	if !ok || owner == h.replica || !nameRE.MatchString(owner) {
 		return hostproxy.RelayVerdict{}, false
 	}
-	data, err := json.Marshal(rr.Body)
-	if err != nil {
-		return hostproxy.RelayVerdict{}, false
-	}
+	// The broker client only reads the payload: it may share the string's
+	// bytes instead of copying a screenshot.
+	data := unsafe.Slice(unsafe.StringData(rr.Body.Content), len(rr.Body.Content))
 	hdr := nats.Header{}
+	hdr.Set(hdrRequestID, rr.Body.RequestID)
+	if rr.Body.IsError {
+		hdr.Set(hdrIsError, "1")
+	}
 	hdr.Set(hdrClientID, rr.ClientID)
 	hdr.Set(hdrActor, rr.Actor)
 	hdr.Set(hdrTransport, string(rr.Transport))
@@ -83,12 +89,16 @@ func (h *Hub) onRelay(m *nats.Msg) {
 	}
 	p := h.currentProxy()
 	var v hostproxy.RelayVerdict
-	var body hostproxy.ResultBody
+	// m.Data is this message's own buffer (the client copies each payload;
+	// the assembler allocates a joined one) and nothing else refers to it,
+	// so the content may share it.
+	body := hostproxy.ResultBody{RequestID: m.Header.Get(hdrRequestID), Content: unsafe.String(unsafe.SliceData(m.Data), len(m.Data)),
+		IsError: m.Header.Get(hdrIsError) == "1"}
 	switch {
 	case p == nil:
 		v = hostproxy.RelayVerdict{Status: http.StatusNotFound, Code: "unknown_request", Message: "no proxy on this replica"}
-	case json.Unmarshal(m.Data, &body) != nil:
-		v = hostproxy.RelayVerdict{Status: http.StatusBadRequest, Code: "malformed_body", Message: "relayed result is not JSON"}
+	case body.RequestID == "":
+		v = hostproxy.RelayVerdict{Status: http.StatusBadRequest, Code: "malformed_body", Message: "relayed result has no request id"}
 	default:
 		v = p.AcceptRelayed(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
 			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrTransport))})

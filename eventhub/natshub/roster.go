@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 )
 
 // onRegister runs on the local hub's hook goroutine (in registration
-// order): it subscribes the client's subjects, replays events recorded
-// elsewhere after a foreign Last-Event-ID, and puts the roster entry.
+// order): it subscribes the client's subjects, replays the awaited events
+// its publishers still grant (recorded elsewhere after a foreign
+// Last-Event-ID, or held here after one of this replica's own), and puts
+// the roster entry.
 func (h *Hub) onRegister(info eventhub.ClientInfo) {
 	reg := &localReg{clientID: info.ClientID, actor: info.ActorPrincipalID, reg: nuid.Next(),
 		replayed: make(map[string]string)}
@@ -55,7 +58,11 @@ func (h *Hub) onRegister(info eventhub.ClientInfo) {
 	delete(h.lastIDs, info.ClientID)
 	h.mu.Unlock()
 	if lastID != "" {
-		h.replayFromLog(ctx, reg, lastID)
+		if _, seq, err := eventhub.ParseEventID(lastID); err == nil && h.local.OwnsEventID(lastID) {
+			h.replayHeld(ctx, reg, seq)
+		} else {
+			h.replayFromLog(ctx, reg, lastID)
+		}
 	}
 	h.putEntry(ctx, reg, info)
 }
@@ -117,9 +124,9 @@ func (h *Hub) onTouch(reg *localReg, _ *nats.Msg) {
 
 // logEntry is one record of the replay stream.
 type logEntry struct {
-	id, actor, conv, retract string
-	until                    time.Time
-	data                     []byte
+	id, actor, conv, publisher string
+	until                      time.Time
+	data                       []byte
 }
 
 // readLog returns the replay stream's records for one client, oldest
@@ -147,7 +154,7 @@ func (h *Hub) readLog(ctx context.Context, clientID string) ([]logEntry, error) 
 		for m := range batch.Messages() {
 			got++
 			e := logEntry{id: m.Headers().Get(hdrID), actor: m.Headers().Get(hdrActor),
-				conv: m.Headers().Get(hdrConv), retract: m.Headers().Get(hdrRetract), data: m.Data()}
+				conv: m.Headers().Get(hdrConv), publisher: m.Headers().Get(hdrReplica), data: m.Data()}
 			if u := m.Headers().Get(hdrUntil); u != "" {
 				e.until, _ = time.Parse(time.RFC3339Nano, u)
 			}
@@ -161,36 +168,52 @@ func (h *Hub) readLog(ctx context.Context, clientID string) ([]logEntry, error) 
 }
 
 // replayFromLog publishes to reg's new stream the recorded events after
-// lastID that are still eligible: not retracted, before their ReplayUntil,
-// of the registration's actor (DHUB-5). An unknown lastID replays nothing.
-// Called with reg.mu held, so a retraction's answer sees the outcome.
+// lastID that are still eligible: of the registration's actor, before their
+// ReplayUntil, and, for an awaited event, granted by its publisher (not
+// retracted, see claim) (DHUB-5). An unknown lastID replays nothing. Called
+// with reg.mu held, so a held-check's answer sees the outcome.
 func (h *Hub) replayFromLog(ctx context.Context, reg *localReg, lastID string) {
 	entries, err := h.readLog(ctx, reg.clientID)
 	if err != nil {
 		h.log.Warn("natshub: reading the replay stream failed", "clientId", reg.clientID, "error", err)
 		return
 	}
-	retracted := map[string]bool{}
-	at := -1
-	for i, e := range entries {
-		if e.retract != "" {
-			retracted[e.retract] = true
-		}
-		if e.id == lastID {
-			at = i
-		}
-	}
+	at := slices.IndexFunc(entries, func(e logEntry) bool { return e.id == lastID })
 	if at < 0 {
 		h.log.Info("natshub: Last-Event-ID not in the replay stream; nothing to replay", "clientId", reg.clientID)
 		return
 	}
+	// Records are in append order, which may differ from delivery order
+	// (appends from several replicas, delayed ones of awaited events): one
+	// issued by the stream the client resumes from at or before lastID is
+	// one it has.
+	lastEpoch, lastSeq, _ := eventhub.ParseEventID(lastID)
 	now := time.Now()
-	for _, e := range entries[at+1:] {
-		if e.id == "" || retracted[e.id] || (!e.until.IsZero() && !e.until.After(now)) || e.actor != reg.actor {
-			continue
+	entries = slices.DeleteFunc(entries[at+1:], func(e logEntry) bool {
+		if epoch, seq, err := eventhub.ParseEventID(e.id); err == nil && epoch == lastEpoch && seq <= lastSeq {
+			return true
 		}
-		lid, err := h.local.Publish(ctx, eventhub.Target{ClientID: reg.clientID, ReplayUntil: e.until},
-			e.conv, json.RawMessage(e.data))
+		return e.id == "" || (!e.until.IsZero() && !e.until.After(now)) || e.actor != reg.actor
+	})
+	ask := map[string][]string{}
+	for _, e := range entries {
+		if !e.until.IsZero() {
+			ask[e.publisher] = append(ask[e.publisher], e.id)
+		}
+	}
+	granted := h.claim(ctx, reg.clientID, ask)
+	for _, e := range entries {
+		t := eventhub.Target{ClientID: reg.clientID, ReplayUntil: e.until}
+		var lid string
+		var err error
+		switch {
+		case e.until.IsZero():
+			lid, err = h.local.Publish(ctx, t, e.conv, json.RawMessage(e.data))
+		case granted[e.publisher][e.id]:
+			lid, err = h.deliverAwaited(ctx, t, e.publisher, e.id, e.conv, e.data)
+		default:
+			continue // retracted, expired, or its publisher is gone
+		}
 		if err != nil {
 			h.log.Warn("natshub: replay publish failed", "clientId", reg.clientID, "error", err)
 			return

@@ -25,7 +25,9 @@ const (
 	hdrConv      = "Bc-Conv"
 	hdrUntil     = "Bc-Until"
 	hdrTarget    = "Bc-Target"
-	hdrRetract   = "Bc-Retract"
+	hdrReg       = "Bc-Reg"
+	hdrRequestID = "Bc-Request-Id"
+	hdrIsError   = "Bc-Is-Error"
 	hdrClientID  = "Bc-Client-Id"
 	hdrTransport = "Bc-Transport"
 )
@@ -124,8 +126,10 @@ func (a *assembler) add(m *nats.Msg) (*nats.Msg, bool) {
 		}
 	}
 	p := a.parts[id]
-	if p == nil && i == 0 {
-		p = &partial{}
+	if p == nil && i == 0 && err2 == nil && n > 0 {
+		// Every part but the last is as large as the first: one allocation
+		// for the whole transfer (bounded by max).
+		p = &partial{buf: make([]byte, 0, min(n*len(m.Data), a.max))}
 		a.parts[id] = p
 	}
 	if err1 != nil || err2 != nil || p == nil || i != p.next || len(p.buf)+len(m.Data) > a.max {
