@@ -28,7 +28,8 @@ const userAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, li
 // dropped and counted (Stats.EventsDropped).
 const maxEventQueue = 4096
 
-// Options configures Start. ServerURL and BrowserWSURL are required.
+// Options configures Start. ServerURL is required, and BrowserWSURL unless
+// Answer is set.
 type Options struct {
 	// ServerURL is the gateway, e.g. "http://127.0.0.1:7830"; a trailing /
 	// is stripped.
@@ -36,6 +37,13 @@ type Options struct {
 	// BrowserWSURL is the browser-level DevTools WebSocket of the Chromium
 	// to drive (ws://127.0.0.1:<port>/devtools/browser/<id>).
 	BrowserWSURL string
+	// Answer, when set, replaces the browser: the client connects to none
+	// and every host_browser_request is answered by Answer(ctx, cdpMethod,
+	// cdpParams, cdpSessionId) on the request's own goroutine, posted like a
+	// browser's answer (a nil result as "{}", an error as its plain text
+	// with isError true). For load tests of the server side, where a browser
+	// per client would be the bottleneck. It must be safe for concurrent use.
+	Answer func(ctx context.Context, method string, params json.RawMessage, cdpSessionID string) (json.RawMessage, error)
 	// Origin is sent on every POST; default DevOrigin.
 	Origin string
 	// ClientID is the X-Vellum-Client-Id; default a random UUID.
@@ -93,8 +101,8 @@ type post struct {
 // open, the stream reopened after ReconnectDelay when the server ends it,
 // and abandoned for good on 401 or 403 (as the extension does).
 func Start(ctx context.Context, o Options) (*Client, error) {
-	if o.ServerURL == "" || o.BrowserWSURL == "" {
-		return nil, errors.New("vellumtest: ServerURL and BrowserWSURL are required")
+	if o.ServerURL == "" || (o.BrowserWSURL == "" && o.Answer == nil) {
+		return nil, errors.New("vellumtest: ServerURL and BrowserWSURL (or Answer) are required")
 	}
 	o.ServerURL = strings.TrimSuffix(o.ServerURL, "/")
 	if o.Origin == "" {
@@ -116,15 +124,18 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.dbg = newDebugger(c.forwardEvent, c.tabClosed)
-	conn, err := dialCDP(ctx, o.BrowserWSURL, c.dbg.event)
-	if err != nil {
-		return nil, err
+	if o.Answer == nil {
+		conn, err := dialCDP(ctx, o.BrowserWSURL, c.dbg.event)
+		if err != nil {
+			return nil, err
+		}
+		c.dbg.conn = conn
+		if err := c.dbg.start(ctx); err != nil {
+			conn.close()
+			return nil, err
+		}
 	}
-	c.dbg.conn = conn
-	if err := c.dbg.start(ctx); err != nil {
-		conn.close()
-		return nil, err
-	}
+	var err error
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -184,7 +195,9 @@ func (c *Client) Close() error {
 			c.cancel()
 		}
 		c.wg.Wait()
-		c.dbg.conn.close()
+		if c.dbg.conn != nil {
+			c.dbg.conn.close()
+		}
 	})
 	return nil
 }
@@ -387,7 +400,13 @@ func (c *Client) handle(ctx context.Context, m request) {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
-	res, err := c.dbg.run(ctx, m.CDPMethod, params, m.CDPSessionID, c.o.ClientID)
+	var res json.RawMessage
+	var err error
+	if c.o.Answer != nil {
+		res, err = c.o.Answer(ctx, m.CDPMethod, params, m.CDPSessionID)
+	} else {
+		res, err = c.dbg.run(ctx, m.CDPMethod, params, m.CDPSessionID, c.o.ClientID)
+	}
 	body := resultBody{RequestID: m.RequestID}
 	var f *failure
 	switch {
