@@ -38,7 +38,7 @@ func (r *Results) scaleTargets() []Target {
 	}
 	ts = append(ts, Target{Goal: "scale: zero lost, duplicated or cross-delivered answers",
 		Measured: fmt.Sprintf("%d lost, %d duplicated, %d cross-delivered of %d answers", bad.Lost, bad.Duplicated, bad.CrossDelivered, n),
-		Met: !bad.Failed()})
+		Met:      !bad.Failed()})
 	ts = append(ts, Target{Goal: "scale: the phase runs in under 3 minutes",
 		Measured: s.Took.Round(100 * time.Millisecond).String(), Met: s.Took < 3*time.Minute})
 	return ts
@@ -74,9 +74,9 @@ func (r *Results) renderScale(p func(string, ...any)) {
 	if s.FirstError != "" {
 		p("\nFirst wrong answer: `%s`.\n", cell(s.FirstError))
 	}
-	p("\nMemory and goroutines, per unit, after GCs (heap objects from runtime/metrics; the split by side from a heap "+
-		"profile at `MemProfileRate` 1 over the step, each allocation's stack deciding: the runtime's net/http server "+
-		"connections, eventhub, hostproxy, auth, the selector — or the simulated client's vellumtest code and net/http "+
+	p("\nMemory and goroutines, per unit, after GCs (heap objects from runtime/metrics; the split by side from a heap " +
+		"profile at `MemProfileRate` 1 over the step, each allocation's stack deciding: the runtime's net/http server " +
+		"connections, eventhub, hostproxy, auth, the selector — or the simulated client's vellumtest code and net/http " +
 		"transport; goroutines by the pprof label of whoever started them):\n\n")
 	p("| step | per | heap, whole process | runtime side | simulated client | neither | goroutine stacks | goroutines (runtime side) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range []struct {

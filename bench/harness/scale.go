@@ -70,7 +70,7 @@ type ScaleCost struct {
 	Units                                    int
 	Heap, HeapRuntime, HeapClient, HeapOther float64
 	// Stacks is goroutine stack bytes (/memory/classes/heap/stacks:bytes).
-	Stacks                                    float64
+	Stacks                                          float64
 	Goroutines, GoroutinesRuntime, GoroutinesClient float64
 }
 
