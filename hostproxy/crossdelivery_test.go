@@ -34,18 +34,27 @@ func echoEvaluate(clientID string) func(context.Context, string, json.RawMessage
 }
 
 // Many conversations spread over many extension clients of the real wire
-// (SSE stream, one result POST per request), all sending at once: every
-// answer reaches the conversation that asked, from the client it was sent
-// to, exactly once (PXY-1, PXY-4, HUB-4).
+// (SSE stream, one result POST per request) and their actors, all sending at
+// once: every answer reaches the conversation that asked, from its actor's
+// client (or the client it pinned), exactly once (PXY-1, PXY-2, PXY-4,
+// HUB-4).
 func TestManyConversationsOverManyClientsNeverCrossDeliver(t *testing.T) {
 	const clients, conversations, rounds = 10, 50, 20
-	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{})
+	// Client i is the only client of actor i, except that actor 0 has two
+	// (0 and 1): the conversations of actor 0 are pinned to one of them.
+	tokens := map[string]string{}
+	actor := func(i int) string { return fmt.Sprintf("user-%d", max(i, 1)-1) }
+	for i := range clients {
+		tokens[fmt.Sprintf("token-%d", i)] = actor(i)
+	}
+	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: tokens})
 	ctx := t.Context()
 	ids := make([]string, clients)
 	vcs := make([]*vellumtest.Client, clients)
 	for i := range clients {
 		ids[i] = fmt.Sprintf("ext-%d", i)
-		c, err := vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: ids[i], Answer: echoEvaluate(ids[i])})
+		c, err := vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: ids[i],
+			Token: fmt.Sprintf("token-%d", i), Answer: echoEvaluate(ids[i])})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		vcs[i] = c
@@ -55,8 +64,12 @@ func TestManyConversationsOverManyClientsNeverCrossDeliver(t *testing.T) {
 	errs := make(chan error, conversations*rounds)
 	for n := range conversations {
 		target := ids[n%clients]
-		be := srv.Proxy.NewExtensionBackend(browserbackend.Invocation{ConversationID: fmt.Sprintf("conv-%d", n),
-			InterfaceID: wire.InterfaceCLI, TargetClientID: target}, hostproxy.BackendOptions{})
+		inv := browserbackend.Invocation{ConversationID: fmt.Sprintf("conv-%d", n),
+			InterfaceID: wire.InterfaceCLI, ActorPrincipalID: actor(n % clients)}
+		if n%clients <= 1 {
+			inv.TargetClientID = target // actor 0 has two clients
+		}
+		be := srv.Proxy.NewExtensionBackend(inv, hostproxy.BackendOptions{})
 		t.Cleanup(func() { be.Close() })
 		wg.Go(func() {
 			for r := range rounds {

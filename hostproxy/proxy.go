@@ -213,33 +213,10 @@ func isExtension(c eventhub.ClientInfo) bool {
 //
 // No eligible client is a transport error with code no_client.
 func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
-	roster := p.hub.Roster()
-	eligible := make([]eventhub.ClientInfo, 0, len(roster))
-	for _, c := range roster {
-		if !c.Has(eventhub.CapHostBrowser) {
-			continue
-		}
-		if req.SourceActor != "" && c.ActorPrincipalID != req.SourceActor {
-			continue
-		}
-		switch req.Route {
-		case RouteExtension:
-			if !isExtension(c) {
-				continue
-			}
-		case RouteBridge:
-			if isExtension(c) {
-				continue
-			}
-		}
-		eligible = append(eligible, c)
-	}
 	pseudo := wire.IsPseudoMethod(req.Method)
 	if req.TargetClientID != "" {
-		for _, c := range eligible {
-			if c.ClientID != req.TargetClientID {
-				continue
-			}
+		// One lookup, not a copy of the whole roster per request.
+		if c, ok := p.hub.Client(req.TargetClientID); ok && req.eligible(c) {
 			if pseudo && !isExtension(c) {
 				return eventhub.ClientInfo{}, p.extensionRequired(req)
 			}
@@ -247,6 +224,18 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 		}
 		return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
 			"target client %q is not connected or not eligible", req.TargetClientID)
+	}
+	var eligible []eventhub.ClientInfo
+	if h, ok := p.hub.(filteredRoster); ok {
+		eligible = h.RosterWhere(req.eligible)
+	} else {
+		roster := p.hub.Roster()
+		eligible = make([]eventhub.ClientInfo, 0, len(roster))
+		for _, c := range roster {
+			if req.eligible(c) {
+				eligible = append(eligible, c)
+			}
+		}
 	}
 	sort.SliceStable(eligible, func(i, j int) bool {
 		ei, ej := isExtension(eligible[i]), isExtension(eligible[j])
@@ -266,6 +255,31 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 	}
 	return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
 		"no connected host_browser client is eligible")
+}
+
+// filteredRoster is a hub that copies only the roster entries a filter keeps
+// (eventhub.InProcess): choosing among a few clients of one actor then costs
+// nothing per other client.
+type filteredRoster interface {
+	RosterWhere(keep func(eventhub.ClientInfo) bool) []eventhub.ClientInfo
+}
+
+// eligible reports whether c may serve req: host_browser-capable, of
+// req.SourceActor when set, and on req.Route. It only reads c.
+func (req Req) eligible(c eventhub.ClientInfo) bool {
+	if !c.Has(eventhub.CapHostBrowser) {
+		return false
+	}
+	if req.SourceActor != "" && c.ActorPrincipalID != req.SourceActor {
+		return false
+	}
+	switch req.Route {
+	case RouteExtension:
+		return isExtension(c)
+	case RouteBridge:
+		return !isExtension(c)
+	}
+	return true
 }
 
 func (p *Proxy) extensionRequired(req Req) error {

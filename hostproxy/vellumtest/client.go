@@ -51,6 +51,11 @@ type Options struct {
 	// ReconnectDelay is the wait before reopening a stream the server
 	// closed; default 1 s, as observed.
 	ReconnectDelay time.Duration
+	// Token, when set, is the bearer token of every request, and the client
+	// never pairs (a client paired beforehand, e.g. with a token the test
+	// minted for an actor of its own); empty means pairing on every connect,
+	// as the extension does.
+	Token string
 	// HTTPClient sends every request; nil means a client of its own.
 	HTTPClient *http.Client
 	// Logger receives the client's warnings (a refused result, a lost
@@ -212,7 +217,13 @@ func (c *Client) count(f func(*Stats)) {
 func (c *Client) loop(ctx context.Context, ready chan<- error) {
 	first := true
 	for ctx.Err() == nil {
-		c.pair(ctx) // every connect pairs first; a failure leaves no token
+		if c.o.Token != "" {
+			c.mu.Lock()
+			c.token = c.o.Token
+			c.mu.Unlock()
+		} else {
+			c.pair(ctx) // every connect pairs first; a failure leaves no token
+		}
 		status, err := c.stream(ctx, func() {
 			if first {
 				first = false
