@@ -264,6 +264,18 @@ type filteredRoster interface {
 	RosterWhere(keep func(eventhub.ClientInfo) bool) []eventhub.ClientInfo
 }
 
+// rosterOf returns the roster as the rules see it, in Hub.Roster order: on
+// a filteredRoster hub only the host_browser clients of actor (every actor's
+// when empty), the only ones ExtensionRule and HostBridgeRule look at.
+func (p *Proxy) rosterOf(actor string) []eventhub.ClientInfo {
+	if h, ok := p.hub.(filteredRoster); ok {
+		return h.RosterWhere(func(c eventhub.ClientInfo) bool {
+			return c.Has(eventhub.CapHostBrowser) && (actor == "" || c.ActorPrincipalID == actor)
+		})
+	}
+	return p.hub.Roster()
+}
+
 // eligible reports whether c may serve req: host_browser-capable, of
 // req.SourceActor when set, and on req.Route. It only reads c.
 func (req Req) eligible(c eventhub.ClientInfo) bool {

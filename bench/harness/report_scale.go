@@ -55,10 +55,11 @@ func (r *Results) renderScale(p func(string, ...any)) {
 	}
 	p("## 8. Scale: many conversations at once\n\n")
 	p("%d simulated extension clients in this process (`hostproxy/vellumtest` with an answer function instead of a browser: "+
-		"the Vellum extension's wire — pairing, the SSE stream, each request on its own goroutine, one result POST per "+
-		"request over its own HTTP transport with Chrome's 6 connections per host), connected to the harness server on "+
-		"127.0.0.1 (auth middleware, in-process hub, proxy). %d conversations, conversation *i* pinned to client *i* mod %d, "+
-		"each a Selector client over the extension provider; every conversation sends %d `Runtime.evaluate` of a string "+
+		"the Vellum extension's wire — the SSE stream, each request on its own goroutine, one result POST per "+
+		"request over its own HTTP transport with Chrome's 6 connections per host), each the one extension of its own user "+
+		"(a token minted for that user), connected to the harness server on 127.0.0.1 (auth middleware, in-process hub, "+
+		"proxy). %d conversations, conversation *i* of user *i* mod %d, each a Selector client over the extension provider "+
+		"(so each command also picks its user's client from the roster); every conversation sends %d `Runtime.evaluate` of a string "+
 		"literal holding its own token, one after another, all conversations at once. The client answers the literal's "+
 		"value with its client id appended, so each answer shows whose it is. Connecting the clients took %s; the phase %s.\n\n",
 		s.Clients, s.Conversations, s.Clients, s.Rounds, ms(s.ConnectTook), s.Took.Round(100*time.Millisecond))

@@ -20,6 +20,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub/wire"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/hostproxy/auth"
 	"github.com/browserchain/browserchain/hostproxy/vellumtest"
 	"github.com/browserchain/browserchain/local"
 )
@@ -144,13 +145,14 @@ func simAnswer(clientID string) func(context.Context, string, json.RawMessage, s
 }
 
 // MeasureScale runs the scale phase: o.Clients simulated extension clients
-// (hostproxy/vellumtest with an Answer function: the real Vellum wire — pair,
-// SSE stream, one result POST per request, each on its own goroutine, its own
-// HTTP transport with Chrome's 6 connections per host) against the harness
-// server on loopback; o.Conversations conversations through one Selector
-// with the extension provider, each pinned to its client; every conversation
-// sends o.Rounds Runtime.evaluate at once. Then the local backend with
-// o.LocalConversations pages.
+// (hostproxy/vellumtest with an Answer function: the real Vellum wire — the
+// SSE stream, one result POST per request, each on its own goroutine, its
+// own HTTP transport with Chrome's 6 connections per host), each the one
+// extension of its own user, with a token the harness server's authority
+// minted, against that server on loopback; o.Conversations conversations
+// through one Selector with the extension provider, conversation i of user
+// i mod o.Clients; every conversation sends o.Rounds Runtime.evaluate, all at
+// once. Then the local backend with o.LocalConversations pages.
 func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	t0 := time.Now()
 	res := ScaleResult{Clients: o.Clients, Conversations: o.Conversations, Rounds: o.Rounds}
@@ -195,9 +197,13 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	start := time.Now()
 	for i := range clients {
 		id := fmt.Sprintf("sim-ext-%03d", i)
+		tok, err := srv.Auth.Mint(auth.Grant{Actor: scaleActor(i), InterfaceID: wire.InterfaceChromeExtension, ClientID: id})
+		if err != nil {
+			return res, err
+		}
 		var c *vellumtest.Client
 		pprof.Do(ctx, pprof.Labels(sideLabel, sideClient), func(ctx context.Context) {
-			c, err = vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: id,
+			c, err = vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: id, Token: tok.Token,
 				Origin: "chrome-extension://" + ExtensionID, Answer: simAnswer(id), Logger: discard,
 				HTTPClient: &http.Client{Transport: &http.Transport{MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6}}})
 		})
@@ -232,9 +238,8 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 		for n := range convs {
 			target := clients[n%o.Clients].ClientID()
 			if convs[n] == nil {
-				inv := srv.Invocation(fmt.Sprintf("scale-conv-%04d", n), wire.InterfaceCLI)
-				inv.TargetClientID = target
-				convs[n] = sel.Client(inv)
+				convs[n] = sel.Client(bb.Invocation{ConversationID: fmt.Sprintf("scale-conv-%04d", n),
+					InterfaceID: wire.InterfaceCLI, ActorPrincipalID: scaleActor(n % o.Clients)})
 			}
 			c := convs[n]
 			wg.Go(func() {
@@ -295,6 +300,10 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	res.Took = time.Since(t0)
 	return res, nil
 }
+
+// scaleActor is the user of simulated client i: one extension per user, as
+// a hosted runtime serving many users sees them.
+func scaleActor(i int) string { return fmt.Sprintf("scale-user-%03d", i) }
 
 // checker counts the answers that went wrong; safe for concurrent use.
 type checker struct {
