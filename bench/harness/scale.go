@@ -186,10 +186,14 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	defer restore()
 	before := sample()
 	clients := make([]*vellumtest.Client, o.Clients)
+	transports := make([]*http.Transport, o.Clients)
 	defer func() {
-		for _, c := range clients {
+		for i, c := range clients {
 			if c != nil {
 				c.Close()
+			}
+			if transports[i] != nil {
+				transports[i].CloseIdleConnections()
 			}
 		}
 	}()
@@ -202,10 +206,11 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 			return res, err
 		}
 		var c *vellumtest.Client
+		transports[i] = &http.Transport{MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6}
 		pprof.Do(ctx, pprof.Labels(sideLabel, sideClient), func(ctx context.Context) {
 			c, err = vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: id, Token: tok.Token,
 				Origin: "chrome-extension://" + ExtensionID, Answer: simAnswer(id), Logger: discard,
-				HTTPClient: &http.Client{Transport: &http.Transport{MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6}}})
+				HTTPClient: &http.Client{Transport: transports[i]}})
 		})
 		if err != nil {
 			return res, fmt.Errorf("benchreport: scale: client %d: %w", i, err)
@@ -274,6 +279,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	var requests, refused int
 	for i, c := range clients {
 		c.Close()
+		transports[i].CloseIdleConnections()
 		s := c.Stats()
 		clients[i] = nil
 		requests += s.Requests
