@@ -34,7 +34,8 @@ func echoEvaluate(clientID string) func(context.Context, string, json.RawMessage
 }
 
 // Many conversations spread over many extension clients of the real wire
-// (SSE stream, one result POST per request) and their actors, all sending at
+// (SSE stream; results POSTed one by one, or on the result socket for half
+// of the clients) and their actors, all sending at
 // once: every answer reaches the conversation that asked, from its actor's
 // client (or the client it pinned), exactly once (PXY-1, PXY-2, PXY-4,
 // HUB-4).
@@ -47,14 +48,15 @@ func TestManyConversationsOverManyClientsNeverCrossDeliver(t *testing.T) {
 	for i := range clients {
 		tokens[fmt.Sprintf("token-%d", i)] = actor(i)
 	}
-	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: tokens})
+	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: tokens, ResultSocket: true,
+		SocketOrigins: []string{vellumtest.DevOrigin}})
 	ctx := t.Context()
 	ids := make([]string, clients)
 	vcs := make([]*vellumtest.Client, clients)
 	for i := range clients {
 		ids[i] = fmt.Sprintf("ext-%d", i)
 		c, err := vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: ids[i],
-			Token: fmt.Sprintf("token-%d", i), Answer: echoEvaluate(ids[i])})
+			Token: fmt.Sprintf("token-%d", i), Answer: echoEvaluate(ids[i]), ResultSocket: i%2 == 1})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		vcs[i] = c
@@ -104,5 +106,10 @@ func TestManyConversationsOverManyClientsNeverCrossDeliver(t *testing.T) {
 		assert.Equal(t, per, s.Requests, "%s: requests received", ids[i])
 		assert.Equal(t, per, s.Results, "%s: results accepted", ids[i])
 		assert.Empty(t, s.ResultsRefused, "%s: results refused", ids[i])
+		if i%2 == 1 {
+			assert.Equal(t, per, s.SocketResults, "%s: results over the socket", ids[i])
+		} else {
+			assert.Zero(t, s.SocketResults, "%s: results over the socket", ids[i])
+		}
 	}
 }

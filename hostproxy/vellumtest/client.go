@@ -56,6 +56,13 @@ type Options struct {
 	// minted for an actor of its own); empty means pairing on every connect,
 	// as the extension does.
 	Token string
+	// ResultSocket sends results over the result socket (GET
+	// /v1/host-browser-result/ws: an auth message with the token and client
+	// id, then one message per result), as the reference extension of this
+	// repository does, instead of one POST each as the Vellum extension
+	// does. Start opens it after the stream and fails when it cannot; a
+	// result whose socket write fails is POSTed.
+	ResultSocket bool
 	// HTTPClient sends every request; nil means a client of its own.
 	HTTPClient *http.Client
 	// Logger receives the client's warnings (a refused result, a lost
@@ -65,8 +72,10 @@ type Options struct {
 
 // Stats counts what the client did. Read it with Client.Stats.
 type Stats struct {
-	Pairings, Subscribes             int
-	Requests, Results, Cancelled     int
+	Pairings, Subscribes         int
+	Requests, Results, Cancelled int
+	// SocketResults is how many of Results went over the result socket.
+	SocketResults                    int
 	ResultsRefused                   map[int]int // status → count
 	Events, EventsRefused            int
 	EventsDropped                    int
@@ -82,6 +91,8 @@ type Client struct {
 	dbg    *debugger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// handlers counts the requests being handled (also in wg).
+	handlers sync.WaitGroup
 
 	open   atomic.Bool // the stream is open: events are posted only then
 	events chan post
@@ -90,7 +101,8 @@ type Client struct {
 	token     string
 	stats     Stats
 	cancelled map[string]bool
-	authStop  string // the body of a 401/403 on the stream, once it happened
+	socket    *resultSocket // Options.ResultSocket, once open
+	authStop  string        // the body of a 401/403 on the stream, once it happened
 	closeOnce sync.Once
 }
 
@@ -153,6 +165,16 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	if err == nil && o.ResultSocket {
+		var s *resultSocket
+		if s, err = c.openSocket(ctx); err == nil {
+			c.mu.Lock()
+			c.socket = s
+			c.mu.Unlock()
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); c.readAcks(runCtx, s) }()
+		}
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -193,11 +215,26 @@ func (c *Client) TargetID(tabID int) string {
 }
 
 // Close stops the stream and every goroutine and closes the browser
-// connection (the browser keeps running). Idempotent; returns nil.
+// connection (the browser keeps running). It first lets the requests being
+// handled finish and, with ResultSocket, waits for the server's answers to
+// the results already sent on the socket (up to 2 s each), so that Stats
+// counts them. Idempotent; returns nil.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		// Requests being handled finish first, and the answers to results
+		// already sent on the socket arrive, so that Stats counts them.
+		c.waitHandlers()
+		c.mu.Lock()
+		s := c.socket
+		c.mu.Unlock()
+		if s != nil {
+			s.drain()
+		}
 		if c.cancel != nil {
 			c.cancel()
+		}
+		if s != nil {
+			s.conn.CloseNow()
 		}
 		c.wg.Wait()
 		if c.dbg.conn != nil {
@@ -206,6 +243,22 @@ func (c *Client) Close() error {
 	})
 	return nil
 }
+
+// waitHandlers waits for the requests being handled, up to closeGrace.
+func (c *Client) waitHandlers() {
+	done := make(chan struct{})
+	go func() { c.handlers.Wait(); close(done) }()
+	guard := time.NewTimer(closeGrace)
+	defer guard.Stop()
+	select {
+	case <-done:
+	case <-guard.C:
+	}
+}
+
+// closeGrace bounds each of Close's waits: for the requests being handled,
+// and for the answers to results sent on the socket.
+const closeGrace = 2 * time.Second
 
 func (c *Client) count(f func(*Stats)) {
 	c.mu.Lock()
@@ -391,7 +444,8 @@ func (c *Client) dispatch(ctx context.Context, data string) {
 	case "host_browser_request":
 		c.count(func(s *Stats) { s.Requests++ })
 		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.handle(ctx, m) }()
+		c.handlers.Add(1)
+		go func() { defer c.wg.Done(); defer c.handlers.Done(); c.handle(ctx, m) }()
 	case "host_browser_cancel":
 		c.mu.Lock()
 		c.cancelled[m.RequestID] = true
@@ -437,6 +491,9 @@ func (c *Client) handle(ctx context.Context, m request) {
 	if cancelled || ctx.Err() != nil {
 		c.count(func(s *Stats) { s.Cancelled++ })
 		return
+	}
+	if c.sendOnSocket(ctx, body) {
+		return // counted when the server answers on the socket
 	}
 	raw, _ := json.Marshal(body)
 	status, respBody, err := c.post(ctx, "/v1/host-browser-result", raw, true)
