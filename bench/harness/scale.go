@@ -36,9 +36,27 @@ type ScaleOptions struct {
 	LocalConversations, LocalRounds int
 }
 
-// ScaleResult is what the scale phase measured.
+// ScaleResult is what the scale phase measured: one run per result
+// transport, then local.
 type ScaleResult struct {
 	Clients, Conversations, Rounds int
+	Runs                           []ScaleRun
+	Local                          *ScaleLocal `json:",omitempty"`
+	Took                           time.Duration
+}
+
+// Result transports of the simulated clients.
+const (
+	ScaleSocket = "result socket"
+	ScalePOST   = "result POSTs"
+)
+
+// ScaleRun is the extension load with one result transport, on a server of
+// its own.
+type ScaleRun struct {
+	// Transport is ScaleSocket (as the reference extension sends results)
+	// or ScalePOST (as the Vellum extension does).
+	Transport string
 	// ConnectTook is the time from the first client's start to every client
 	// listed in the hub roster.
 	ConnectTook time.Duration
@@ -54,9 +72,6 @@ type ScaleResult struct {
 	Elapsed  time.Duration
 	D        Durations
 	ScaleCheck
-
-	Local *ScaleLocal `json:",omitempty"`
-	Took  time.Duration
 }
 
 // ScaleCost is memory and goroutines per unit (client or conversation),
@@ -145,20 +160,41 @@ func simAnswer(clientID string) func(context.Context, string, json.RawMessage, s
 }
 
 // MeasureScale runs the scale phase: o.Clients simulated extension clients
-// (hostproxy/vellumtest with an Answer function: the real Vellum wire — the
-// SSE stream, one result POST per request, each on its own goroutine, its
-// own HTTP transport with Chrome's 6 connections per host), each the one
-// extension of its own user, with a token the harness server's authority
-// minted, against that server on loopback; o.Conversations conversations
-// through one Selector with the extension provider, conversation i of user
-// i mod o.Clients; every conversation sends o.Rounds Runtime.evaluate, all at
-// once. Then the local backend with o.LocalConversations pages.
+// (hostproxy/vellumtest with an Answer function: the real wire — the SSE
+// stream, each request on its own goroutine, its own HTTP transport with
+// Chrome's 6 connections per host), each the one extension of its own user,
+// with a token the harness server's authority minted, against that server on
+// loopback; o.Conversations conversations through one Selector with the
+// extension provider, conversation i of user i mod o.Clients; every
+// conversation sends o.Rounds Runtime.evaluate, all at once. This runs twice,
+// each on a fresh server: results on the result socket, then POSTed. Then
+// the local backend with o.LocalConversations pages.
 func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	t0 := time.Now()
 	res := ScaleResult{Clients: o.Clients, Conversations: o.Conversations, Rounds: o.Rounds}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	for _, tr := range []string{ScaleSocket, ScalePOST} {
+		run, err := measureScaleRun(ctx, o, tr)
+		res.Runs = append(res.Runs, run)
+		if err != nil {
+			return res, err
+		}
+	}
+	if o.LocalConversations > 0 {
+		Progress("scale: local, %d conversations × %d rounds", o.LocalConversations, o.LocalRounds)
+		l, err := measureScaleLocal(ctx, o.LocalConversations, o.LocalRounds)
+		if err != nil {
+			return res, err
+		}
+		res.Local = &l
+	}
+	res.Took = time.Since(t0)
+	return res, nil
+}
 
+func measureScaleRun(ctx context.Context, o ScaleOptions, transport string) (ScaleRun, error) {
+	res := ScaleRun{Transport: transport}
 	var srv *Server
 	var err error
 	pprof.Do(ctx, pprof.Labels(sideLabel, sideRuntime), func(context.Context) { srv, err = StartServer() })
@@ -197,7 +233,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 			}
 		}
 	}()
-	Progress("scale: connecting %d clients", o.Clients)
+	Progress("scale: %s: connecting %d clients", transport, o.Clients)
 	start := time.Now()
 	for i := range clients {
 		id := fmt.Sprintf("sim-ext-%03d", i)
@@ -210,7 +246,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 		pprof.Do(ctx, pprof.Labels(sideLabel, sideClient), func(ctx context.Context) {
 			c, err = vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: id, Token: tok.Token,
 				Origin: "chrome-extension://" + ExtensionID, Answer: simAnswer(id), Logger: discard,
-				HTTPClient: &http.Client{Transport: transports[i]}})
+				ResultSocket: transport == ScaleSocket, HTTPClient: &http.Client{Transport: transports[i]}})
 		})
 		if err != nil {
 			return res, fmt.Errorf("benchreport: scale: client %d: %w", i, err)
@@ -225,7 +261,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	res.Idle = idle.minus(before, o.Clients)
 
 	// Conversations, one command each.
-	Progress("scale: opening %d conversations", o.Conversations)
+	Progress("scale: %s: opening %d conversations", transport, o.Conversations)
 	sel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
 		srv.Proxy.ExtensionProvider(hostproxyProviderOpts)}})
 	convs := make([]*bb.Client, o.Conversations)
@@ -266,7 +302,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	restore()
 
 	// The load: every conversation sends Rounds commands, all at once.
-	Progress("scale: %d conversations × %d rounds", o.Conversations, o.Rounds)
+	Progress("scale: %s: %d conversations × %d rounds", transport, o.Conversations, o.Rounds)
 	var mu sync.Mutex
 	res.D = make(Durations, 0, o.Conversations*o.Rounds)
 	lt := time.Now()
@@ -274,15 +310,16 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 	res.Elapsed = time.Since(lt)
 	res.Commands = o.Conversations * o.Rounds
 
-	// Closing the clients waits for their request goroutines, which count a
-	// result after its post returns.
-	var requests, refused int
+	// Closing a client lets its requests in hand finish and waits for the
+	// server's answers on its socket, so its counts are complete.
+	var requests, refused, onSocket int
 	for i, c := range clients {
 		c.Close()
 		transports[i].CloseIdleConnections()
 		s := c.Stats()
 		clients[i] = nil
 		requests += s.Requests
+		onSocket += s.SocketResults
 		for _, n := range s.ResultsRefused {
 			refused += n
 		}
@@ -294,16 +331,10 @@ func MeasureScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 		res.Duplicated += int(v.(*atomic.Int32).Load()) - 1
 		return true
 	})
-
-	if o.LocalConversations > 0 {
-		Progress("scale: local, %d conversations × %d rounds", o.LocalConversations, o.LocalRounds)
-		l, err := measureScaleLocal(ctx, o.LocalConversations, o.LocalRounds)
-		if err != nil {
-			return res, err
-		}
-		res.Local = &l
+	if transport == ScaleSocket && onSocket < total-res.Lost && res.FirstError == "" {
+		// Not a wrong answer, but the run would not measure what it says.
+		return res, fmt.Errorf("benchreport: scale: only %d of %d results came over the result socket", onSocket, total)
 	}
-	res.Took = time.Since(t0)
 	return res, nil
 }
 
@@ -556,18 +587,30 @@ var errScaleFailed = errors.New("answers lost, duplicated or cross-delivered")
 // Err returns errScaleFailed (with the counts) when any answer of r
 // went wrong, else nil.
 func (r ScaleResult) Err() error {
-	bad := r.ScaleCheck
-	if r.Local != nil {
-		bad.Lost += r.Local.Lost
-		bad.Duplicated += r.Local.Duplicated
-		bad.CrossDelivered += r.Local.CrossDelivered
-		if bad.FirstError == "" {
-			bad.FirstError = r.Local.FirstError
-		}
-	}
+	bad := r.Check()
 	if !bad.Failed() {
 		return nil
 	}
 	return fmt.Errorf("%w: %d lost, %d duplicated, %d cross-delivered (first: %s)", errScaleFailed,
 		bad.Lost, bad.Duplicated, bad.CrossDelivered, bad.FirstError)
+}
+
+// Check sums the answer checks of every run and local.
+func (r ScaleResult) Check() ScaleCheck {
+	var bad ScaleCheck
+	add := func(c ScaleCheck) {
+		bad.Lost += c.Lost
+		bad.Duplicated += c.Duplicated
+		bad.CrossDelivered += c.CrossDelivered
+		if bad.FirstError == "" {
+			bad.FirstError = c.FirstError
+		}
+	}
+	for _, run := range r.Runs {
+		add(run.ScaleCheck)
+	}
+	if r.Local != nil {
+		add(r.Local.ScaleCheck)
+	}
+	return bad
 }

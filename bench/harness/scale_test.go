@@ -23,15 +23,21 @@ func TestMeasureScaleChecksEveryAnswerAndRendersItsRows(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.D) != 12*3 || r.Commands != 12*3 {
-		t.Fatalf("%d round trips recorded, %d commands; want 36", len(r.D), r.Commands)
+	if len(r.Runs) != 2 {
+		t.Fatalf("%d runs, want socket and POST", len(r.Runs))
 	}
-	if r.Idle.Units != 4 || r.Idle.Heap <= 0 || r.Idle.GoroutinesRuntime <= 0 || r.Idle.GoroutinesClient <= 0 {
-		t.Errorf("idle costs not measured: %+v", r.Idle)
+	for _, run := range r.Runs {
+		if len(run.D) != 12*3 || run.Commands != 12*3 {
+			t.Fatalf("%s: %d round trips recorded, %d commands; want 36", run.Transport, len(run.D), run.Commands)
+		}
+		if run.Idle.Units != 4 || run.Idle.Heap <= 0 || run.Idle.GoroutinesRuntime <= 0 || run.Idle.GoroutinesClient <= 0 {
+			t.Errorf("%s: idle costs not measured: %+v", run.Transport, run.Idle)
+		}
 	}
 	var b bytes.Buffer
 	(&harness.Results{Scale: &r}).Render(&b)
-	for _, want := range []string{"## 8. Scale", "12 conversations over 4 clients", "4 clients connected, idle",
+	for _, want := range []string{"## 8. Scale", "12 conversations over 4 clients | result socket",
+		"12 conversations over 4 clients | result POSTs", "4 clients connected, idle",
 		"scale: zero lost, duplicated or cross-delivered answers", "| met |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
@@ -41,13 +47,15 @@ func TestMeasureScaleChecksEveryAnswerAndRendersItsRows(t *testing.T) {
 
 // A wrong answer fails the phase and misses its target.
 func TestScaleMismatchFailsThePhase(t *testing.T) {
-	r := harness.ScaleResult{Conversations: 1, Clients: 1, D: harness.Durations{time.Millisecond}, Elapsed: time.Second}
-	r.CrossDelivered = 1
-	r.FirstError = `wanted "a", answered "b"`
+	r := harness.ScaleResult{Conversations: 1, Clients: 1, Runs: []harness.ScaleRun{{Transport: harness.ScalePOST,
+		D: harness.Durations{time.Millisecond}, Elapsed: time.Second}}}
+	r.Runs[0].CrossDelivered = 1
+	r.Runs[0].FirstError = `wanted "a", answered "b"`
 	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "1 cross-delivered") {
 		t.Fatalf("Err() = %v", err)
 	}
-	r.CrossDelivered = 0
+	r.Runs[0].CrossDelivered = 0
+	r.Runs[0].FirstError = ""
 	r.Local = &harness.ScaleLocal{ScaleCheck: harness.ScaleCheck{Lost: 2, FirstError: "timeout"}}
 	err := r.Err()
 	if err == nil || !strings.Contains(err.Error(), "2 lost") {
