@@ -121,6 +121,10 @@ type Proxy struct {
 	onResult func(ResultReceipt)
 	relay    Relay
 	done     chan struct{}
+	// doneCtx is cancelled with done, for context.AfterFunc (a wait on
+	// Close that holds no goroutine).
+	doneCtx  context.Context
+	stopAll  context.CancelFunc
 	closeOne sync.Once
 	events   *eventBudget
 
@@ -149,6 +153,7 @@ func New(opts Options) *Proxy {
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
 	}
+	p.doneCtx, p.stopAll = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -182,7 +187,7 @@ func (p *Proxy) Hub() eventhub.Hub { return p.hub }
 // target client a cancel first, and makes later Requests fail the same way.
 // Idempotent; returns nil.
 func (p *Proxy) Close() error {
-	p.closeOne.Do(func() { close(p.done) })
+	p.closeOne.Do(func() { close(p.done); p.stopAll() })
 	return nil
 }
 
