@@ -335,10 +335,25 @@ func (c *Client) presubscribe(b ScopedClient) []eventSub {
 	c.mu.Unlock()
 	subs := make([]eventSub, len(methods))
 	for i, m := range methods {
-		ch, cancel := es.Subscribe(m)
+		ch, cancel := subscribeOn(es, m)
 		subs[i] = eventSub{method: m, ch: ch, cancel: cancel}
 	}
 	return subs
+}
+
+// detachWatchBuffer is the backend-side buffer of the Client's
+// MethodTargetDetached forwarder: detaches are rare, and the forwarder moves
+// them at once into the Client's own bus, whose subscribers have full-size
+// buffers.
+const detachWatchBuffer = 64
+
+// subscribeOn subscribes to method on es, with a small buffer for the
+// Client's own detach watch when es can size one.
+func subscribeOn(es EventSource, method string) (<-chan Event, func()) {
+	if bs, ok := es.(BufferedEventSource); ok && method == MethodTargetDetached {
+		return bs.SubscribeBuffer(method, detachWatchBuffer)
+	}
+	return es.Subscribe(method)
 }
 
 func cancelSubs(subs []eventSub) {
@@ -354,7 +369,7 @@ func (c *Client) forwardLocked(method string) {
 	if !ok {
 		return
 	}
-	ch, cancel := es.Subscribe(method)
+	ch, cancel := subscribeOn(es, method)
 	c.startForwarderLocked(eventSub{method: method, ch: ch, cancel: cancel})
 }
 

@@ -314,6 +314,55 @@ func TestEventsIteratorStopsWithContext(t *testing.T) {
 	}
 }
 
+// The client's own watch of Target.detachedFromTarget (held for the whole
+// invocation, whether or not anyone subscribed) asks its backend for a small
+// buffer; a subscriber's method gets the backend's default.
+func TestClientWatchesDetachesWithASmallBuffer(t *testing.T) {
+	ps := fakes(bb.KindLocal)
+	sel, _ := fakeSelector(bb.Options{}, ps...)
+	c := openClient(t, sel, bb.Invocation{})
+	_, cancel := c.Events("Page.loadEventFired")
+	defer cancel()
+	_, err := c.Send(context.Background(), evalCommand)
+	require.NoError(t, err)
+	subs := ps[0].Backends()[0].Subscriptions()
+	byMethod := map[string]int{}
+	for _, s := range subs {
+		byMethod[s.Method] = s.Buffer
+	}
+	require.Len(t, subs, 2)
+	assert.Positive(t, byMethod[bb.MethodTargetDetached])
+	assert.Less(t, byMethod[bb.MethodTargetDetached], bb.DefaultEventBuffer/8)
+	assert.Equal(t, 0, byMethod["Page.loadEventFired"])
+}
+
+func TestEventBusSubscribeBufferSizesTheChannel(t *testing.T) {
+	bus := &bb.EventBus{}
+	small, cancel := bus.SubscribeBuffer("", 2)
+	defer cancel()
+	dflt, cancelDflt := bus.Subscribe("")
+	defer cancelDflt()
+	assert.Equal(t, 2, cap(small))
+	assert.Equal(t, bb.DefaultEventBuffer, cap(dflt))
+	for i := range 3 {
+		bus.Publish(bb.Event{Method: fmt.Sprint("E", i)})
+	}
+	assert.Equal(t, int64(1), bus.Dropped(), "only the small subscriber lost one")
+	assert.Equal(t, "E0", (<-small).Method)
+	sized := &bb.EventBus{Buffer: 5}
+	ch, cancelSized := sized.SubscribeBuffer("", 0)
+	defer cancelSized()
+	assert.Equal(t, 5, cap(ch), "0 means the bus's Buffer")
+	bus.Close()
+	_, ok := <-dflt
+	for ok {
+		_, ok = <-dflt
+	}
+	after, _ := bus.SubscribeBuffer("", 2)
+	_, ok = <-after
+	assert.False(t, ok, "after Close a closed channel")
+}
+
 func TestEventBusDropsForSlowSubscriberWithoutBlocking(t *testing.T) {
 	bus := &bb.EventBus{Buffer: 2}
 	ch, cancel := bus.Subscribe("")

@@ -33,7 +33,19 @@ type busSub struct {
 
 // Subscribe implements EventSource. After Close it returns a closed channel.
 func (b *EventBus) Subscribe(method string) (<-chan Event, func()) {
-	n := b.Buffer
+	return b.SubscribeBuffer(method, b.Buffer)
+}
+
+// SubscribeBuffer implements BufferedEventSource: Subscribe with a channel of
+// capacity buffer (0 or less means Buffer, then DefaultEventBuffer). The
+// channel is allocated at once, so a subscription that expects few events
+// (one Event is 56 bytes; DefaultEventBuffer of them ≈ 56 KiB) asks for a
+// small one. After Close it returns a closed channel.
+func (b *EventBus) SubscribeBuffer(method string, buffer int) (<-chan Event, func()) {
+	n := buffer
+	if n <= 0 {
+		n = b.Buffer
+	}
 	if n <= 0 {
 		n = DefaultEventBuffer
 	}

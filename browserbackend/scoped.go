@@ -101,6 +101,17 @@ type EventSource interface {
 	Subscribe(method string) (events <-chan Event, cancel func())
 }
 
+// BufferedEventSource is an EventSource that sizes a subscription's buffer:
+// SubscribeBuffer is Subscribe with a channel of capacity buffer (0 or less
+// means the source's default). The per-invocation Client uses it for its own
+// watch of MethodTargetDetached, which sees few events, so that an idle
+// conversation does not hold a full-size buffer per backend (SEL-14).
+// EventBus implements it.
+type BufferedEventSource interface {
+	EventSource
+	SubscribeBuffer(method string, buffer int) (events <-chan Event, cancel func())
+}
+
 // MethodTargetDetached is the CDP event that invalidates a flat session
 // (CDP domain Target).
 const MethodTargetDetached = "Target.detachedFromTarget"

@@ -85,6 +85,26 @@ func TestPublishToDisconnectedClientFailsAtOnceOverHTTP(t *testing.T) {
 	require.ErrorIs(t, err, eventhub.ErrNotConnected)
 }
 
+func TestRosterWhereKeepsOnlyMatchingClientsInRosterOrder(t *testing.T) {
+	f := newFixture(t, eventhub.WithHeartbeatInterval(time.Second), eventhub.WithUnhealthyAfter(30*time.Second))
+	f.dial(t, "a", wire.InterfaceMacOS, "alice")
+	f.clock.Advance(time.Second)
+	f.dial(t, "b", wire.InterfaceChromeExtension, "bob")
+	f.clock.Advance(time.Second)
+	f.dial(t, "c", wire.InterfaceChromeExtension, "alice")
+	alice := func(c eventhub.ClientInfo) bool { return c.ActorPrincipalID == "alice" }
+	got := f.hub.RosterWhere(alice)
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"c", "a"}, []string{got[0].ClientID, got[1].ClientID}, "newest first, as Roster")
+	assert.True(t, got[0].Healthy)
+	got[0].Capabilities[0] = "changed"
+	info, ok := f.hub.Client("c")
+	require.True(t, ok)
+	assert.Equal(t, []eventhub.Capability{eventhub.CapHostBrowser}, info.Capabilities, "a copy, not the hub's own")
+	assert.Empty(t, f.hub.RosterWhere(func(eventhub.ClientInfo) bool { return false }))
+	assert.Len(t, f.hub.RosterWhere(nil), 3)
+}
+
 func TestRosterOrderHealthyFirstThenMostRecentlyActive(t *testing.T) {
 	f := newFixture(t, eventhub.WithHeartbeatInterval(time.Second), eventhub.WithUnhealthyAfter(30*time.Second))
 	f.dial(t, "a", wire.InterfaceMacOS, "alice")

@@ -460,12 +460,27 @@ func renderFrame(epoch string, seq uint64, conversationID string, conv []byte, a
 
 // Roster implements Hub: registered clients, healthy ones first, each group
 // most recently active first (ties by client id).
-func (h *InProcess) Roster() []ClientInfo {
+func (h *InProcess) Roster() []ClientInfo { return h.RosterWhere(nil) }
+
+// RosterWhere is Roster restricted to the clients keep accepts (all when
+// keep is nil). Only the kept clients are copied, so a caller that wants a
+// few clients of a large roster (hostproxy choosing the client of one actor,
+// PXY-2) pays for those alone. keep runs under the hub's lock: it must be
+// quick, must not call the hub, and must not retain its argument (whose
+// Capabilities are the hub's own and whose Healthy is not yet computed).
+// Safe for concurrent use.
+func (h *InProcess) RosterWhere(keep func(ClientInfo) bool) []ClientInfo {
 	now := h.cfg.clock.Now()
 	h.mu.Lock()
-	out := make([]ClientInfo, 0, len(h.clients))
+	n := len(h.clients)
+	if keep != nil {
+		n = 0
+	}
+	out := make([]ClientInfo, 0, n)
 	for _, s := range h.clients {
-		out = append(out, h.snapshotLocked(s, now))
+		if keep == nil || keep(s.info) {
+			out = append(out, h.snapshotLocked(s, now))
+		}
 	}
 	h.mu.Unlock()
 	slices.SortFunc(out, func(a, b ClientInfo) int {

@@ -191,6 +191,12 @@ func (b *Backend) Subscribe(method string) (<-chan browserbackend.Event, func())
 	return b.bus.Subscribe(method)
 }
 
+// SubscribeBuffer implements browserbackend.BufferedEventSource: Subscribe with a
+// channel of capacity buffer (0 or less: the default).
+func (b *Backend) SubscribeBuffer(method string, buffer int) (<-chan browserbackend.Event, func()) {
+	return b.bus.SubscribeBuffer(method, buffer)
+}
+
 // Close releases the backend: in-flight Sends fail with ClassClosed (their
 // clients get a cancel), subscriptions close. It never touches the browser.
 // Idempotent; returns nil.
@@ -218,4 +224,6 @@ func (b *Backend) Close() error {
 var (
 	_ browserbackend.ScopedClient = (*Backend)(nil)
 	_ browserbackend.EventSource  = (*Backend)(nil)
+
+	_ browserbackend.BufferedEventSource = (*Backend)(nil)
 )

@@ -239,7 +239,7 @@ func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation,
 func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 	h := &HubProvider{p: p, desc: ExtensionDescriptor}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-		cand, _, err := ExtensionRule(p.hub.Roster(), inv)
+		cand, _, err := ExtensionRule(p.rosterOf(inv.ActorPrincipalID), inv)
 		if err != nil {
 			return browserbackend.Candidate{}, err
 		}
@@ -270,7 +270,7 @@ func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 	}
 	h := &HubProvider{p: p, desc: HostBridgeDescriptor}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
-		cand, client, err := HostBridgeRule(p.hub.Roster(), inv, env, cool)
+		cand, client, err := HostBridgeRule(p.rosterOf(inv.ActorPrincipalID), inv, env, cool)
 		if err != nil {
 			return browserbackend.Candidate{}, err
 		}

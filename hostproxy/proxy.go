@@ -121,6 +121,10 @@ type Proxy struct {
 	onResult func(ResultReceipt)
 	relay    Relay
 	done     chan struct{}
+	// doneCtx is cancelled with done, for context.AfterFunc (a wait on
+	// Close that holds no goroutine).
+	doneCtx  context.Context
+	stopAll  context.CancelFunc
 	closeOne sync.Once
 	events   *eventBudget
 
@@ -149,6 +153,7 @@ func New(opts Options) *Proxy {
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
 	}
+	p.doneCtx, p.stopAll = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -182,7 +187,7 @@ func (p *Proxy) Hub() eventhub.Hub { return p.hub }
 // target client a cancel first, and makes later Requests fail the same way.
 // Idempotent; returns nil.
 func (p *Proxy) Close() error {
-	p.closeOne.Do(func() { close(p.done) })
+	p.closeOne.Do(func() { close(p.done); p.stopAll() })
 	return nil
 }
 
@@ -213,33 +218,10 @@ func isExtension(c eventhub.ClientInfo) bool {
 //
 // No eligible client is a transport error with code no_client.
 func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
-	roster := p.hub.Roster()
-	eligible := make([]eventhub.ClientInfo, 0, len(roster))
-	for _, c := range roster {
-		if !c.Has(eventhub.CapHostBrowser) {
-			continue
-		}
-		if req.SourceActor != "" && c.ActorPrincipalID != req.SourceActor {
-			continue
-		}
-		switch req.Route {
-		case RouteExtension:
-			if !isExtension(c) {
-				continue
-			}
-		case RouteBridge:
-			if isExtension(c) {
-				continue
-			}
-		}
-		eligible = append(eligible, c)
-	}
 	pseudo := wire.IsPseudoMethod(req.Method)
 	if req.TargetClientID != "" {
-		for _, c := range eligible {
-			if c.ClientID != req.TargetClientID {
-				continue
-			}
+		// One lookup, not a copy of the whole roster per request.
+		if c, ok := p.hub.Client(req.TargetClientID); ok && req.eligible(c) {
 			if pseudo && !isExtension(c) {
 				return eventhub.ClientInfo{}, p.extensionRequired(req)
 			}
@@ -247,6 +229,18 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 		}
 		return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
 			"target client %q is not connected or not eligible", req.TargetClientID)
+	}
+	var eligible []eventhub.ClientInfo
+	if h, ok := p.hub.(filteredRoster); ok {
+		eligible = h.RosterWhere(req.eligible)
+	} else {
+		roster := p.hub.Roster()
+		eligible = make([]eventhub.ClientInfo, 0, len(roster))
+		for _, c := range roster {
+			if req.eligible(c) {
+				eligible = append(eligible, c)
+			}
+		}
 	}
 	sort.SliceStable(eligible, func(i, j int) bool {
 		ei, ej := isExtension(eligible[i]), isExtension(eligible[j])
@@ -266,6 +260,43 @@ func (p *Proxy) Choose(req Req) (eventhub.ClientInfo, error) {
 	}
 	return eventhub.ClientInfo{}, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeNoClient, false,
 		"no connected host_browser client is eligible")
+}
+
+// filteredRoster is a hub that copies only the roster entries a filter keeps
+// (eventhub.InProcess): choosing among a few clients of one actor then costs
+// nothing per other client.
+type filteredRoster interface {
+	RosterWhere(keep func(eventhub.ClientInfo) bool) []eventhub.ClientInfo
+}
+
+// rosterOf returns the roster as the rules see it, in Hub.Roster order: on
+// a filteredRoster hub only the host_browser clients of actor (every actor's
+// when empty), the only ones ExtensionRule and HostBridgeRule look at.
+func (p *Proxy) rosterOf(actor string) []eventhub.ClientInfo {
+	if h, ok := p.hub.(filteredRoster); ok {
+		return h.RosterWhere(func(c eventhub.ClientInfo) bool {
+			return c.Has(eventhub.CapHostBrowser) && (actor == "" || c.ActorPrincipalID == actor)
+		})
+	}
+	return p.hub.Roster()
+}
+
+// eligible reports whether c may serve req: host_browser-capable, of
+// req.SourceActor when set, and on req.Route. It only reads c.
+func (req Req) eligible(c eventhub.ClientInfo) bool {
+	if !c.Has(eventhub.CapHostBrowser) {
+		return false
+	}
+	if req.SourceActor != "" && c.ActorPrincipalID != req.SourceActor {
+		return false
+	}
+	switch req.Route {
+	case RouteExtension:
+		return isExtension(c)
+	case RouteBridge:
+		return !isExtension(c)
+	}
+	return true
 }
 
 func (p *Proxy) extensionRequired(req Req) error {

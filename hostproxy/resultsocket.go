@@ -156,14 +156,12 @@ func (p *Proxy) ResultSocketHandler(opts SocketOptions) http.Handler {
 		c.SetReadLimit(p.maxBody)
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		go func() {
-			select {
-			case <-p.done:
-				c.Close(websocket.StatusGoingAway, "proxy closed")
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		// On Close; no goroutine waits for it per socket.
+		stop := context.AfterFunc(p.doneCtx, func() {
+			c.Close(websocket.StatusGoingAway, "proxy closed")
+			cancel()
+		})
+		defer stop()
 		p.serveSocket(ctx, c, opts)
 	})
 }

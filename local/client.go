@@ -409,6 +409,12 @@ func (c *Client) Subscribe(method string) (<-chan browserbackend.Event, func()) 
 	return c.bus.Subscribe(method)
 }
 
+// SubscribeBuffer implements browserbackend.BufferedEventSource: Subscribe with a
+// channel of capacity buffer (0 or less: the default).
+func (c *Client) SubscribeBuffer(method string, buffer int) (<-chan browserbackend.Event, func()) {
+	return c.bus.SubscribeBuffer(method, buffer)
+}
+
 // Close implements browserbackend.ScopedClient: it detaches the client from
 // its page (which stays open for the conversation), ends its event streams,
 // and makes in-flight and later Sends fail with ClassClosed. Idempotent.

@@ -91,7 +91,10 @@ func DescribeMachine(ctx context.Context, w *World) Machine {
 		Node:     command("", "node", "--version"),
 		Commit:   command(w.Root, "git", "rev-parse", "--short", "HEAD"),
 	}
-	if r, err := DialRaw(ctx, w.Chromium.WSURL); err == nil {
+	if w.Chromium == nil {
+		// A run without the world's browser: ask a local Chromium.
+		m.Chromium = command("", ChromiumPath(), "--version")
+	} else if r, err := DialRaw(ctx, w.Chromium.WSURL); err == nil {
 		if res, err := r.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			var v struct{ Product, Revision string }
 			_ = json.Unmarshal(res, &v)

@@ -25,6 +25,8 @@ type Results struct {
 	Distributed *DistributedResult `json:",omitempty"`
 	Guard       []GuardResult
 	MCP         []MCPResult
+	// Scale is the scale phase (nil when not run).
+	Scale *ScaleResult `json:",omitempty"`
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.
@@ -174,7 +176,7 @@ func (r *Results) Targets() []Target {
 			fmt.Sprintf("%s vs %s = +%s", ms(d.AcrossReplicas.Median()), ms(d.InProcess.Median()), ms(dd)),
 			dd <= 500*time.Microsecond, false})
 	}
-	return ts
+	return append(ts, r.scaleTargets()...)
 }
 
 // Render writes BENCHMARKS.md.
@@ -375,6 +377,7 @@ func (r *Results) Render(out io.Writer) {
 	}
 	r.renderGuard(p)
 	r.renderMCP(p)
+	r.renderScale(p)
 
 	if r.Analysis != "" {
 		p("%s\n", strings.TrimSpace(r.Analysis))

@@ -63,6 +63,9 @@ type Server struct {
 	durations map[string][2]float64
 	via       map[string]hostproxy.Transport // request id → how its result came
 	n         atomic.Int64
+	// onReceipt, when set, sees the request id of every result the proxy
+	// accepted (the scale phase counts duplicates with it).
+	onReceipt atomic.Pointer[func(requestID string)]
 }
 
 // StartServer composes and serves the runtime side.
@@ -134,6 +137,9 @@ func (s *Server) Close() {
 // timings the extension sends with each result and counts results by
 // transport. The bridges' results (client ids "bench-…") carry no timings.
 func (s *Server) onResult(r hostproxy.ResultReceipt) {
+	if f := s.onReceipt.Load(); f != nil {
+		(*f)(r.RequestID)
+	}
 	if !s.record.Load() || strings.HasPrefix(r.ClientID, "bench-") {
 		return
 	}

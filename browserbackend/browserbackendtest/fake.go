@@ -28,12 +28,22 @@ type Backend struct {
 	mu     sync.Mutex
 	calls  []browserbackend.Command
 	faults map[int]error
+	subs   []Subscription
 	closed atomic.Int32
+}
+
+// Subscription is one subscription made on a fake Backend: its method and
+// the buffer asked for (0: the default, as Subscribe asks).
+type Subscription struct {
+	Method string
+	Buffer int
 }
 
 var (
 	_ browserbackend.ScopedClient = (*Backend)(nil)
 	_ browserbackend.EventSource  = (*Backend)(nil)
+
+	_ browserbackend.BufferedEventSource = (*Backend)(nil)
 )
 
 // NewBackend returns a fake backend of kind k answering with h (nil: {}).
@@ -100,7 +110,24 @@ func (b *Backend) Emit(ev browserbackend.Event) { b.bus.Publish(ev) }
 
 // Subscribe implements EventSource.
 func (b *Backend) Subscribe(method string) (<-chan browserbackend.Event, func()) {
-	return b.bus.Subscribe(method)
+	return b.SubscribeBuffer(method, 0)
+}
+
+// SubscribeBuffer implements browserbackend.BufferedEventSource: Subscribe with a
+// channel of capacity buffer (0 or less: the default).
+// It records each subscription (Subscriptions).
+func (b *Backend) SubscribeBuffer(method string, buffer int) (<-chan browserbackend.Event, func()) {
+	b.mu.Lock()
+	b.subs = append(b.subs, Subscription{Method: method, Buffer: buffer})
+	b.mu.Unlock()
+	return b.bus.SubscribeBuffer(method, buffer)
+}
+
+// Subscriptions returns every subscription made on b, in order.
+func (b *Backend) Subscriptions() []Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Subscription(nil), b.subs...)
 }
 
 // Close marks the backend closed; later Sends fail with ErrClosed.

@@ -5,6 +5,8 @@
 package hostproxytest
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +33,11 @@ type ServerOptions struct {
 	Wrap func(http.Handler) http.Handler
 	// Logger is given to the hub and the proxy; nil discards.
 	Logger *slog.Logger
+	// ResultSocket also serves the result socket (GET
+	// /v1/host-browser-result/ws), its auth message checked against Tokens;
+	// a handshake with an Origin must name one of SocketOrigins.
+	ResultSocket  bool
+	SocketOrigins []string
 }
 
 // Server is an assistant runtime on 127.0.0.1: GET /v1/events, POST
@@ -59,7 +66,23 @@ func NewServer(tb testing.TB, o ServerOptions) *Server {
 	if o.Wrap != nil {
 		routes = o.Wrap(mux)
 	}
+	var socket http.Handler
+	if o.ResultSocket {
+		socket = s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
+			Verify: func(_ context.Context, token, _ string) (string, error) {
+				if actor, ok := o.Tokens[token]; ok {
+					return actor, nil
+				}
+				return "", errors.New("hostproxytest: unknown token")
+			},
+			AllowedOrigins: o.SocketOrigins,
+		})
+	}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if socket != nil && r.URL.Path == wire.PathHostBrowserResultSocket {
+			socket.ServeHTTP(w, r) // outside the bearer check: the token is in the first message
+			return
+		}
 		if h := r.Header.Get("Authorization"); h != "" {
 			actor, ok := o.Tokens[strings.TrimPrefix(h, "Bearer ")]
 			if !ok {

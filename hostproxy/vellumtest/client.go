@@ -28,7 +28,8 @@ const userAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, li
 // dropped and counted (Stats.EventsDropped).
 const maxEventQueue = 4096
 
-// Options configures Start. ServerURL and BrowserWSURL are required.
+// Options configures Start. ServerURL is required, and BrowserWSURL unless
+// Answer is set.
 type Options struct {
 	// ServerURL is the gateway, e.g. "http://127.0.0.1:7830"; a trailing /
 	// is stripped.
@@ -36,6 +37,13 @@ type Options struct {
 	// BrowserWSURL is the browser-level DevTools WebSocket of the Chromium
 	// to drive (ws://127.0.0.1:<port>/devtools/browser/<id>).
 	BrowserWSURL string
+	// Answer, when set, replaces the browser: the client connects to none
+	// and every host_browser_request is answered by Answer(ctx, cdpMethod,
+	// cdpParams, cdpSessionId) on the request's own goroutine, posted like a
+	// browser's answer (a nil result as "{}", an error as its plain text
+	// with isError true). For load tests of the server side, where a browser
+	// per client would be the bottleneck. It must be safe for concurrent use.
+	Answer func(ctx context.Context, method string, params json.RawMessage, cdpSessionID string) (json.RawMessage, error)
 	// Origin is sent on every POST; default DevOrigin.
 	Origin string
 	// ClientID is the X-Vellum-Client-Id; default a random UUID.
@@ -43,6 +51,18 @@ type Options struct {
 	// ReconnectDelay is the wait before reopening a stream the server
 	// closed; default 1 s, as observed.
 	ReconnectDelay time.Duration
+	// Token, when set, is the bearer token of every request, and the client
+	// never pairs (a client paired beforehand, e.g. with a token the test
+	// minted for an actor of its own); empty means pairing on every connect,
+	// as the extension does.
+	Token string
+	// ResultSocket sends results over the result socket (GET
+	// /v1/host-browser-result/ws: an auth message with the token and client
+	// id, then one message per result), as the reference extension of this
+	// repository does, instead of one POST each as the Vellum extension
+	// does. Start opens it after the stream and fails when it cannot; a
+	// result whose socket write fails is POSTed.
+	ResultSocket bool
 	// HTTPClient sends every request; nil means a client of its own.
 	HTTPClient *http.Client
 	// Logger receives the client's warnings (a refused result, a lost
@@ -52,8 +72,10 @@ type Options struct {
 
 // Stats counts what the client did. Read it with Client.Stats.
 type Stats struct {
-	Pairings, Subscribes             int
-	Requests, Results, Cancelled     int
+	Pairings, Subscribes         int
+	Requests, Results, Cancelled int
+	// SocketResults is how many of Results went over the result socket.
+	SocketResults                    int
 	ResultsRefused                   map[int]int // status → count
 	Events, EventsRefused            int
 	EventsDropped                    int
@@ -69,6 +91,8 @@ type Client struct {
 	dbg    *debugger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// handlers counts the requests being handled (also in wg).
+	handlers sync.WaitGroup
 
 	open   atomic.Bool // the stream is open: events are posted only then
 	events chan post
@@ -77,7 +101,8 @@ type Client struct {
 	token     string
 	stats     Stats
 	cancelled map[string]bool
-	authStop  string // the body of a 401/403 on the stream, once it happened
+	socket    *resultSocket // Options.ResultSocket, once open
+	authStop  string        // the body of a 401/403 on the stream, once it happened
 	closeOnce sync.Once
 }
 
@@ -93,8 +118,8 @@ type post struct {
 // open, the stream reopened after ReconnectDelay when the server ends it,
 // and abandoned for good on 401 or 403 (as the extension does).
 func Start(ctx context.Context, o Options) (*Client, error) {
-	if o.ServerURL == "" || o.BrowserWSURL == "" {
-		return nil, errors.New("vellumtest: ServerURL and BrowserWSURL are required")
+	if o.ServerURL == "" || (o.BrowserWSURL == "" && o.Answer == nil) {
+		return nil, errors.New("vellumtest: ServerURL and BrowserWSURL (or Answer) are required")
 	}
 	o.ServerURL = strings.TrimSuffix(o.ServerURL, "/")
 	if o.Origin == "" {
@@ -116,15 +141,18 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.dbg = newDebugger(c.forwardEvent, c.tabClosed)
-	conn, err := dialCDP(ctx, o.BrowserWSURL, c.dbg.event)
-	if err != nil {
-		return nil, err
+	if o.Answer == nil {
+		conn, err := dialCDP(ctx, o.BrowserWSURL, c.dbg.event)
+		if err != nil {
+			return nil, err
+		}
+		c.dbg.conn = conn
+		if err := c.dbg.start(ctx); err != nil {
+			conn.close()
+			return nil, err
+		}
 	}
-	c.dbg.conn = conn
-	if err := c.dbg.start(ctx); err != nil {
-		conn.close()
-		return nil, err
-	}
+	var err error
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -136,6 +164,16 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 	case err = <-ready:
 	case <-ctx.Done():
 		err = ctx.Err()
+	}
+	if err == nil && o.ResultSocket {
+		var s *resultSocket
+		if s, err = c.openSocket(ctx); err == nil {
+			c.mu.Lock()
+			c.socket = s
+			c.mu.Unlock()
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); c.readAcks(runCtx, s) }()
+		}
 	}
 	if err != nil {
 		c.Close()
@@ -177,17 +215,50 @@ func (c *Client) TargetID(tabID int) string {
 }
 
 // Close stops the stream and every goroutine and closes the browser
-// connection (the browser keeps running). Idempotent; returns nil.
+// connection (the browser keeps running). It first lets the requests being
+// handled finish and, with ResultSocket, waits for the server's answers to
+// the results already sent on the socket (up to 2 s each), so that Stats
+// counts them. Idempotent; returns nil.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		// Requests being handled finish first, and the answers to results
+		// already sent on the socket arrive, so that Stats counts them.
+		c.waitHandlers()
+		c.mu.Lock()
+		s := c.socket
+		c.mu.Unlock()
+		if s != nil {
+			s.drain()
+		}
 		if c.cancel != nil {
 			c.cancel()
 		}
+		if s != nil {
+			s.conn.CloseNow()
+		}
 		c.wg.Wait()
-		c.dbg.conn.close()
+		if c.dbg.conn != nil {
+			c.dbg.conn.close()
+		}
 	})
 	return nil
 }
+
+// waitHandlers waits for the requests being handled, up to closeGrace.
+func (c *Client) waitHandlers() {
+	done := make(chan struct{})
+	go func() { c.handlers.Wait(); close(done) }()
+	guard := time.NewTimer(closeGrace)
+	defer guard.Stop()
+	select {
+	case <-done:
+	case <-guard.C:
+	}
+}
+
+// closeGrace bounds each of Close's waits: for the requests being handled,
+// and for the answers to results sent on the socket.
+const closeGrace = 2 * time.Second
 
 func (c *Client) count(f func(*Stats)) {
 	c.mu.Lock()
@@ -199,7 +270,13 @@ func (c *Client) count(f func(*Stats)) {
 func (c *Client) loop(ctx context.Context, ready chan<- error) {
 	first := true
 	for ctx.Err() == nil {
-		c.pair(ctx) // every connect pairs first; a failure leaves no token
+		if c.o.Token != "" {
+			c.mu.Lock()
+			c.token = c.o.Token
+			c.mu.Unlock()
+		} else {
+			c.pair(ctx) // every connect pairs first; a failure leaves no token
+		}
 		status, err := c.stream(ctx, func() {
 			if first {
 				first = false
@@ -367,7 +444,8 @@ func (c *Client) dispatch(ctx context.Context, data string) {
 	case "host_browser_request":
 		c.count(func(s *Stats) { s.Requests++ })
 		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.handle(ctx, m) }()
+		c.handlers.Add(1)
+		go func() { defer c.wg.Done(); defer c.handlers.Done(); c.handle(ctx, m) }()
 	case "host_browser_cancel":
 		c.mu.Lock()
 		c.cancelled[m.RequestID] = true
@@ -387,7 +465,13 @@ func (c *Client) handle(ctx context.Context, m request) {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
-	res, err := c.dbg.run(ctx, m.CDPMethod, params, m.CDPSessionID, c.o.ClientID)
+	var res json.RawMessage
+	var err error
+	if c.o.Answer != nil {
+		res, err = c.o.Answer(ctx, m.CDPMethod, params, m.CDPSessionID)
+	} else {
+		res, err = c.dbg.run(ctx, m.CDPMethod, params, m.CDPSessionID, c.o.ClientID)
+	}
 	body := resultBody{RequestID: m.RequestID}
 	var f *failure
 	switch {
@@ -407,6 +491,9 @@ func (c *Client) handle(ctx context.Context, m request) {
 	if cancelled || ctx.Err() != nil {
 		c.count(func(s *Stats) { s.Cancelled++ })
 		return
+	}
+	if c.sendOnSocket(ctx, body) {
+		return // counted when the server answers on the socket
 	}
 	raw, _ := json.Marshal(body)
 	status, respBody, err := c.post(ctx, "/v1/host-browser-result", raw, true)

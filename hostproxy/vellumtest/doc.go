@@ -27,4 +27,11 @@
 //		BrowserWSURL: browser.BrowserWSURL, // a headless Chromium the test started
 //	})
 //	defer c.Close()
+//
+// With Options.Answer set instead of BrowserWSURL, the same client answers
+// from a function rather than a browser: the wire is unchanged, so many such
+// clients load a server's side of it (its streams, routing and result
+// routes) without a browser each. Options.ResultSocket sends results over
+// the result socket, as this repository's reference extension does, instead
+// of one POST each.
 package vellumtest

@@ -11,7 +11,9 @@
 //     subscriber stalls;
 //  6. the guards' cost per tool call, with and without a policy (issue 13);
 //  7. the same browser scenario through examples/mcp, Chrome DevTools MCP and
-//     Playwright MCP on one Chromium (issue 15).
+//     Playwright MCP on one Chromium (issue 15);
+//  8. scale: 1,000 conversations at once over 100 simulated extension
+//     clients, and a few on one local Chromium (issue 16).
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
@@ -56,6 +58,7 @@ type counts struct {
 	distRounds, distShots, distConv int
 	guard                           int
 	mcp                             harness.MCPOptions
+	scale                           harness.ScaleOptions
 }
 
 var full = counts{
@@ -69,6 +72,7 @@ var full = counts{
 	distRounds:  1000, distShots: 10, distConv: 50,
 	guard: 200,
 	mcp:   harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
+	scale: harness.ScaleOptions{Clients: 100, Conversations: 1000, Rounds: 20, LocalConversations: 16, LocalRounds: 50},
 }
 
 var quick = counts{
@@ -82,6 +86,7 @@ var quick = counts{
 	distRounds:  100, distShots: 2, distConv: 5,
 	guard: 20,
 	mcp:   harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
+	scale: harness.ScaleOptions{Clients: 20, Conversations: 100, Rounds: 5, LocalConversations: 4, LocalRounds: 5},
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -109,7 +114,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -187,11 +192,20 @@ func run() error {
 		return ctx.Err()
 	}
 
-	harness.Progress("starting browsers, server, extension, bridge, local (root %s)", *root)
 	loadStart := harness.LoadAvg()
-	w, err := harness.NewWorld(ctx, *root)
-	if err != nil {
-		return err
+	// The world (one Chromium with the extension, the bridge, local) serves
+	// the first phases only; a run of the other phases alone skips it.
+	needWorld := len(selected) == 0
+	for _, p := range []string{"evaluate", "worker", "screenshot", "failover", "coldstart", "guard"} {
+		needWorld = needWorld || selected[p]
+	}
+	w := &harness.World{Root: *root}
+	var err error
+	if needWorld {
+		harness.Progress("starting browsers, server, extension, bridge, local (root %s)", *root)
+		if w, err = harness.NewWorld(ctx, *root); err != nil {
+			return err
+		}
 	}
 	defer w.Close()
 	res.Machine = harness.DescribeMachine(ctx, w)
@@ -282,6 +296,16 @@ func run() error {
 			d, err := harness.MeasureDistributed(ctx, n.distRounds, n.distShots, n.distConv)
 			res.Distributed = &d
 			return err
+		})
+	}
+	if err == nil {
+		err = phase("scale", func() error {
+			sc, err := harness.MeasureScale(ctx, n.scale)
+			res.Scale = &sc
+			if err != nil {
+				return err
+			}
+			return sc.Err()
 		})
 	}
 	if err != nil {
