@@ -19,6 +19,7 @@ var ToolNames = []string{
 	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
 	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
+	"browser_login",
 }
 
 // args is what every argument type has: the Common properties.
@@ -220,6 +221,17 @@ func (s *Server) Register(srv *mcp.Server) {
 		},
 		text:    statusText,
 		backend: func(r tools.StatusReport) browserbackend.Kind { return "" },
+	})
+	add(s, srv, toolDef[LoginArgs, tools.LoginResult]{
+		name: "browser_login", title: "Sign in",
+		desc: "Sign in on the current page with a credential from the server's vault (GRD-5): fill each field with %username% or %password%, " +
+			"which the server replaces with the vault entry, then optionally click submit. Use it instead of browser_type for passwords " +
+			"(browser_type refuses password fields). The credential itself is never returned. Fails feature_not_configured when the server has no vault.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a LoginArgs) (tools.LoginResult, error) {
+			return s.opts.Tools.Login(ctx, inv, a.input())
+		},
+		text:    loginText,
+		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
 	if s.opts.Screenshots == ScreenshotResourceLink {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
