@@ -101,9 +101,9 @@ func TestLoginOverMCPNeverShowsThePassword(t *testing.T) {
 	assert.Equal(t, 2, filled.Filled)
 	assert.Contains(t, text(res), "Filled 2 field(s) from the vault")
 	record(res)
-	_, res = ok[tools.SnapshotResult](t, cs, "browser_snapshot", nil)
+	_, res = ok[mcptools.SnapshotSummary](t, cs, "browser_snapshot", nil)
 	record(res)
-	_, res = ok[tools.ExtractResult](t, cs, "browser_extract", map[string]any{"selector": "form"})
+	_, res = ok[mcptools.ExtractSummary](t, cs, "browser_extract", map[string]any{"selector": "form"})
 	record(res)
 
 	done, res := ok[tools.LoginResult](t, cs, "browser_login", map[string]any{"credential": "login:site", "fields": fields,
@@ -112,7 +112,7 @@ func TestLoginOverMCPNeverShowsThePassword(t *testing.T) {
 	assert.True(t, done.Submitted)
 	assert.Equal(t, site.URL+"/welcome", done.URL)
 	assert.Equal(t, loginSecret, <-posted, "the form was filled from the vault")
-	_, res = ok[tools.SnapshotResult](t, cs, "browser_snapshot", nil)
+	_, res = ok[mcptools.SnapshotSummary](t, cs, "browser_snapshot", nil)
 	record(res)
 
 	require.NoError(t, cs.Close())

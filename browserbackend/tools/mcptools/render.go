@@ -249,3 +249,47 @@ func (s *Server) readScreenshot(_ context.Context, req *mcp.ReadResourceRequest)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: data}}}, nil
 }
+
+// SnapshotSummary is the structured content of browser_snapshot: the tree
+// itself is sent once, as the text content the model reads (one element per
+// line with its ref); sending it again as JSON nodes would double the bytes
+// on the wire and the client's parse time for nothing.
+type SnapshotSummary struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Nodes is the number of tree lines in the text, Refs how many of them
+	// carry a ref.
+	Nodes     int      `json:"nodes"`
+	Refs      int      `json:"refs"`
+	Truncated bool     `json:"truncated,omitempty"`
+	Skipped   []string `json:"skippedFrames,omitempty"`
+	tools.Call
+}
+
+func summarizeSnapshot(r tools.SnapshotResult) SnapshotSummary {
+	sum := SnapshotSummary{URL: r.URL, Title: r.Title, Nodes: len(r.Nodes), Truncated: r.Truncated,
+		Skipped: r.SkippedFrames, Call: r.Call}
+	for _, n := range r.Nodes {
+		if n.Ref != "" {
+			sum.Refs++
+		}
+	}
+	return sum
+}
+
+// ExtractSummary is the structured content of browser_extract: the text is
+// the text content, sent once.
+type ExtractSummary struct {
+	URL string `json:"url"`
+	// Chars is the number of characters returned in the text content;
+	// Length the full text's length in UTF-16 units, before any cut.
+	Chars     int    `json:"chars"`
+	Length    int    `json:"length"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Ref       string `json:"ref,omitempty"`
+	tools.Call
+}
+
+func summarizeExtract(r tools.ExtractResult) ExtractSummary {
+	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Call: r.Call}
+}
