@@ -167,6 +167,25 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
 		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs)
 	})
+	t.Run("local, kept clients", func(t *testing.T) {
+		// One Client per conversation: the interception is enabled once
+		// and stays on between calls.
+		gs := startGuardSites(t)
+		b := local.New(local.Options{Logger: quietLogger(), Args: []string{hostRules}})
+		t.Cleanup(func() { b.Close() })
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy), KeepClients: true})
+		t.Cleanup(tl.Shutdown)
+		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local-kept", InterfaceID: "cli"}, gs)
+	})
+	t.Run("host-bridge", func(t *testing.T) {
+		gs := startGuardSites(t)
+		h := startRuntime(t)
+		startBridge(t, h, chromiumtest.WithArgs(hostRules))
+		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		// auto: no extension is connected, so the desktop bridge serves.
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-bridge"), gs)
+	})
 	t.Run("extension", func(t *testing.T) {
 		gs := startGuardSites(t)
 		h := startRuntime(t)
@@ -191,6 +210,18 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
 		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp", InterfaceID: "cli"}, gs)
+	})
+	t.Run("cdp-inspect, kept clients", func(t *testing.T) {
+		gs := startGuardSites(t)
+		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
+		cfg := cdpinspect.DefaultConfig()
+		cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
+		prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), KeepClients: true})
+		t.Cleanup(tl.Shutdown)
+		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
+		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs)
 	})
 }
 

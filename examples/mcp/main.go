@@ -211,7 +211,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 	}
 
-	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log, Guard: g, Vault: vault}
+	// Each MCP session's conversation keeps its Client between calls: no
+	// new connection or target attachment per tool call.
+	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log, Guard: g, Vault: vault, KeepClients: true}
 	// Closing a conversation closes the tab cdp-inspect opened for it, and
 	// its local page.
 	to.CloseConversation = func(ctx context.Context, k browserbackend.Kind, conv string) error {
@@ -221,7 +223,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		return err
 	}
-	mo := mcptools.Options{Tools: tools.New(to), ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
+	tl := tools.New(to)
+	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
+	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
 	if c.screenshots == "link" {
 		mo.Screenshots = mcptools.ScreenshotResourceLink
 	}
