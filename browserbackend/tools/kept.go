@@ -13,7 +13,7 @@ import (
 // (Options.KeepClients): the invocation as the selector sees it.
 type keptKey struct {
 	conversation, iface, actor, target string
-	mode                                browserbackend.Mode
+	mode                               browserbackend.Mode
 }
 
 func keptKeyOf(inv browserbackend.Invocation) keptKey {
