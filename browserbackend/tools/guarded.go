@@ -51,7 +51,11 @@ type watch struct {
 
 	mu   sync.Mutex
 	wins map[*window]struct{}
-	self target.ID
+	// self is the page's target id ("" when the backend does not say);
+	// discovering, whether Target.setDiscoverTargets was turned on. Both
+	// are set before the handlers run.
+	self        target.ID
+	discovering bool
 
 	wg    sync.WaitGroup
 	stops []func()
@@ -98,20 +102,51 @@ func (w *watch) each(fn func(*window)) {
 // guard that cannot intercept must not let the call run.
 func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
 	w := &watch{g: g, s: s, life: life, wins: map[*window]struct{}{}}
-	if _, err := cdp.Call(ctx, s, page.Enable, page.EnableParams{}); err != nil {
-		return nil, wrap(op, err)
-	}
 	paused := w.subscribe(fetch.RequestPaused.Method)
 	opens := w.subscribe(page.WindowOpen.Method)
 	navs := w.subscribe(page.FrameRequestedNavigation.Method)
 	stopped := w.subscribe(page.FrameStoppedLoading.Method)
 	loaded := w.subscribe(page.LoadEventFired.Method)
 	within := w.subscribe(page.NavigatedWithinDocument.Method)
-	if _, err := cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
-	}}); err != nil {
+	created := w.subscribe(target.TargetCreated.Method)
+	changed := w.subscribe(target.TargetInfoChanged.Method)
+	// The set-up commands are independent: they are sent together, so the
+	// call waits one round trip for them instead of four.
+	var (
+		wg                  sync.WaitGroup
+		pageErr, fetchErr   error
+		info                target.GetTargetInfoResult
+		infoErr, discoverEr error
+	)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		_, pageErr = cdp.Call(ctx, s, page.Enable, page.EnableParams{})
+	}()
+	go func() {
+		defer wg.Done()
+		_, fetchErr = cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
+		}})
+	}()
+	// Popups: best effort, since not every backend lets a page session
+	// discover targets; the document interception does not depend on it.
+	go func() {
+		defer wg.Done()
+		info, infoErr = cdp.Call(ctx, s, target.GetTargetInfo, target.GetTargetInfoParams{})
+	}()
+	go func() {
+		defer wg.Done()
+		_, discoverEr = cdp.Call(ctx, s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true})
+	}()
+	wg.Wait()
+	w.discovering = discoverEr == nil
+	if err := errors.Join(pageErr, fetchErr); err != nil {
 		w.stop(ctx)
 		return nil, wrap(op, err)
+	}
+	if infoErr == nil && info.TargetInfo != nil {
+		w.self = info.TargetInfo.TargetID
 	}
 	w.loop(navs, func([]byte) { w.navigated() })
 	for _, ch := range []<-chan []byte{stopped, loaded, within} {
@@ -126,25 +161,16 @@ func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op str
 	}
 	w.loop(paused, func(raw []byte) { w.onPaused(raw) })
 	w.loop(opens, func(raw []byte) { w.onWindowOpen(raw) })
-	// Popups: best effort, since not every backend lets a page session
-	// discover targets; the document interception above does not depend on it.
-	if info, err := cdp.Call(ctx, s, target.GetTargetInfo, target.GetTargetInfoParams{}); err == nil && info.TargetInfo != nil {
-		w.self = info.TargetInfo.TargetID
-		created := w.subscribe(target.TargetCreated.Method)
-		changed := w.subscribe(target.TargetInfoChanged.Method)
-		if _, err := cdp.Call(ctx, s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err == nil {
-			onTarget := func(raw []byte) {
-				var ev struct {
-					TargetInfo *target.Info `json:"targetInfo"`
-				}
-				if decodeValue(raw, &ev) == nil && ev.TargetInfo != nil {
-					w.onTarget(ev.TargetInfo)
-				}
-			}
-			w.loop(created, onTarget)
-			w.loop(changed, onTarget)
+	onTarget := func(raw []byte) {
+		var ev struct {
+			TargetInfo *target.Info `json:"targetInfo"`
+		}
+		if w.self != "" && decodeValue(raw, &ev) == nil && ev.TargetInfo != nil {
+			w.onTarget(ev.TargetInfo)
 		}
 	}
+	w.loop(created, onTarget)
+	w.loop(changed, onTarget)
 	return w, nil
 }
 
@@ -334,10 +360,16 @@ func (p *Page) awaitNavigation(ctx context.Context, op string, action func() err
 func (w *watch) stop(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
-	_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
-	if w.self != "" {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
+	}()
+	if w.discovering {
 		_, _ = cdp.Call(cctx, w.s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: false})
 	}
+	wg.Wait()
 	for _, s := range w.stops {
 		s()
 	}
