@@ -159,7 +159,11 @@ func run() error {
 	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
 	var lb *local.Browser
 	if *useLocal {
-		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
+		lo := local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs}
+		if g != nil {
+			lo.NavigationCheck = g.CheckURL // popups the pages open are checked from their first request
+		}
+		lb = local.New(lo)
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
