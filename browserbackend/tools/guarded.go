@@ -39,8 +39,8 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 // A per-call watch lives for one call (startWatch, begin, stop). A kept
 // Client (Options.KeepClients) has one watch for its lifetime: the
 // interception is enabled once and stays on between calls, where it still
-// blocks off-list documents (the refusal is then reported by the next
-// call's page check, since the page did not leave).
+// blocks off-list documents: the page stays where it was, and no call
+// reports the refusal (there is none in progress).
 type watch struct {
 	g *guard.Guard
 	s cdp.Session
