@@ -102,7 +102,24 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// Logger receives launch and close records; nil means slog.Default().
 	Logger *slog.Logger
+	// NavigationCheck, optional, is asked about the URL of every navigation
+	// request (a document, each redirect hop) of a page the browser opened
+	// by itself — a popup, a target=_blank link — and a non-nil error fails
+	// the request as blocked by the client before it leaves (GRD-2).
+	// Playwright applies its routes to such a page before it runs, so the
+	// popup's first request is checked, which CDP Fetch on the opener's
+	// session cannot do. The conversations' own pages are left to the
+	// tools' guard (its refusals name the URL and rule); other requests
+	// continue unchecked. It runs on
+	// Playwright's dispatch goroutines with a ctx bounded by
+	// NavigationCheckTimeout and must be safe for concurrent use; wire it to
+	// guard.Guard.CheckURL. Routing turns off the browser's HTTP cache.
+	NavigationCheck func(ctx context.Context, url string) error
 }
+
+// NavigationCheckTimeout bounds one Options.NavigationCheck call; a check
+// that does not answer in time blocks the request.
+const NavigationCheckTimeout = 5 * time.Second
 
 // Browser is one lazily launched, shared Chromium driven through Playwright
 // (LOC-1). Nothing runs until the first command of some conversation needs a
@@ -363,6 +380,11 @@ func (b *Browser) doLaunch() (*state, error) {
 	}
 	st.bctx = bctx
 	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
+	if check := b.opts.NavigationCheck; check != nil {
+		if err := bctx.Route("**/*", func(r playwright.Route) { routeNavigation(r, check) }); err != nil {
+			return fail("cannot install the navigation check", err)
+		}
+	}
 	// A killed browser (not the driver) is noticed by Playwright only late,
 	// and pending CDPSession calls are not failed: watch the browser process
 	// itself, so that its exit fails in-flight commands at once (Send waits
@@ -381,6 +403,38 @@ func (b *Browser) doLaunch() (*state, error) {
 		}
 	}
 	return st, nil
+}
+
+// routeNavigation continues r, or fails it when it is a navigation request
+// check refuses.
+func routeNavigation(r playwright.Route, check func(ctx context.Context, url string) error) {
+	req := r.Request()
+	if req.IsNavigationRequest() && openedByBrowser(req) {
+		ctx, cancel := context.WithTimeout(context.Background(), NavigationCheckTimeout)
+		err := check(ctx, req.URL())
+		cancel()
+		if err != nil {
+			_ = r.Abort("blockedbyclient")
+			return
+		}
+	}
+	_ = r.Continue()
+}
+
+// openedByBrowser reports whether req belongs to a page the browser opened
+// by itself: a popup (its page has an opener), or a request issued before
+// its frame exists, which only a page just opened makes.
+func openedByBrowser(req playwright.Request) bool {
+	f := req.Frame()
+	if f == nil {
+		return true
+	}
+	pg := f.Page()
+	if pg == nil {
+		return true
+	}
+	op, _ := pg.Opener()
+	return op != nil
 }
 
 // teardown closes the context and the driver of st and removes a temporary

@@ -25,6 +25,11 @@ type GuardResult struct {
 const (
 	GuardInspect = "cdp-inspect"
 	GuardLocal   = "local"
+	// The same with tools.Options.KeepClients (as examples/mcp runs): the
+	// conversation keeps its Client, and a guard its Fetch interception,
+	// between calls.
+	GuardInspectKept = "cdp-inspect, kept Client"
+	GuardLocalKept   = "local, kept Client"
 )
 
 // MeasureGuardCost times one extract tool call (`h1` of the form page) on
@@ -51,15 +56,23 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 	defer ch.Close()
 	cfg := InspectConfig()
 	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
-	inspect := tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir,
-		Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
-			cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard)),
-		}})})
-	loc := tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir,
-		Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{local.NewProvider(w.Local)}}),
-		CloseConversation: func(_ context.Context, _ bb.Kind, conv string) error {
-			return w.Local.CloseConversation(conv)
-		}})
+	inspectTools := func(keep bool) *tools.Tools {
+		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: keep,
+			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
+				cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard)),
+			}})})
+	}
+	localTools := func(keep bool) *tools.Tools {
+		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: keep,
+			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{local.NewProvider(w.Local)}}),
+			CloseConversation: func(_ context.Context, _ bb.Kind, conv string) error {
+				return w.Local.CloseConversation(conv)
+			}})
+	}
+	inspect, loc := inspectTools(false), localTools(false)
+	inspectKept, locKept := inspectTools(true), localTools(true)
+	defer inspectKept.Shutdown()
+	defer locKept.Shutdown()
 	type row struct {
 		res *GuardResult
 		tl  *tools.Tools
@@ -71,13 +84,13 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 	for _, be := range []struct {
 		name string
 		tl   *tools.Tools
-	}{{GuardInspect, inspect}, {GuardLocal, loc}} {
+	}{{GuardInspect, inspect}, {GuardLocal, loc}, {GuardInspectKept, inspectKept}, {GuardLocalKept, locKept}} {
 		for _, pol := range []bool{false, true} {
 			out = append(out, GuardResult{Backend: be.name, Policy: pol})
 		}
 	}
 	i := 0
-	for _, be := range []*tools.Tools{inspect, inspect, loc, loc} {
+	for _, be := range []*tools.Tools{inspect, inspect, loc, loc, inspectKept, inspectKept, locKept, locKept} {
 		res := &out[i]
 		c := ctx
 		if res.Policy {

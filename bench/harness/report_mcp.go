@@ -33,7 +33,9 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 	p("One `tools.Extract` call (selector `h1` of a small form page) through a fresh per-call Client, without and with a "+
 		"`guard.Policy` on its context (allow-list of the fixture host plus its development loopback opt-in: GRD-2's "+
 		"URL checks before and after the action and the Fetch interception of document requests, which the guarded "+
-		"call enables and disables around the action). %d calls per row after warm-up, the four rows interleaved "+
+		"call enables and disables around the action); the rows \"kept Client\" run with `tools.Options.KeepClients` "+
+		"(as examples/mcp does): the conversation keeps its Client, and the guard its interception, between calls. "+
+		"%d calls per row after warm-up, the rows interleaved "+
 		"in an order shuffled per round; each row has its own conversation; cdp-inspect on a headless Chromium of its own. Baseline: the same backend "+
 		"without a policy.\n\n", len(r.Guard[0].D))
 	p("| backend | policy | n | median | p99 | median vs no policy | Δ median vs no policy |\n|---|---|---|---|---|---|---|\n")

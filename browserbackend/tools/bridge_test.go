@@ -18,10 +18,10 @@ import (
 
 // startBridge runs the reference desktop bridge (interface macos) against a
 // fresh headless Chromium, connected to h, until the test ends, and waits
-// until it is on the roster.
-func startBridge(t testing.TB, h *hubStack) {
+// until it is on the roster; opts are the Chromium's.
+func startBridge(t testing.TB, h *hubStack, opts ...chromiumtest.Option) {
 	t.Helper()
-	b := chromiumtest.Start(t)
+	b := chromiumtest.Start(t, opts...)
 	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS, ClientID: "mac-1"})
 	require.NoError(t, err)
 	cfg := cdpinspect.DefaultConfig()

@@ -27,82 +27,158 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 	return t.guard
 }
 
-// watch is the in-browser half of GRD-2 for one tool call: while it runs,
-// every document request of the page (each redirect hop included) is paused
-// by CDP Fetch and continued only when the guard allows its URL, else failed
-// with BlockedByClient; popups the page opens are checked as they appear
-// and closed when off the list. Violations are collected for the call's
-// result. watch speaks plain CDP on the call's session, so it works on every
-// backend (through chrome.debugger on the extension).
+// watch is the in-browser half of GRD-2: while it runs, every document
+// request of the page (each redirect hop included) is paused by CDP Fetch
+// and continued only when the guard allows its URL, else failed with
+// BlockedByClient; popups the page opens are checked as they appear and
+// closed when off the list. Refusals are recorded in the windows of the
+// tool calls in progress (begin). watch speaks plain CDP on the call's
+// session, so it works on every backend (through chrome.debugger on the
+// extension).
+//
+// A per-call watch lives for one call (startWatch, begin, stop). A kept
+// Client (Options.KeepClients) has one watch for its lifetime: the
+// interception is enabled once and stays on between calls, where it still
+// blocks off-list documents: the page stays where it was, and no call
+// reports the refusal (there is none in progress).
 type watch struct {
-	g  *guard.Guard
-	s  cdp.Session
-	op string
+	g *guard.Guard
+	s cdp.Session
+	// life bounds the handlers' own commands: the call's ctx for a per-call
+	// watch, context.Background() for a kept one (each command also has
+	// guardCleanupTimeout).
+	life context.Context
 
-	mu         sync.Mutex
-	violations []error
-	self       target.ID
-
-	// navCh is closed at the first document request or renderer-initiated
-	// navigation; settled receives a signal when a frame stops loading.
-	navCh   chan struct{}
-	navOnce sync.Once
-	settled chan struct{}
+	mu   sync.Mutex
+	wins map[*window]struct{}
+	// self is the page's target id ("" when the backend does not say);
+	// discovering, whether Target.setDiscoverTargets was turned on. Both
+	// are set before the handlers run.
+	self        target.ID
+	discovering bool
 
 	wg    sync.WaitGroup
 	stops []func()
 }
 
-// startWatch enables the interception. It fails when Fetch.enable fails: a
-// guard that cannot intercept must not let the call run.
-func startWatch(ctx context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
-	w := &watch{g: g, s: s, op: op, navCh: make(chan struct{}), settled: make(chan struct{}, 1)}
-	if _, err := cdp.Call(ctx, s, page.Enable, page.EnableParams{}); err != nil {
-		return nil, wrap(op, err)
+// window is what one tool call learns from its watch: the refusals and
+// whether (and when) the page navigated while the call ran.
+type window struct {
+	op         string
+	violations []error
+	// navCh is closed at the first document request or renderer-initiated
+	// navigation; settled receives a signal when a frame stops loading.
+	navCh   chan struct{}
+	navOnce sync.Once
+	settled chan struct{}
+}
+
+// begin opens the window of one call; end closes it.
+func (w *watch) begin(op string) *window {
+	win := &window{op: op, navCh: make(chan struct{}), settled: make(chan struct{}, 1)}
+	w.mu.Lock()
+	w.wins[win] = struct{}{}
+	w.mu.Unlock()
+	return win
+}
+
+func (w *watch) end(win *window) {
+	w.mu.Lock()
+	delete(w.wins, win)
+	w.mu.Unlock()
+}
+
+// each runs fn for every open window.
+func (w *watch) each(fn func(*window)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for win := range w.wins {
+		fn(win)
 	}
+}
+
+// startWatch enables the interception on s, with ctx bounding the set-up
+// commands and life the handlers'. It fails when Fetch.enable fails: a
+// guard that cannot intercept must not let the call run.
+func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
+	w := &watch{g: g, s: s, life: life, wins: map[*window]struct{}{}}
 	paused := w.subscribe(fetch.RequestPaused.Method)
 	opens := w.subscribe(page.WindowOpen.Method)
 	navs := w.subscribe(page.FrameRequestedNavigation.Method)
 	stopped := w.subscribe(page.FrameStoppedLoading.Method)
 	loaded := w.subscribe(page.LoadEventFired.Method)
 	within := w.subscribe(page.NavigatedWithinDocument.Method)
-	if _, err := cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
-	}}); err != nil {
+	created := w.subscribe(target.TargetCreated.Method)
+	changed := w.subscribe(target.TargetInfoChanged.Method)
+	// The set-up commands are independent: they are sent together, so the
+	// call waits one round trip for them instead of four.
+	var (
+		wg                  sync.WaitGroup
+		pageErr, fetchErr   error
+		info                target.GetTargetInfoResult
+		infoErr, discoverEr error
+	)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		_, pageErr = cdp.Call(ctx, s, page.Enable, page.EnableParams{})
+	}()
+	go func() {
+		defer wg.Done()
+		_, fetchErr = cdp.Call(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest},
+		}})
+	}()
+	// Popups: best effort, since not every backend lets a page session
+	// discover targets; the document interception does not depend on it.
+	go func() {
+		defer wg.Done()
+		info, infoErr = cdp.Call(ctx, s, target.GetTargetInfo, target.GetTargetInfoParams{})
+	}()
+	go func() {
+		defer wg.Done()
+		_, discoverEr = cdp.Call(ctx, s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true})
+	}()
+	wg.Wait()
+	w.discovering = discoverEr == nil
+	if err := errors.Join(pageErr, fetchErr); err != nil {
 		w.stop(ctx)
 		return nil, wrap(op, err)
+	}
+	if infoErr == nil && info.TargetInfo != nil {
+		w.self = info.TargetInfo.TargetID
 	}
 	w.loop(navs, func([]byte) { w.navigated() })
 	for _, ch := range []<-chan []byte{stopped, loaded, within} {
 		w.loop(ch, func([]byte) {
-			select {
-			case w.settled <- struct{}{}:
-			default:
-			}
+			w.each(func(win *window) {
+				select {
+				case win.settled <- struct{}{}:
+				default:
+				}
+			})
 		})
 	}
-	w.loop(paused, func(raw []byte) { w.onPaused(ctx, raw) })
-	w.loop(opens, func(raw []byte) { w.onWindowOpen(ctx, raw) })
-	// Popups: best effort, since not every backend lets a page session
-	// discover targets; the document interception above does not depend on it.
-	if info, err := cdp.Call(ctx, s, target.GetTargetInfo, target.GetTargetInfoParams{}); err == nil && info.TargetInfo != nil {
-		w.self = info.TargetInfo.TargetID
-		created := w.subscribe(target.TargetCreated.Method)
-		changed := w.subscribe(target.TargetInfoChanged.Method)
-		if _, err := cdp.Call(ctx, s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err == nil {
-			onTarget := func(raw []byte) {
-				var ev struct {
-					TargetInfo *target.Info `json:"targetInfo"`
-				}
-				if decodeValue(raw, &ev) == nil && ev.TargetInfo != nil {
-					w.onTarget(ctx, ev.TargetInfo)
-				}
-			}
-			w.loop(created, onTarget)
-			w.loop(changed, onTarget)
+	w.loop(paused, func(raw []byte) { w.onPaused(raw) })
+	w.loop(opens, func(raw []byte) { w.onWindowOpen(raw) })
+	onTarget := func(raw []byte) {
+		var ev struct {
+			TargetInfo *target.Info `json:"targetInfo"`
+		}
+		if w.self != "" && decodeValue(raw, &ev) == nil && ev.TargetInfo != nil {
+			w.onTarget(ev.TargetInfo)
 		}
 	}
+	w.loop(created, onTarget)
+	w.loop(changed, onTarget)
 	return w, nil
+}
+
+// actx is the context of one handler action: life without its
+// cancellation (a paused request must be answered even once a call's ctx is
+// done, else the page waits for it), bounded by guardCleanupTimeout.
+func (w *watch) actx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(w.life), guardCleanupTimeout)
 }
 
 func (w *watch) subscribe(method string) <-chan []byte {
@@ -132,33 +208,29 @@ func (w *watch) loop(ch <-chan []byte, fn func([]byte)) {
 }
 
 func (w *watch) violate(err error) {
-	w.mu.Lock()
-	w.violations = append(w.violations, err)
-	w.mu.Unlock()
+	w.each(func(win *window) { win.violations = append(win.violations, err) })
 }
 
-// firstViolation returns the first refusal recorded, or nil.
-func (w *watch) firstViolation() error {
+// firstViolation returns the first refusal recorded in win, or nil.
+func (w *watch) firstViolation(win *window) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.violations) == 0 {
+	if len(win.violations) == 0 {
 		return nil
 	}
-	return w.violations[0]
+	return win.violations[0]
 }
 
-func (w *watch) onPaused(ctx context.Context, raw []byte) {
+func (w *watch) onPaused(raw []byte) {
 	var ev fetch.EventRequestPaused
 	if decodeValue(raw, &ev) != nil || ev.Request == nil {
 		return
 	}
 	w.navigated()
 	u := ev.Request.URL + ev.Request.URLFragment
-	// A paused request must be answered even once the call's ctx is done,
-	// else the page waits for it.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
+	actx, cancel := w.actx()
 	defer cancel()
-	if err := w.g.CheckURL(ctx, u); err != nil {
+	if err := w.g.CheckURL(actx, u); err != nil {
 		w.violate(err)
 		_, _ = cdp.Call(actx, w.s, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
@@ -168,18 +240,18 @@ func (w *watch) onPaused(ctx context.Context, raw []byte) {
 
 // onWindowOpen checks the URL of a window the page opens (Page.windowOpen);
 // an off-list one is a violation and its target is closed once found.
-func (w *watch) onWindowOpen(ctx context.Context, raw []byte) {
+func (w *watch) onWindowOpen(raw []byte) {
 	var ev page.EventWindowOpen
 	if decodeValue(raw, &ev) != nil || ev.URL == "" || ev.URL == "about:blank" {
 		return
 	}
-	err := w.g.CheckURL(ctx, ev.URL)
+	actx, cancel := w.actx()
+	defer cancel()
+	err := w.g.CheckURL(actx, ev.URL)
 	if err == nil {
 		return
 	}
 	w.violate(err)
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
-	defer cancel()
 	if w.self == "" {
 		return
 	}
@@ -189,36 +261,38 @@ func (w *watch) onWindowOpen(ctx context.Context, raw []byte) {
 	}
 	for _, info := range list.TargetInfos {
 		if info.Type == "page" && info.OpenerID == w.self {
-			w.onTarget(ctx, info)
+			w.onTarget(info)
 		}
 	}
 }
 
-func (w *watch) onTarget(ctx context.Context, info *target.Info) {
+func (w *watch) onTarget(info *target.Info) {
 	if info.Type != "page" || info.OpenerID == "" || info.OpenerID != w.self || info.URL == "" || info.URL == "about:blank" {
 		return
 	}
-	if err := w.g.CheckURL(ctx, info.URL); err != nil {
+	actx, cancel := w.actx()
+	defer cancel()
+	if err := w.g.CheckURL(actx, info.URL); err != nil {
 		w.violate(err)
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
-		defer cancel()
 		_, _ = cdp.Call(actx, w.s, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
 	}
 }
 
-func (w *watch) navigated() { w.navOnce.Do(func() { close(w.navCh) }) }
+func (w *watch) navigated() {
+	w.each(func(win *window) { win.navOnce.Do(func() { close(win.navCh) }) })
+}
 
 // settle waits, after an input action, for a navigation the action started
 // to be decided (GRD-2): a link activation, a form submission or a location
 // assignment reaches the browser within two turns of the page's task loop.
 // If one did, it waits for a frame to stop loading (or ctx).
-func (w *watch) settle(ctx context.Context, p *Page) {
-	if !turns(ctx, p, w.op, w.navCh) {
+func (win *window) settle(ctx context.Context, p *Page) {
+	if !turns(ctx, p, win.op, win.navCh) {
 		return
 	}
 	select {
 	case <-ctx.Done():
-	case <-w.settled:
+	case <-win.settled:
 	}
 }
 
@@ -286,10 +360,16 @@ func (p *Page) awaitNavigation(ctx context.Context, op string, action func() err
 func (w *watch) stop(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
-	_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
-	if w.self != "" {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
+	}()
+	if w.discovering {
 		_, _ = cdp.Call(cctx, w.s, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: false})
 	}
+	wg.Wait()
 	for _, s := range w.stops {
 		s()
 	}
@@ -341,13 +421,20 @@ var navigates = map[string]bool{"login": true, "click": true, "press_key": true,
 // call, the page URL checked before (except for navigate, which leaves the
 // page) and after, a navigation started by an input action awaited, and an
 // off-list page parked on about:blank. A refusal wins over fn's own result.
-func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, act func(context.Context, *Page, *guard.Guard) error, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+//
+// w is the kept Client's watch (Options.KeepClients), already running; nil
+// starts one for this call and stops it at the end.
+func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *watch, act func(context.Context, *Page, *guard.Guard) error, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
 	var zero R
-	w, err := startWatch(ctx, g, p.s, op)
-	if err != nil {
-		return zero, err
+	if w == nil {
+		var err error
+		if w, err = startWatch(ctx, ctx, g, p.s, op); err != nil {
+			return zero, err
+		}
+		defer w.stop(ctx)
 	}
-	defer w.stop(ctx)
+	win := w.begin(op)
+	defer w.end(win)
 	if op != "navigate" {
 		if err := p.checkPage(ctx, g, op); err != nil {
 			return zero, err
@@ -360,9 +447,9 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, act
 	}
 	res, ferr := fn(ctx, p)
 	if navigates[op] && ferr == nil {
-		w.settle(ctx, p)
+		win.settle(ctx, p)
 	}
-	if v := w.firstViolation(); v != nil {
+	if v := w.firstViolation(win); v != nil {
 		if u, err := p.currentURL(ctx, op); err != nil || g.CheckURL(ctx, u) != nil {
 			p.park(ctx)
 		}

@@ -90,6 +90,7 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	}
 	defer cancel()
 	inv.Mode = mode
+	t.kept.dropConversation(inv.ConversationID) // before the page goes: its Client must not outlive it
 	var res ReleaseResult
 	res.Forgot, _ = t.sel.Memo().Get(inv.ConversationID)
 	// Forget last: the release commands below succeed through the selector,

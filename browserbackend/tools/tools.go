@@ -63,6 +63,18 @@ type Options struct {
 	// Vault, optional, supplies the login tool's credentials (GRD-5); nil
 	// makes Login fail feature_not_configured.
 	Vault Vault
+	// KeepClients makes a conversation keep its Client between calls
+	// instead of opening one per call, so consecutive calls skip the
+	// backend's connection, target attachment and selection (for
+	// cdp-inspect: discovery, a WebSocket dial and Target.attachToTarget).
+	// The Client is dropped, and the next call selects afresh, when a call
+	// fails with a transport, closed, session-gone or crashed error, when
+	// new_tab or use_active_tab asks for another tab, and by Close and
+	// Detach of the conversation; Shutdown drops them all. Calls the
+	// extension serves still use a Client per call. The backend stays the
+	// one first selected until the Client is dropped (the attempts of every
+	// call are those of that selection). Default false: a Client per call.
+	KeepClients bool
 }
 
 // Tools runs the browser tools of TOOL-1 for a host application: each method
@@ -92,6 +104,9 @@ type Tools struct {
 	vault    Vault
 	catalog  catalog.Catalog
 	links    *catalog.Links
+
+	keepClients bool
+	kept        keptClients
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -114,6 +129,8 @@ func New(opts Options) *Tools {
 		vault:    opts.Vault,
 		catalog:  opts.Catalog,
 		links:    opts.Links,
+
+		keepClients: opts.KeepClients,
 	}
 }
 
@@ -207,20 +224,25 @@ func run[R any, PR interface {
 	case s.tab.newTab:
 		ctx = cdpinspect.WithTab(ctx, cdpinspect.TabNew)
 	}
-	client, tabID, err := t.open(ctx, inv, s.op, s.tab)
+	client, err := t.client(ctx, inv, s.op, s.tab)
 	if err != nil {
 		t.log.Debug("browser tool failed before the operation", "op", s.op, "mode", mode,
 			"conversationId", inv.ConversationID, "error", err)
 		return zero, wrap(s.op, err)
 	}
-	defer client.Close()
-	var session cdp.Session = client
+	var callErr error
+	defer func() { client.done(callErr) }()
+	tabID := client.tabID
+	var session cdp.Session = client.Client
 	if tabID != 0 {
-		session = tabSession{c: client, sessionID: strconv.Itoa(tabID)}
+		session = tabSession{c: client.Client, sessionID: strconv.Itoa(tabID)}
 	}
 	var res R
 	if g != nil {
-		res, err = guarded(ctx, g, s.op, NewPage(session, t.pageOpts), s.act, fn)
+		var w *watch
+		if w, err = client.watch(ctx, g, s.op); err == nil {
+			res, err = guarded(ctx, g, s.op, NewPage(session, t.pageOpts), w, s.act, fn)
+		}
 	} else {
 		res, err = fn(ctx, NewPage(session, t.pageOpts))
 	}
@@ -228,6 +250,7 @@ func run[R any, PR interface {
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
+		callErr = err
 		err = wrap(s.op, err)
 		var te *Error
 		if errors.As(err, &te) && te.Backend == "" {

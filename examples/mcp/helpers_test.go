@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -72,15 +73,28 @@ func serverArgs(dir string) []string {
 type site struct {
 	*httptest.Server
 	slowHit chan struct{}
+	// posted receives the password of each /welcome post.
+	posted chan string
+	// hits counts the requests the site served.
+	hits atomic.Int64
 }
 
 func startSite(t *testing.T) *site {
-	s := &site{slowHit: make(chan struct{}, 8)}
+	s := &site{slowHit: make(chan struct{}, 8), posted: make(chan string, 4)}
 	done := make(chan struct{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/form", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Contact</title><h1>Contact</h1><label for="q">Query</label> <input id="q"><button>Send</button>`)
+	})
+	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>Sign in</title><form method="post" action="/welcome"><label for="u">User</label><input id="u" name="u">
+<label for="p">Password</label><input id="p" name="p" type="password"><button id="signin">Sign in</button></form>`)
+	})
+	mux.HandleFunc("/welcome", func(w http.ResponseWriter, r *http.Request) {
+		s.posted <- r.PostFormValue("p")
+		fmt.Fprintf(w, "<!doctype html><title>Welcome</title><p>Welcome, %s</p>", html.EscapeString(r.PostFormValue("u")))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		s.slowHit <- struct{}{}
@@ -92,7 +106,10 @@ func startSite(t *testing.T) *site {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<!doctype html><title>%s</title>", html.EscapeString(r.URL.Path))
 	})
-	s.Server = chromiumtest.LoopbackServer(t, mux)
+	s.Server = chromiumtest.LoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { close(done) })
 	return s
 }

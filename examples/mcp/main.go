@@ -25,6 +25,11 @@
 //	-chromium         browser executable of the local backend
 //	-screenshots      image (inline PNG, default) or link (a resource link read with resources/read)
 //	-screenshot-dir   where screenshots are written (default: $TMPDIR/browserchain-screenshots)
+//	-allowed-domains  comma-separated allow-list of page hosts (app.example.com, *.example.com; "*": the
+//	                  open web, still no private addresses); not given: no policy (GRD-1, as examples/server)
+//	-allow-writes     with -allowed-domains: allow write-looking clicks, key presses and types (GRD-4)
+//	-vault            JSON file of browser_login credentials, {"name": {"username": …, "password": …}},
+//	                  readable by its owner only (mode 0600); not given: browser_login is not configured
 //	-v                debug logging
 //
 // Logs go to stderr (stdout is the stdio transport), and to the client
@@ -52,6 +57,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 	"github.com/browserchain/browserchain/cdpinspect"
@@ -87,6 +93,8 @@ type config struct {
 	sessionTimeout                                                                  time.Duration
 	inspect, useLocal, verbose                                                      bool
 	cdpPort                                                                         int
+	guard                                                                           *guard.Policy
+	vault                                                                           string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -107,10 +115,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
 	fs.StringVar(&c.screenshots, "screenshots", "image", "screenshot delivery: image (inline PNG) or link (resource link)")
 	fs.StringVar(&c.shotDir, "screenshot-dir", "", "directory screenshots are written to (default: $TMPDIR/browserchain-screenshots)")
+	fs.StringVar(&c.vault, "vault", "", "JSON file of browser_login credentials (mode 0600): {\"name\": {\"username\": …, \"password\": …}}")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	guardFlags := runtime.AddGuardFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.guard = guardFlags.Policy()
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -161,16 +172,31 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var vault tools.Vault
+	if c.vault != "" {
+		if vault, err = loadVault(c.vault); err != nil {
+			return err
+		}
+	}
+	g, localArgs, stopGuard, err := runtime.StartGuard(c.guard, log) // the local Chromium reaches no private address
+	if err != nil {
+		return err
+	}
+	defer stopGuard() // after the local browser has closed
 	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))
 	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if c.useLocal {
-		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log})
+		lo := local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs}
+		if g != nil {
+			lo.NavigationCheck = g.CheckURL // popups the pages open are checked from their first request
+		}
+		lb = local.New(lo)
 		defer lb.Close() // no Chromium or driver outlives the server
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: runtime.SplitList(c.origins), ActorPrincipalID: c.actor,
-		Logger: log, Fallbacks: fallbacks})
+		Logger: log, Fallbacks: fallbacks, Guard: g})
 	if err != nil {
 		return err
 	}
@@ -189,7 +215,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 	}
 
-	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log}
+	// Each MCP session's conversation keeps its Client between calls: no
+	// new connection or target attachment per tool call.
+	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log, Guard: g, Vault: vault, KeepClients: true}
 	// Closing a conversation closes the tab cdp-inspect opened for it, and
 	// its local page.
 	to.CloseConversation = func(ctx context.Context, k browserbackend.Kind, conv string) error {
@@ -199,7 +227,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		return err
 	}
-	mo := mcptools.Options{Tools: tools.New(to), ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
+	tl := tools.New(to)
+	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
+	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
 	if c.screenshots == "link" {
 		mo.Screenshots = mcptools.ScreenshotResourceLink
 	}

@@ -89,19 +89,12 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		iface    = fs.String("interface", wire.InterfaceMacOS, "the turn's interface id (macos enables desktop-auto cdp-inspect)")
 		verbose  = fs.Bool("v", false, "log every selection record (default: warnings only)")
 		deadline = fs.Duration("timeout", 2*time.Minute, "overall deadline")
-		allowed  = fs.String("allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\": the open web, still no private addresses)")
-		writes   = fs.Bool("allow-writes", false, "with -allowed-domains: allow write-looking actions")
+		guardFl  = refserver.AddGuardFlags(fs) // -allowed-domains, -allow-writes
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var pol *guard.Policy
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "allowed-domains" {
-			// Set but empty is an explicit empty list: refused by guard.New.
-			pol = &guard.Policy{AllowedDomains: append([]string{}, refserver.SplitList(*allowed)...), AllowWrites: *writes}
-		}
-	})
+	pol := guardFl.Policy() // set but empty is an explicit empty list: refused by guard.New
 
 	level := slog.LevelWarn
 	if *verbose {

@@ -49,8 +49,8 @@ const DefaultListen = "127.0.0.1:7830"
 // config is the parsed command line.
 type config struct {
 	listen, keyFile, actor, chromium string
-	allowedDomains, natsURL, replica string
-	allowWrites                      bool
+	natsURL, replica                 string
+	guard                            *guard.Policy
 	origins                          []string
 	policy                           browserbackend.Policy
 	inspect, useLocal, verbose       bool
@@ -72,8 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.cdpPort, "cdp-port", 9222, "DevTools port for cdp-inspect")
 	fs.BoolVar(&c.useLocal, "local", true, "add the local Playwright backend as last resort")
 	fs.StringVar(&c.chromium, "chromium", "", "browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)")
-	fs.StringVar(&c.allowedDomains, "allowed-domains", "", "comma-separated allow-list of page hosts (app.example.com, *.example.com; \"*\" for the open web); empty: no policy")
-	fs.BoolVar(&c.allowWrites, "allow-writes", false, "with -allowed-domains: allow write-looking clicks, key presses and types")
+	guardFlags := runtime.AddGuardFlags(fs)
 	fs.StringVar(&c.natsURL, "nats", "", "NATS broker URL (JetStream on): run as one replica of several sharing it")
 	fs.StringVar(&c.replica, "replica", "", "this replica's name with -nats, unique among the replicas ([A-Za-z0-9_-])")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
@@ -85,6 +84,7 @@ func parseFlags(args []string) (config, error) {
 		return config{}, err
 	}
 	c.origins = allowedOrigins(*replace, *add)
+	c.guard = guardFlags.Policy()
 	switch *policy {
 	case browserbackend.DefaultPolicy.Name:
 		c.policy = browserbackend.DefaultPolicy
@@ -133,7 +133,6 @@ func run() error {
 	}
 	listen, keyFile, actor, inspect, cdpPort, useLocal, chromium, verbose :=
 		&c.listen, &c.keyFile, &c.actor, &c.inspect, &c.cdpPort, &c.useLocal, &c.chromium, &c.verbose
-	allowedDomains, allowWrites := &c.allowedDomains, &c.allowWrites
 	natsURL, replica := &c.natsURL, &c.replica
 
 	level := slog.LevelInfo
@@ -160,24 +159,19 @@ func run() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	var g *guard.Guard
-	var localArgs []string
-	if *allowedDomains != "" {
-		g, err = guard.New(guard.Policy{AllowedDomains: runtime.SplitList(*allowedDomains), AllowWrites: *allowWrites, Logger: log})
-		if err != nil {
-			return fmt.Errorf("-allowed-domains: %w", err)
-		}
-		egress, err := guard.NewEgressProxy(g, guard.EgressOptions{})
-		if err != nil {
-			return err
-		}
-		defer egress.Close()
-		localArgs = egress.ChromiumArgs() // the local Chromium reaches no private address
+	g, localArgs, stopGuard, err := runtime.StartGuard(c.guard, log) // the local Chromium reaches no private address
+	if err != nil {
+		return err
 	}
+	defer stopGuard()
 	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
 	var lb *local.Browser
 	if *useLocal {
-		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
+		lo := local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs}
+		if g != nil {
+			lo.NavigationCheck = g.CheckURL // popups the pages open are checked from their first request
+		}
+		lb = local.New(lo)
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 

@@ -128,3 +128,28 @@ type StatusArgs struct {
 	Probe bool `json:"probe,omitempty" jsonschema:"Actively check each backend (a short connection attempt) instead of reporting the cheap preflight only."`
 	Common
 }
+
+// LoginField is one field browser_login fills.
+type LoginField struct {
+	Element
+	Value string `json:"value" jsonschema:"What to enter: %username% or %password% (replaced by the vault entry's username or password inside the server; the model never sees them), optionally inside other text."`
+}
+
+// LoginArgs is the browser_login input (GRD-5).
+type LoginArgs struct {
+	Credential string       `json:"credential" jsonschema:"Name of the vault entry to sign in with, as the user or host named it (e.g. login:app.example.com). The server fetches it; its username and password never appear in any result."`
+	Fields     []LoginField `json:"fields" jsonschema:"The form fields to fill, in order, each an element (ref or selector) and its value: usually the user field with %username% and the password field with %password%."`
+	Submit     *Element     `json:"submit,omitempty" jsonschema:"Optional: the button (ref or selector) clicked after the fields are filled; the call waits for the navigation it starts."`
+	Common
+}
+
+func (a LoginArgs) input() tools.LoginInput {
+	in := tools.LoginInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Credential: a.Credential}
+	for _, f := range a.Fields {
+		in.Fields = append(in.Fields, tools.LoginField{Target: f.target(), Value: f.Value})
+	}
+	if a.Submit != nil {
+		in.Submit = a.Submit.target()
+	}
+	return in
+}

@@ -14,11 +14,14 @@
 // browser_click, browser_type, browser_hover, browser_scroll,
 // browser_press_key, browser_select_option, browser_wait_for,
 // browser_extract, browser_links, browser_attach, browser_detach,
-// browser_close and browser_status (ToolNames). Each input schema is
+// browser_close, browser_status and browser_login (ToolNames). Each input schema is
 // generated from an argument type of this package (its jsonschema tags are
 // the property descriptions) and has browser_mode, timeout_ms and
 // conversation_id. A result is a short text for the model plus the tools
-// package's result as structured content; browser_screenshot adds the PNG as
+// package's result as structured content, except that browser_snapshot and
+// browser_extract send their tree or text once, as the text, and a small
+// summary (SnapshotSummary, ExtractSummary) as structured content;
+// browser_screenshot adds the PNG as
 // image content or, with ScreenshotResourceLink, a resource link the client
 // reads with resources/read.
 //

@@ -115,6 +115,7 @@ var validArgs = map[string]map[string]any{
 	"browser_detach":        {},
 	"browser_close":         {},
 	"browser_status":        {"probe": true},
+	"browser_login":         {"credential": "x", "fields": []map[string]any{{"selector": "#u", "value": "%username%"}}},
 }
 
 func with(m map[string]any, k string, v any) map[string]any {

@@ -55,7 +55,10 @@ var SupportedProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26
 // field works.
 type Options struct {
 	// Tools runs the calls. Wire its CloseConversation (local.Browser's) so
-	// that a session's end closes its local page.
+	// that a session's end closes its local page. With its KeepClients on
+	// (as examples/mcp sets it), each session's conversation keeps one
+	// Client for its calls and the session's end drops it; call
+	// Tools.Shutdown after Close.
 	Tools *tools.Tools
 	// InterfaceID and ActorPrincipalID are those of every invocation;
 	// InterfaceID "" means DefaultInterfaceID. ActorPrincipalID must be the

@@ -19,6 +19,7 @@ var ToolNames = []string{
 	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
 	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
+	"browser_login",
 }
 
 // args is what every argument type has: the Common properties.
@@ -44,7 +45,9 @@ type toolDef[A args, R any] struct {
 //
 // Every tool's input schema is generated from its argument type and has
 // browser_mode, timeout_ms and conversation_id; its output schema from the
-// tools package's result type (structured content). A failure is a tool
+// tools package's result type (structured content), or for browser_snapshot
+// and browser_extract from SnapshotSummary and ExtractSummary (the tree or
+// text is the text content, sent once). A failure is a tool
 // error (IsError) whose text says what to do (errorText); an invalid
 // browser_mode is refused before any CDP command is sent (TOOL-1).
 func (s *Server) Register(srv *mcp.Server) {
@@ -60,7 +63,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		text:    navigateText,
 		backend: func(r tools.NavigateResult) browserbackend.Kind { return r.Backend },
 	})
-	add(s, srv, toolDef[SnapshotArgs, tools.SnapshotResult]{
+	addSummarized(s, srv, toolDef[SnapshotArgs, tools.SnapshotResult]{
 		name: "browser_snapshot", title: "Page snapshot", readOnly: true,
 		desc: "Read the page as an accessibility tree, one element per line with its role, name and ref (e.g. [ref=e42]). " +
 			"Use the refs in browser_click, browser_type, browser_hover, browser_scroll, browser_select_option, browser_press_key and browser_extract. " +
@@ -70,7 +73,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		},
 		text:    snapshotText,
 		backend: func(r tools.SnapshotResult) browserbackend.Kind { return r.Backend },
-	})
+	}, summarizeSnapshot)
 	add(s, srv, toolDef[ScreenshotArgs, tools.ScreenshotResult]{
 		name: "browser_screenshot", title: "Screenshot", readOnly: true,
 		desc: "Capture the visible viewport (or the full page, or a width×height area from the top-left) as a PNG image. " +
@@ -162,7 +165,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		},
 		backend: func(r tools.WaitForResult) browserbackend.Kind { return r.Backend },
 	})
-	add(s, srv, toolDef[ExtractArgs, tools.ExtractResult]{
+	addSummarized(s, srv, toolDef[ExtractArgs, tools.ExtractResult]{
 		name: "browser_extract", title: "Extract text", readOnly: true,
 		desc: "Return the visible text of the page, or of one element (by ref or CSS selector).",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ExtractArgs) (tools.ExtractResult, error) {
@@ -171,7 +174,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		},
 		text:    extractText,
 		backend: func(r tools.ExtractResult) browserbackend.Kind { return r.Backend },
-	})
+	}, summarizeExtract)
 	add(s, srv, toolDef[LinksArgs, tools.LinksResult]{
 		name: "browser_links", title: "Links", readOnly: true,
 		desc: "List the page's links (absolute URL and text), optionally only those containing a string; at most limit (default 50, at most 200).",
@@ -221,6 +224,17 @@ func (s *Server) Register(srv *mcp.Server) {
 		text:    statusText,
 		backend: func(r tools.StatusReport) browserbackend.Kind { return "" },
 	})
+	add(s, srv, toolDef[LoginArgs, tools.LoginResult]{
+		name: "browser_login", title: "Sign in",
+		desc: "Sign in on the current page with a credential from the server's vault (GRD-5): fill each field with %username% or %password%, " +
+			"which the server replaces with the vault entry, then optionally click submit. Use it instead of browser_type for passwords " +
+			"(browser_type refuses password fields). The credential itself is never returned. Fails feature_not_configured when the server has no vault.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a LoginArgs) (tools.LoginResult, error) {
+			return s.opts.Tools.Login(ctx, inv, a.input())
+		},
+		text:    loginText,
+		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
+	})
 	if s.opts.Screenshots == ScreenshotResourceLink {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
 			Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
@@ -230,13 +244,19 @@ func (s *Server) Register(srv *mcp.Server) {
 	}
 }
 
-// add registers one tool: the handler enters the session, reports progress
-// when asked, runs the call, logs it and renders the result.
+// add registers one tool whose structured content is the whole result.
 func add[A args, R any](s *Server, srv *mcp.Server, d toolDef[A, R]) {
+	addSummarized(s, srv, d, func(r R) R { return r })
+}
+
+// addSummarized registers one tool: the handler enters the session, reports
+// progress when asked, runs the call, logs it and renders the result, with
+// summary(result) as its structured content (and output schema).
+func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R], summary func(R) O) {
 	t := &mcp.Tool{Name: d.name, Title: d.title, Description: d.desc,
 		Annotations: &mcp.ToolAnnotations{Title: d.title, ReadOnlyHint: d.readOnly, OpenWorldHint: ptr(true)}}
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, R, error) {
-		var zero R
+	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, O, error) {
+		var zero O
 		inv, st, done, err := s.enter(req.Session, a.common())
 		if err != nil {
 			return nil, zero, err
@@ -266,7 +286,7 @@ func add[A args, R any](s *Server, srv *mcp.Server, d toolDef[A, R]) {
 		} else {
 			content = []mcp.Content{&mcp.TextContent{Text: d.text(r)}}
 		}
-		return &mcp.CallToolResult{Content: content}, r, nil
+		return &mcp.CallToolResult{Content: content}, summary(r), nil
 	})
 }
 

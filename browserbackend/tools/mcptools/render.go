@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
@@ -75,6 +76,14 @@ func linksText(r tools.LinksResult) string {
 		fmt.Fprintf(&b, "\n- %s %s", l.Href, l.Text)
 	}
 	return b.String()
+}
+
+func loginText(r tools.LoginResult) string {
+	s := fmt.Sprintf("Filled %d field(s) from the vault", r.Filled)
+	if r.Submitted {
+		s += " and submitted"
+	}
+	return fmt.Sprintf("%s; the page is %s (backend %s). Take a new browser_snapshot to see the result.", s, r.URL, r.Backend)
 }
 
 func releaseText(verb string, r tools.ReleaseResult) string {
@@ -163,6 +172,14 @@ func errorText(err error) string {
 		return "browser_" + te.Op + " timed out: " + cause + ". Raise timeout_ms (at most 300000), or check with browser_snapshot what the page shows."
 	case tools.CodeNavigationFailed:
 		return "browser_" + te.Op + " failed: " + cause + ". Check the URL; the site may be down or unreachable from this browser."
+	case tools.CodeForbidden:
+		return "browser_" + te.Op + " refused by the browser policy: " + guardCause(te) + ". Do not retry it; ask the user if it must be allowed."
+	case tools.CodeValidationFailed:
+		return "browser_" + te.Op + " refused: " + guardCause(te) + ". Use browser_login for credentials; fix the arguments otherwise."
+	case tools.CodeFeatureNotConfigured:
+		return "browser_" + te.Op + " is not available on this server: " + guardCause(te) + "."
+	case guard.CodeProviderError:
+		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
 	case tools.CodePageError:
 		return "browser_" + te.Op + ": a script in the page failed: " + cause + ". Take a new browser_snapshot; the page may have changed."
 	}
@@ -170,6 +187,15 @@ func errorText(err error) string {
 		return "browser_" + te.Op + ": the browser stopped answering (" + te.Error() + "). Call again; call browser_status if it keeps failing."
 	}
 	return te.Error()
+}
+
+// guardCause is the refusal of a guard, without the tools' own prefix.
+func guardCause(te *tools.Error) string {
+	var ge *guard.Error
+	if errors.As(te, &ge) {
+		return strings.TrimPrefix(ge.Error(), "guard: ")
+	}
+	return te.Message
 }
 
 // errorCode is the code logged for a failure.
@@ -222,4 +248,48 @@ func (s *Server) readScreenshot(_ context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: data}}}, nil
+}
+
+// SnapshotSummary is the structured content of browser_snapshot: the tree
+// itself is sent once, as the text content the model reads (one element per
+// line with its ref); sending it again as JSON nodes would double the bytes
+// on the wire and the client's parse time for nothing.
+type SnapshotSummary struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Nodes is the number of tree lines in the text, Refs how many of them
+	// carry a ref.
+	Nodes     int      `json:"nodes"`
+	Refs      int      `json:"refs"`
+	Truncated bool     `json:"truncated,omitempty"`
+	Skipped   []string `json:"skippedFrames,omitempty"`
+	tools.Call
+}
+
+func summarizeSnapshot(r tools.SnapshotResult) SnapshotSummary {
+	sum := SnapshotSummary{URL: r.URL, Title: r.Title, Nodes: len(r.Nodes), Truncated: r.Truncated,
+		Skipped: r.SkippedFrames, Call: r.Call}
+	for _, n := range r.Nodes {
+		if n.Ref != "" {
+			sum.Refs++
+		}
+	}
+	return sum
+}
+
+// ExtractSummary is the structured content of browser_extract: the text is
+// the text content, sent once.
+type ExtractSummary struct {
+	URL string `json:"url"`
+	// Chars is the number of characters returned in the text content;
+	// Length the full text's length in UTF-16 units, before any cut.
+	Chars     int    `json:"chars"`
+	Length    int    `json:"length"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Ref       string `json:"ref,omitempty"`
+	tools.Call
+}
+
+func summarizeExtract(r tools.ExtractResult) ExtractSummary {
+	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Call: r.Call}
 }

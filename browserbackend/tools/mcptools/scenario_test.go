@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"image/png"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,17 +20,22 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 )
 
-// nodeRef returns the ref of the first snapshot node with role and name.
-func nodeRef(t *testing.T, snap tools.SnapshotResult, role, name string) string {
+// nodeRef returns the ref on the first snapshot line with role and the
+// quoted name: the tree a model reads is the text content.
+func nodeRef(t *testing.T, res *mcp.CallToolResult, role, name string) string {
 	t.Helper()
-	for _, n := range snap.Nodes {
-		if n.Role == role && n.Name == name && n.Ref != "" {
-			return n.Ref
+	for line := range strings.Lines(text(res)) {
+		if strings.Contains(line, role+` "`+name+`"`) {
+			if m := refRE.FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
 		}
 	}
-	t.Fatalf("no %s %q in the snapshot:\n%s", role, name, snap.Text)
+	t.Fatalf("no %s %q in the snapshot:\n%s", role, name, text(res))
 	return ""
 }
+
+var refRE = regexp.MustCompile(`\[ref=(e\d+)\]`)
 
 // The SDK's client runs the tool scenario on the local backend: navigate →
 // snapshot → type → click → wait_for → extract → links → screenshot, with
@@ -74,9 +80,16 @@ func TestScenarioOverMCPOnLocal(t *testing.T) {
 		assert.Contains(t, string(raw), `"tool":"browser_navigate"`)
 		assert.Contains(t, string(raw), `"backend":"local"`)
 
-		snap, res := ok[tools.SnapshotResult](t, cs, "browser_snapshot", nil)
-		field := nodeRef(t, snap, "textbox", "Query")
-		button := nodeRef(t, snap, "button", "Send")
+		snap, res := ok[mcptools.SnapshotSummary](t, cs, "browser_snapshot", nil)
+		field := nodeRef(t, res, "textbox", "Query")
+		button := nodeRef(t, res, "button", "Send")
+		assert.Equal(t, s.URL+"/form", snap.URL)
+		assert.Equal(t, browserbackend.KindLocal, snap.Backend)
+		assert.NotZero(t, snap.Nodes)
+		assert.NotZero(t, snap.Refs)
+		raw, err = json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), "[ref=", "the tree is not sent twice")
 		assert.Contains(t, text(res), `textbox "Query" [ref=`+field+`]`, "the text is the tree a model reads")
 
 		typed, _ := ok[tools.ActionResult](t, cs, "browser_type", map[string]any{"ref": field, "text": "hello"})
@@ -96,9 +109,13 @@ func TestScenarioOverMCPOnLocal(t *testing.T) {
 		assert.EqualValues(t, 7, p.ProgressToken)
 		assert.Equal(t, "waiting for text", p.Message)
 
-		ex, res := ok[tools.ExtractResult](t, cs, "browser_extract", nil)
-		assert.Contains(t, ex.Text, "Thanks, hello!")
-		assert.Equal(t, ex.Text, text(res))
+		ex, res := ok[mcptools.ExtractSummary](t, cs, "browser_extract", nil)
+		assert.Contains(t, text(res), "Thanks, hello!")
+		assert.Equal(t, len([]rune(text(res))), ex.Chars)
+		assert.Equal(t, s.URL+"/done?q=hello", ex.URL)
+		raw, err = json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), "Thanks", "the text is not sent twice")
 
 		links, res := ok[tools.LinksResult](t, cs, "browser_links", map[string]any{"contains": "docs"})
 		assert.Equal(t, []tools.Link{{Href: s.URL + "/docs/intro", Text: "Read the docs"}, {Href: s.URL + "/docs/api", Text: "API reference"}}, links.Links)

@@ -65,6 +65,7 @@ func TestClientListsEveryToolWithValidSchemas(t *testing.T) {
 	assert.ElementsMatch(t, []string{"text"}, byName("browser_type").Required)
 	assert.ElementsMatch(t, []string{"values"}, byName("browser_select_option").Required)
 	assert.ElementsMatch(t, []string{"key"}, byName("browser_press_key").Required)
+	assert.ElementsMatch(t, []string{"credential", "fields"}, byName("browser_login").Required)
 }
 
 // jsonNames returns the JSON property names of a struct type, embedded
@@ -102,6 +103,7 @@ func TestArgumentTypesMirrorTheToolInputs(t *testing.T) {
 		{mcptools.AttachArgs{}, tools.AttachInput{}},
 		{mcptools.ReleaseArgs{}, tools.ReleaseInput{}},
 		{mcptools.StatusArgs{}, tools.StatusInput{}},
+		{mcptools.LoginArgs{}, tools.LoginInput{}},
 	}
 	for _, p := range pairs {
 		got := jsonNames(reflect.TypeOf(p.args))

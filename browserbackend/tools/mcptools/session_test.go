@@ -31,8 +31,8 @@ func TestTwoSessionsKeepTheirOwnConversations(t *testing.T) {
 
 	ok[tools.NavigateResult](t, a, "browser_navigate", map[string]any{"url": s.URL + "/page-a"})
 	ok[tools.NavigateResult](t, c, "browser_navigate", map[string]any{"url": s.URL + "/page-b"})
-	snapA, _ := ok[tools.SnapshotResult](t, a, "browser_snapshot", nil)
-	snapC, _ := ok[tools.SnapshotResult](t, c, "browser_snapshot", nil)
+	snapA, _ := ok[mcptools.SnapshotSummary](t, a, "browser_snapshot", nil)
+	snapC, _ := ok[mcptools.SnapshotSummary](t, c, "browser_snapshot", nil)
 	assert.Equal(t, s.URL+"/page-a", snapA.URL, "session a still sees its own page")
 	assert.Equal(t, s.URL+"/page-b", snapC.URL, "session c has a page of its own")
 
@@ -45,7 +45,7 @@ func TestTwoSessionsKeepTheirOwnConversations(t *testing.T) {
 
 	// A conversation the client names is shared by the sessions naming it.
 	ok[tools.NavigateResult](t, a, "browser_navigate", map[string]any{"url": s.URL + "/shared", "conversation_id": "shared"})
-	shared, _ := ok[tools.ExtractResult](t, c, "browser_extract", map[string]any{"conversation_id": "shared"})
+	shared, _ := ok[mcptools.ExtractSummary](t, c, "browser_extract", map[string]any{"conversation_id": "shared"})
 	assert.Equal(t, s.URL+"/shared", shared.URL)
 	assert.Len(t, b.Conversations(), 3)
 
@@ -54,9 +54,9 @@ func TestTwoSessionsKeepTheirOwnConversations(t *testing.T) {
 	endA := <-ends
 	assert.NotContains(t, b.Conversations(), endA)
 	assert.Contains(t, b.Conversations(), "shared")
-	snapC, _ = ok[tools.SnapshotResult](t, c, "browser_snapshot", nil)
+	snapC, _ = ok[mcptools.SnapshotSummary](t, c, "browser_snapshot", nil)
 	assert.Equal(t, s.URL+"/page-b", snapC.URL)
-	shared, _ = ok[tools.ExtractResult](t, c, "browser_extract", map[string]any{"conversation_id": "shared"})
+	shared, _ = ok[mcptools.ExtractSummary](t, c, "browser_extract", map[string]any{"conversation_id": "shared"})
 	assert.Equal(t, s.URL+"/shared", shared.URL, "a named conversation outlives the session that opened it")
 
 	require.NoError(t, c.Close())
