@@ -41,6 +41,7 @@ type Backend struct {
 
 	mu       sync.Mutex
 	clientID string
+	listener *listener
 	unlisten func()
 	closed   bool
 	// inflight holds the cancel of every Send in progress; Close cancels
@@ -119,7 +120,7 @@ func (b *Backend) bind(req Req) (string, error) {
 		return "", err
 	}
 	b.clientID = c.ClientID
-	b.unlisten = b.p.listen(c.ClientID, &b.bus)
+	b.listener, b.unlisten = b.p.listen(c.ClientID, b.inv.ConversationID, &b.bus)
 	return b.clientID, nil
 }
 
@@ -149,6 +150,9 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
+	if cmd.SessionID != "" && b.claim(clientID, cmd.SessionID) {
+		b.probeTab(ctx, req)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !b.track(&cancel, true) {
@@ -159,7 +163,52 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 	if err != nil && errors.Is(context.Cause(ctx), errBackendClosed) {
 		return nil, b.closedErr(cmd.Method)
 	}
+	if err == nil {
+		b.p.attr.learnResult(clientID, cmd.SessionID, cmd.Method, cmd.Params, res)
+	}
 	return res, err
+}
+
+// claim records that this backend's commands name owner (a tab id, target
+// id or session id), so the client's events of that tab reach it (WIRE-4).
+// It reports whether the claim is new.
+func (b *Backend) claim(clientID, owner string) bool {
+	b.mu.Lock()
+	l := b.listener
+	b.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	if isTabID(owner) {
+		return l.claim(owner)
+	}
+	// A target id is its tab's main frame id.
+	b.p.attr.set(clientID, attrFrame, owner, owner)
+	return l.claim(owner)
+}
+
+// probeTab asks a client whose events name no tab which CDP target the tab
+// req names is (Target.getTargetInfo, once per client and tab), so events
+// carrying that target's main frame id can be attributed before the tab's
+// first Page.navigate answer says it (WIRE-4). Best effort: an error only
+// leaves the tab's events to the other rules.
+func (b *Backend) probeTab(ctx context.Context, req Req) {
+	tab, client := req.SessionID, req.TargetClientID
+	if !isTabID(tab) {
+		return
+	}
+	if _, anon := b.p.attr.get(client, attrAnon, "-"); !anon {
+		return
+	}
+	if _, done := b.p.attr.get(client, attrProbed, tab); done {
+		return
+	}
+	b.p.attr.set(client, attrProbed, tab, tab)
+	probe := req
+	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
+	if res, err := b.p.Request(ctx, probe); err == nil {
+		b.p.attr.learnResult(client, tab, probe.Method, probe.Params, res)
+	}
 }
 
 // track adds (add true) or removes a Send's cancel; adding fails once the
