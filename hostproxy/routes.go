@@ -241,10 +241,11 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient str
 }
 
 // EventHandler serves POST /v1/host-browser-event (PXY-4, SEL-14, WIRE-1):
-// body {"method","params","sessionId"?}; the posting client is named by the
-// X-Vellum-Client-Id header or, as the real extension does it, only by its
-// bearer token (see clientFor). The event is delivered to the subscribers of
-// every backend bound to that client.
+// body EventBody; the posting client is named by the X-Vellum-Client-Id
+// header or, as the real extension does it, only by its bearer token (see
+// clientFor). The event is delivered to the subscribers of the backends
+// bound to that client that own its tab (WIRE-4, "Events and tabs" in the
+// package doc).
 // Answers 200 {"accepted":true}, 400 (unknown client, malformed body, no
 // method), 403 (another actor's client), 404 (client not connected), 413.
 //

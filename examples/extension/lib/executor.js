@@ -309,7 +309,14 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
   } else if (method === 'Target.detachedFromTarget' && params && params.sessionId) {
     childSessions.delete(params.sessionId);
   }
-  sink.event({ method, params: params ?? {}, sessionId: source.sessionId, tabId: source.tabId });
+  // The Vellum extension's shape ({type, method, params, cdpSessionId} with
+  // the session id only for a child session's event), plus the tab the event
+  // came from, so the server routes it to the conversation of that tab
+  // (WIRE-4).
+  const ev = { type: 'host_browser_event', method, params: params ?? {} };
+  if (source.sessionId) ev.cdpSessionId = source.sessionId;
+  if (source.tabId != null) ev.tabId = String(source.tabId);
+  sink.event(ev);
 });
 
 chrome.debugger.onDetach.addListener((source, reason) => {
