@@ -42,6 +42,7 @@ type Backend struct {
 	mu       sync.Mutex
 	clientID string
 	listener *listener
+	probed   bool // probePage ran
 	unlisten func()
 	closed   bool
 	// inflight holds the cancel of every Send in progress; Close cancels
@@ -150,8 +151,13 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
-	if cmd.SessionID != "" && b.claim(clientID, cmd.SessionID) {
-		b.probeTab(ctx, req)
+	switch {
+	case cmd.SessionID != "":
+		if b.claim(clientID, cmd.SessionID) {
+			b.probeTab(ctx, req)
+		}
+	case b.kind == browserbackend.KindHostBridge:
+		b.probePage(ctx, req)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -182,9 +188,47 @@ func (b *Backend) claim(clientID, owner string) bool {
 	if isTabID(owner) {
 		return l.claim(owner)
 	}
-	// A target id is its tab's main frame id.
-	b.p.attr.set(clientID, attrFrame, owner, owner)
+	// A child session's commands act in its tab: its events are this
+	// backend's too. A target id is its tab's main frame id.
+	if tab, ok := b.p.attr.get(clientID, attrSession, owner); ok {
+		l.claim(tab)
+	} else {
+		b.p.attr.set(clientID, attrFrame, owner, owner)
+	}
 	return l.claim(owner)
+}
+
+// probePage asks a desktop bridge that has posted events which page its
+// sessionless commands run on (Target.getTargetInfo, once per backend) and
+// claims that target, so the bridge's events of the page, which name its
+// target id, reach this backend and not another conversation's (WIRE-4).
+// Before the client's first event there is nothing to keep apart. Best
+// effort, as probeTab.
+func (b *Backend) probePage(ctx context.Context, req Req) {
+	b.mu.Lock()
+	done := b.probed
+	b.probed = true
+	b.mu.Unlock()
+	if done {
+		return
+	}
+	if _, seen := b.p.attr.get(req.TargetClientID, attrSeen, "-"); !seen {
+		return
+	}
+	probe := req
+	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
+	res, err := b.p.Request(ctx, probe)
+	if err != nil {
+		return
+	}
+	var info struct {
+		TargetInfo struct {
+			TargetID string `json:"targetId"`
+		} `json:"targetInfo"`
+	}
+	if json.Unmarshal(res, &info) == nil && info.TargetInfo.TargetID != "" {
+		b.claim(req.TargetClientID, info.TargetInfo.TargetID)
+	}
 }
 
 // probeTab asks a client whose events name no tab which CDP target the tab

@@ -45,12 +45,17 @@ func (l *listener) claim(owner string) bool {
 	return true
 }
 
-// state reports whether l claims owner and whether it claims anything.
-func (l *listener) state(owner string) (owns, any bool) {
+// state reports whether l claims one of owners and whether it claims
+// anything.
+func (l *listener) state(owners []string) (owns, any bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, owns = l.claims[owner]
-	return owns, len(l.claims) > 0
+	for _, o := range owners {
+		if _, ok := l.claims[o]; ok {
+			return true, true
+		}
+	}
+	return false, len(l.claims) > 0
 }
 
 // attrKind is what an attribution id is.
@@ -62,7 +67,8 @@ const (
 	attrRequest                     // a Network requestId
 	attrContext                     // a Runtime executionContextId
 	attrProbed                      // a claim whose target id was asked for (id = the claim)
-	attrAnon                        // the client posts events that name no tab (id "")
+	attrAnon                        // the client posts events that name no tab (id "-")
+	attrSeen                        // the client has posted an event (id "-")
 )
 
 type attrKey struct {
@@ -145,19 +151,20 @@ func isTabID(s string) bool {
 	return err == nil
 }
 
-// attribute returns the owner of ev on clientID: the session or tab the
-// event names, else the tab a frame, request, execution context or session
-// id in its params is known to belong to. ok is false when nothing ties the
-// event to a tab.
-func (a attributions) attribute(clientID string, ev browserbackend.Event, ids *eventIDs) (owner string, ok bool) {
+// attribute returns the owners of ev on clientID: the session the event
+// names and the tab that session belongs to, else the tab a frame, request
+// or execution context id in its params is known to belong to. ok is false
+// when nothing ties the event to a tab. owners[0] is the one to learn ids
+// for.
+func (a attributions) attribute(clientID string, ev browserbackend.Event, ids *eventIDs) (owners []string, ok bool) {
 	if ev.SessionID != "" {
 		if o, ok := a.get(clientID, attrSession, ev.SessionID); ok {
-			return o, true
+			return []string{o, ev.SessionID}, true
 		}
-		return ev.SessionID, true
+		return []string{ev.SessionID}, true
 	}
 	if ev.Method == browserbackend.MethodTargetDetached && isTabID(ids.TargetID) {
-		return ids.TargetID, true // the real extension's invalidation names the tab
+		return []string{ids.TargetID}, true // the real extension's invalidation names the tab
 	}
 	frames := []string{ids.FrameID, ids.ParentFrameID}
 	if ids.Frame != nil {
@@ -171,16 +178,16 @@ func (a attributions) attribute(clientID string, ev browserbackend.Event, ids *e
 	}
 	for _, f := range frames {
 		if o, ok := a.get(clientID, attrFrame, f); ok {
-			return o, true
+			return []string{o}, true
 		}
 	}
 	if o, ok := a.get(clientID, attrRequest, ids.RequestID); ok {
-		return o, true
+		return []string{o}, true
 	}
 	if o, ok := a.get(clientID, attrContext, string(ids.ExecutionContextID)); ok {
-		return o, true
+		return []string{o}, true
 	}
-	return "", false
+	return nil, false
 }
 
 // isTargetMethod reports whether method is of the Target domain, whose
@@ -242,16 +249,16 @@ func (a attributions) learnResult(clientID, owner, method string, params, res js
 }
 
 // routeEvent picks the listeners of one client that receive an event:
-// attributed to owner, those that claim owner, or, when none does, those
+// attributed to owners, those that claim one of them, or, when none does, those
 // that claim no tab at all (their commands name none, so the server cannot
 // tell their tab); not attributed, every listener when they all serve one
 // conversation, else none. It reports whether the event was withheld from
 // every listener because it could not be attributed.
-func routeEvent(ls []*listener, owner string, attributed bool) (out []*listener, unattributed bool) {
+func routeEvent(ls []*listener, owners []string, attributed bool) (out []*listener, unattributed bool) {
 	if attributed {
 		var tabless []*listener
 		for _, l := range ls {
-			owns, any := l.state(owner)
+			owns, any := l.state(owners)
 			switch {
 			case owns:
 				out = append(out, l)

@@ -347,12 +347,13 @@ func (p *Proxy) publishEvent(clientID string, ev browserbackend.Event) {
 	if len(ev.Params) > 0 {
 		_ = json.Unmarshal(ev.Params, &ids) // DecodeEvent checked it is JSON
 	}
+	p.attr.set(clientID, attrSeen, "-", "yes")
 	if ev.SessionID == "" {
 		p.attr.set(clientID, attrAnon, "-", "yes")
 	}
-	owner, attributed := p.attr.attribute(clientID, ev, &ids)
+	owners, attributed := p.attr.attribute(clientID, ev, &ids)
 	if attributed {
-		p.attr.learnEvent(clientID, owner, ev, &ids)
+		p.attr.learnEvent(clientID, owners[0], ev, &ids)
 	}
 	p.mu.Lock()
 	ls := make([]*listener, 0, len(p.listeners[clientID]))
@@ -360,7 +361,7 @@ func (p *Proxy) publishEvent(clientID string, ev browserbackend.Event) {
 		ls = append(ls, l)
 	}
 	p.mu.Unlock()
-	to, withheld := routeEvent(ls, owner, attributed)
+	to, withheld := routeEvent(ls, owners, attributed)
 	if withheld {
 		p.unattributed.Add(1)
 	}
