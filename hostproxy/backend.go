@@ -151,13 +151,17 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
+	var perr error
 	switch {
 	case cmd.SessionID != "":
 		if b.claim(clientID, cmd.SessionID) {
-			b.probeTab(ctx, req)
+			perr = b.probeTab(ctx, req)
 		}
 	case b.kind == browserbackend.KindHostBridge:
-		b.probePage(ctx, req)
+		perr = b.probePage(ctx, req)
+	}
+	if perr != nil {
+		return nil, probeFailed(cmd.Method, perr)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -203,23 +207,25 @@ func (b *Backend) claim(clientID, owner string) bool {
 // claims that target, so the bridge's events of the page, which name its
 // target id, reach this backend and not another conversation's (WIRE-4).
 // Before the client's first event there is nothing to keep apart. Best
-// effort, as probeTab.
-func (b *Backend) probePage(ctx context.Context, req Req) {
+// A failure is the call's: the page the command would run on is gone
+// (the bridge answers target_not_found for a closed tab) or the bridge did
+// not answer.
+func (b *Backend) probePage(ctx context.Context, req Req) error {
 	b.mu.Lock()
 	done := b.probed
 	b.probed = true
 	b.mu.Unlock()
 	if done {
-		return
+		return nil
 	}
 	if _, seen := b.p.attr.get(req.TargetClientID, attrSeen, "-"); !seen {
-		return
+		return nil
 	}
 	probe := req
 	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
 	res, err := b.p.Request(ctx, probe)
 	if err != nil {
-		return
+		return err
 	}
 	var info struct {
 		TargetInfo struct {
@@ -229,30 +235,52 @@ func (b *Backend) probePage(ctx context.Context, req Req) {
 	if json.Unmarshal(res, &info) == nil && info.TargetInfo.TargetID != "" {
 		b.claim(req.TargetClientID, info.TargetInfo.TargetID)
 	}
+	return nil
+}
+
+// probeFailed is the error of a command whose probe failed before the
+// command was sent: the probe's class and code, naming the command, not
+// dispatched (so the selector may fail over on a transport error).
+func probeFailed(method string, err error) error {
+	var e *browserbackend.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Method, c.Dispatched = method, false
+	c.Message = "before the command, Target.getTargetInfo: " + e.Message
+	return &c
 }
 
 // probeTab asks a client whose events name no tab which CDP target the tab
 // req names is (Target.getTargetInfo, once per client and tab), so events
 // carrying that target's main frame id can be attributed before the tab's
-// first Page.navigate answer says it (WIRE-4). Best effort: an error only
-// leaves the tab's events to the other rules.
-func (b *Backend) probeTab(ctx context.Context, req Req) {
+// first Page.navigate answer says it (WIRE-4). Best effort: a protocol
+// error (a client that refuses the method) only leaves the tab's events to
+// the other rules; a transport error is the call's (the command would meet
+// it too).
+func (b *Backend) probeTab(ctx context.Context, req Req) error {
 	tab, client := req.SessionID, req.TargetClientID
 	if !isTabID(tab) {
-		return
+		return nil
 	}
 	if _, anon := b.p.attr.get(client, attrAnon, "-"); !anon {
-		return
+		return nil
 	}
 	if _, done := b.p.attr.get(client, attrProbed, tab); done {
-		return
+		return nil
 	}
 	b.p.attr.set(client, attrProbed, tab, tab)
 	probe := req
 	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
-	if res, err := b.p.Request(ctx, probe); err == nil {
+	res, err := b.p.Request(ctx, probe)
+	if errors.Is(err, browserbackend.ErrTransport) {
+		return err
+	}
+	if err == nil {
 		b.p.attr.learnResult(client, tab, probe.Method, probe.Params, res)
 	}
+	return nil
 }
 
 // track adds (add true) or removes a Send's cancel; adding fails once the

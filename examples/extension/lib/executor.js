@@ -204,7 +204,9 @@ const vellum = {
     return { tabs: tabs.map(tabInfo) };
   },
   async 'Vellum.createTab'(params, conv) {
-    const tab = await chrome.tabs.create({ url: params.url || 'about:blank', active: !!params.active });
+    // As the Vellum extension does it: an active about:blank whatever url
+    // and active say (WIRE-3); the caller navigates the tab afterwards.
+    const tab = await chrome.tabs.create({ url: 'about:blank', active: true });
     await pin(conv, tab.id);
     return { tabId: String(tab.id), clientId: (await identity()).clientId };
   },
