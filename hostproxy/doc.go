@@ -122,7 +122,13 @@
 // The real Vellum extension's events name no tab. Once a client has posted
 // such an event, a backend's first command naming a tab is preceded by
 // Target.getTargetInfo on that tab (once per client and tab), so the tab's
-// main frame is known before its first navigation.
+// main frame is known before its first navigation. Likewise a host-bridge
+// backend, once its client has posted an event, first asks with a
+// sessionless Target.getTargetInfo which page its commands run on and owns
+// that target (the reference bridge names its page's target id in every
+// event). A probe that fails is the failure of the command it preceded,
+// not dispatched, except that a protocol error of the extension probe is
+// ignored.
 //
 // An attributed event reaches the backends that own its tab; when none does,
 // those that name no tab at all (their commands go wherever the client sends
