@@ -174,6 +174,17 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 	return c, nil
 }
 
+// DialConversation discovers the browser and attaches to conversationID's
+// tab as a Build of this Provider does (the remembered target, else a tab
+// of the agent's own; WithTab on ctx asks for TabNew or TabActive), without
+// a selector: the desktop bridge gives each conversation its tab this way.
+// The returned Backend's Close leaves the tab open (CloseConversation
+// closes it). An empty conversationID gets a tab that Close closes. Errors
+// are Build's. Safe for concurrent use.
+func (p *Provider) DialConversation(ctx context.Context, conversationID string) (*Backend, error) {
+	return p.build(ctx, conversationID)
+}
+
 // Probe runs discovery only (for the status report, SEL-13): it returns the
 // endpoint, with Pages counted from /json/list when that answers (-1
 // otherwise), or the discovery error Dial would return. It opens no
@@ -247,7 +258,24 @@ func (p *Provider) build(ctx context.Context, conversation string) (*Backend, er
 	if owned && !had {
 		s.logger.Info("cdpinspect: opened the conversation's tab", "conversationId", conversation, "targetId", b.TargetID())
 	}
+	for _, id := range p.tabs.takeEvicted(ep.BrowserWSURL) {
+		// Its conversation fell out of the LRU bound: nobody will use or
+		// close the agent's tab otherwise.
+		b.closeTarget(ctx, id)
+		s.logger.Info("cdpinspect: closed a forgotten conversation's tab", "targetId", id)
+	}
 	return b, nil
+}
+
+// ForgetConversation forgets conversationID's tab without touching it (the
+// tab stays open, as the extension's tab after Vellum.detach), so the
+// conversation's next call opens a tab anew or, asked with TabActive,
+// adopts one. It sends nothing. Its signature fits browserbackend/tools
+// Options.DetachConversation (ctx and k are unused; the error is always
+// nil). Safe for concurrent use.
+func (p *Provider) ForgetConversation(_ context.Context, _ bb.Kind, conversationID string) error {
+	p.tabs.forgetAll(conversationID)
+	return nil
 }
 
 // CloseConversation closes the tab the agent opened for conversationID

@@ -12,8 +12,9 @@ import (
 
 // DefaultMaxConversations bounds how many conversations' tabs a Provider
 // remembers (WithMaxConversations). Beyond it the least recently used
-// conversation is forgotten: its tab stays open, and that conversation's
-// next call opens a new one.
+// conversation is forgotten, and that conversation's next call opens a new
+// tab; a forgotten tab the agent opened is closed by the Provider's next
+// Build in that browser (a user tab adopted with TabActive stays open).
 const DefaultMaxConversations = 4096
 
 // TabRequest says which tab a conversation's call wants when it has none
@@ -68,7 +69,24 @@ type tabRegistry struct {
 
 	mu   sync.Mutex
 	busy map[string]*convLock // per conversation, while a Build picks its tab
+	// evicted holds the agent's tabs of conversations the LRU bound
+	// pushed out, until a Build in their browser closes them. Every
+	// change of tabs happens under mu, so the eviction callback (run
+	// inside Add and Remove) appends here under mu as well.
+	evicted []tabKeyed
+	// removing is set while forget and forgetAll remove entries: a removal
+	// is not an eviction.
+	removing bool
 }
+
+// tabKeyed is an evicted entry.
+type tabKeyed struct {
+	key tabKey
+	tab convTab
+}
+
+// maxEvicted bounds evicted: beyond it the oldest are left open.
+const maxEvicted = 1024
 
 type convLock struct {
 	token chan struct{}
@@ -79,8 +97,13 @@ func newTabRegistry(max int) *tabRegistry {
 	if max <= 0 {
 		max = DefaultMaxConversations
 	}
-	c, _ := lru.New[tabKey, convTab](max) // only fails for size <= 0
-	return &tabRegistry{tabs: c, busy: make(map[string]*convLock)}
+	r := &tabRegistry{busy: make(map[string]*convLock)}
+	r.tabs, _ = lru.NewWithEvict[tabKey, convTab](max, func(k tabKey, t convTab) { // only fails for size <= 0
+		if !r.removing && t.owned && len(r.evicted) < maxEvicted {
+			r.evicted = append(r.evicted, tabKeyed{k, t})
+		}
+	})
+	return r
 }
 
 // lock serialises the tab choice of one conversation, so that two
@@ -111,8 +134,38 @@ func (r *tabRegistry) lock(ctx context.Context, conversation string) (func(), er
 }
 
 func (r *tabRegistry) get(k tabKey) (convTab, bool) { return r.tabs.Get(k) }
-func (r *tabRegistry) set(k tabKey, t convTab)      { r.tabs.Add(k, t) }
-func (r *tabRegistry) forget(k tabKey)              { r.tabs.Remove(k) }
+
+func (r *tabRegistry) set(k tabKey, t convTab) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tabs.Add(k, t)
+}
+
+func (r *tabRegistry) forget(k tabKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removing = true
+	r.tabs.Remove(k)
+	r.removing = false
+}
+
+// takeEvicted returns, and stops remembering, the target ids of the
+// agent's evicted tabs in browser.
+func (r *tabRegistry) takeEvicted(browser string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	kept := r.evicted[:0]
+	for _, e := range r.evicted {
+		if e.key.browser == browser {
+			out = append(out, e.tab.targetID)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	r.evicted = kept
+	return out
+}
 
 // has reports whether any browser run remembers a tab for conversation.
 func (r *tabRegistry) has(conversation string) bool {
@@ -141,6 +194,10 @@ func (r *tabRegistry) targetsOf(browser, conversation string) map[string]bool {
 
 // forgetAll drops conversation's entries of every browser run.
 func (r *tabRegistry) forgetAll(conversation string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removing = true
+	defer func() { r.removing = false }()
 	for _, k := range r.tabs.Keys() {
 		if k.conversation == conversation {
 			r.tabs.Remove(k)

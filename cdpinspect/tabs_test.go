@@ -258,11 +258,46 @@ func TestProviderForgetsTheTabsOfARestartedBrowser(t *testing.T) {
 
 func TestProviderRemembersAtMostMaxConversations(t *testing.T) {
 	b := chromiumtest.Start(t)
+	watch := watchDestroyed(t, b)
 	p := enabledProvider(b.Port, cdpinspect.WithMaxConversations(1))
 	one := mustBuild(t, p, "conv-1").TargetID()
 	assert.Equal(t, one, mustBuild(t, p, "conv-1").TargetID())
-	mustBuild(t, p, "conv-2")
+	two := mustBuild(t, p, "conv-2").TargetID()
+	// conv-1 fell out of the bound: the agent's tab it opened is closed.
+	watch.wait(one)
+	assert.NotContains(t, pageIDs(t, b), one, "an evicted conversation's own tab is closed")
 	again := mustBuild(t, p, "conv-1")
 	assert.NotEqual(t, one, again.TargetID(), "conv-1 was forgotten (LRU) and gets a new tab")
-	assert.Contains(t, pageIDs(t, b), one, "a forgotten conversation's tab stays open")
+	watch.wait(two)
+
+	// A user tab adopted by an evicted conversation stays open.
+	user := pageIDs(t, b)
+	ctx, cancel := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabActive), 20*time.Second)
+	defer cancel()
+	adopted, err := build(t, ctx, p, "conv-adopt")
+	require.NoError(t, err)
+	require.NotContains(t, []string{again.TargetID()}, adopted.TargetID())
+	mustBuild(t, p, "conv-3")
+	mustBuild(t, p, "conv-4") // conv-3's own tab evicted and closed, while the adopted one stayed
+	assert.Contains(t, pageIDs(t, b), adopted.TargetID(), "the user's tab is never closed")
+	for id := range user {
+		if id != again.TargetID() {
+			assert.Contains(t, pageIDs(t, b), id, "user tab %s stays open", id)
+		}
+	}
+}
+
+// TestProviderForgetConversationLeavesTheTabAndTheNextCallOpensAnew: after
+// ForgetConversation (tools.Detach), the conversation's next Build opens a
+// new tab, and the old one is still open.
+func TestProviderForgetConversationLeavesTheTabAndTheNextCallOpensAnew(t *testing.T) {
+	b := chromiumtest.Start(t)
+	p := enabledProvider(b.Port)
+	first := mustBuild(t, p, "conv-D").TargetID()
+	assert.Equal(t, first, mustBuild(t, p, "conv-D").TargetID())
+	require.NoError(t, p.ForgetConversation(context.Background(), bb.KindCDPInspect, "conv-D"))
+	next := mustBuild(t, p, "conv-D").TargetID()
+	assert.NotEqual(t, first, next, "a forgotten conversation opens a tab anew")
+	assert.Contains(t, pageIDs(t, b), first, "forgetting closes nothing")
+	assert.Equal(t, next, mustBuild(t, p, "conv-D").TargetID())
 }

@@ -41,6 +41,8 @@ type Backend struct {
 
 	mu       sync.Mutex
 	clientID string
+	listener *listener
+	probed   bool // probePage ran
 	unlisten func()
 	closed   bool
 	// inflight holds the cancel of every Send in progress; Close cancels
@@ -119,7 +121,7 @@ func (b *Backend) bind(req Req) (string, error) {
 		return "", err
 	}
 	b.clientID = c.ClientID
-	b.unlisten = b.p.listen(c.ClientID, &b.bus)
+	b.listener, b.unlisten = b.p.listen(c.ClientID, b.inv.ConversationID, &b.bus)
 	return b.clientID, nil
 }
 
@@ -149,6 +151,18 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 		return nil, err
 	}
 	req.TargetClientID = clientID
+	var perr error
+	switch {
+	case cmd.SessionID != "":
+		if b.claim(clientID, cmd.SessionID) {
+			perr = b.probeTab(ctx, req)
+		}
+	case b.kind == browserbackend.KindHostBridge:
+		perr = b.probePage(ctx, req)
+	}
+	if perr != nil {
+		return nil, probeFailed(cmd.Method, perr)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !b.track(&cancel, true) {
@@ -159,7 +173,114 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 	if err != nil && errors.Is(context.Cause(ctx), errBackendClosed) {
 		return nil, b.closedErr(cmd.Method)
 	}
+	if err == nil {
+		b.p.attr.learnResult(clientID, cmd.SessionID, cmd.Method, cmd.Params, res)
+	}
 	return res, err
+}
+
+// claim records that this backend's commands name owner (a tab id, target
+// id or session id), so the client's events of that tab reach it (WIRE-4).
+// It reports whether the claim is new.
+func (b *Backend) claim(clientID, owner string) bool {
+	b.mu.Lock()
+	l := b.listener
+	b.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	if isTabID(owner) {
+		return l.claim(owner)
+	}
+	// A child session's commands act in its tab: its events are this
+	// backend's too. A target id is its tab's main frame id.
+	if tab, ok := b.p.attr.get(clientID, attrSession, owner); ok {
+		l.claim(tab)
+	} else {
+		b.p.attr.set(clientID, attrFrame, owner, owner)
+	}
+	return l.claim(owner)
+}
+
+// probePage asks a desktop bridge that has posted events which page its
+// sessionless commands run on (Target.getTargetInfo, once per backend) and
+// claims that target, so the bridge's events of the page, which name its
+// target id, reach this backend and not another conversation's (WIRE-4).
+// Before the client's first event there is nothing to keep apart. Best
+// A failure is the call's: the page the command would run on is gone
+// (the bridge answers target_not_found for a closed tab) or the bridge did
+// not answer.
+func (b *Backend) probePage(ctx context.Context, req Req) error {
+	b.mu.Lock()
+	done := b.probed
+	b.probed = true
+	b.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, seen := b.p.attr.get(req.TargetClientID, attrSeen, "-"); !seen {
+		return nil
+	}
+	probe := req
+	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
+	res, err := b.p.Request(ctx, probe)
+	if err != nil {
+		return err
+	}
+	var info struct {
+		TargetInfo struct {
+			TargetID string `json:"targetId"`
+		} `json:"targetInfo"`
+	}
+	if json.Unmarshal(res, &info) == nil && info.TargetInfo.TargetID != "" {
+		b.claim(req.TargetClientID, info.TargetInfo.TargetID)
+	}
+	return nil
+}
+
+// probeFailed is the error of a command whose probe failed before the
+// command was sent: the probe's class and code, naming the command, not
+// dispatched (so the selector may fail over on a transport error).
+func probeFailed(method string, err error) error {
+	var e *browserbackend.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Method, c.Dispatched = method, false
+	c.Message = "before the command, Target.getTargetInfo: " + e.Message
+	return &c
+}
+
+// probeTab asks a client whose events name no tab which CDP target the tab
+// req names is (Target.getTargetInfo, once per client and tab), so events
+// carrying that target's main frame id can be attributed before the tab's
+// first Page.navigate answer says it (WIRE-4). Best effort: a protocol
+// error (a client that refuses the method) only leaves the tab's events to
+// the other rules; a transport error is the call's (the command would meet
+// it too).
+func (b *Backend) probeTab(ctx context.Context, req Req) error {
+	tab, client := req.SessionID, req.TargetClientID
+	if !isTabID(tab) {
+		return nil
+	}
+	if _, anon := b.p.attr.get(client, attrAnon, "-"); !anon {
+		return nil
+	}
+	if _, done := b.p.attr.get(client, attrProbed, tab); done {
+		return nil
+	}
+	b.p.attr.set(client, attrProbed, tab, tab)
+	probe := req
+	probe.Method, probe.Params = "Target.getTargetInfo", json.RawMessage(`{}`)
+	res, err := b.p.Request(ctx, probe)
+	if errors.Is(err, browserbackend.ErrTransport) {
+		return err
+	}
+	if err == nil {
+		b.p.attr.learnResult(client, tab, probe.Method, probe.Params, res)
+	}
+	return nil
 }
 
 // track adds (add true) or removes a Send's cancel; adding fails once the

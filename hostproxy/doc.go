@@ -35,7 +35,7 @@
 // refused post is logged once at warn with route, code and client id.
 //
 //	POST /v1/host-browser-result             {"requestId","content","isError"}  → {"accepted":true}
-//	POST /v1/host-browser-event              {"method","params","sessionId"?}   → {"accepted":true}
+//	POST /v1/host-browser-event              {"type"?,"method","params","cdpSessionId"?,"sessionId"?,"tabId"?} → {"accepted":true}
 //	POST /v1/host-browser-session-invalidated {"sessionId"?,"targetId"?,"reason"?} → {"accepted":true}
 //
 // content is a string holding JSON. On success (isError false) it is the CDP
@@ -94,16 +94,57 @@
 // request pending and the socket open. Closing the socket affects no pending
 // request: a client may always fall back to the POST route.
 //
-// Events are delivered to the subscribers (SEL-14) of every backend bound to
-// the posting client; a session invalidation is delivered as a
-// Target.detachedFromTarget event carrying that sessionId. Events are not
-// yet routed by tab: with two conversations on one client each sees the
-// other's events, and the real extension's events name no tab at all. The
-// tools therefore attribute by frame (WIRE-4): a navigation ends only on
-// the load lifecycle event of the frame and loader id Page.navigate
-// answered, or that frame's frameStoppedLoading (a tab's main frame id is
-// its target id), and every extension command names its conversation's tab
-// in cdpSessionId.
+// # Events and tabs (WIRE-4)
+//
+// Events go to the subscribers (SEL-14) of the backends bound to the posting
+// client, but only to those of the tab the event belongs to. A backend owns
+// the tabs its commands name in cdpSessionId (a tab id in decimal digits, a
+// CDP target id, or a flat child session id); a session invalidation is
+// delivered as a Target.detachedFromTarget event carrying that sessionId.
+// An event is attributed to a tab, in this order:
+//
+//  1. by the session it names: cdpSessionId or sessionId, else tabId (the
+//     reference extension names the tab of every event; a tab-level event is
+//     then delivered with that tab id as its SessionID); a child session
+//     maps to the tab whose Target.attachToTarget answer or
+//     Target.attachedToTarget event opened it; a real-extension
+//     invalidation's decimal targetId names its tab;
+//  2. by a frame id in its params (frameId, parentFrameId, frame.id,
+//     frame.parentId, context.auxData.frameId; targetId outside the Target
+//     domain): a tab's main frame id is its target id, learned from the
+//     command naming a CDP target, from the answers of Page.navigate,
+//     Page.getFrameTree and Target.getTargetInfo sent to the tab, and, for
+//     child frames, from the tab's earlier frame events;
+//  3. by a Network requestId or a Runtime executionContextId learned from
+//     the tab's earlier events (a context id seen in two tabs attributes
+//     nothing).
+//
+// The real Vellum extension's events name no tab. Once a client has posted
+// such an event, a backend's first command naming a tab is preceded by
+// Target.getTargetInfo on that tab (once per client and tab), so the tab's
+// main frame is known before its first navigation. Likewise a host-bridge
+// backend, once its client has posted an event, first asks with a
+// sessionless Target.getTargetInfo which page its commands run on and owns
+// that target (the reference bridge names its page's target id in every
+// event). A probe that fails is the failure of the command it preceded,
+// not dispatched, except that a protocol error of the extension probe is
+// ignored.
+//
+// An attributed event reaches the backends that own its tab; when none does,
+// those that name no tab at all (their commands go wherever the client sends
+// sessionless commands, which the server cannot know); never a backend that
+// owns another tab. An event that cannot be attributed (Page.loadEventFired
+// and Page.domContentEventFired carry no frame; a console message of an
+// unknown context) reaches every bound backend when they all serve one
+// conversation, and nobody otherwise: it is counted (EventsUnattributed)
+// and dropped. So with one conversation per client nothing is lost, and with
+// several none receives an event known to be another tab's. What is learned
+// is bounded (the most recent 16,384 ids over all clients).
+//
+// The tools match events by frame and loader as well (a navigation ends only
+// on the load lifecycle event of the frame and loader id Page.navigate
+// answered, or that frame's frameStoppedLoading), and every extension
+// command of the tools names its conversation's tab in cdpSessionId.
 //
 // # Disconnects and replay
 //
@@ -127,13 +168,13 @@
 // bridge; PXY-2). Package tabs sends them through any Backend or per-call
 // Client and decodes their results, in one place. Params → result:
 //
-//	Vellum.listTabs  {}                          → {"tabs":[{"id","url","title","active"}…]}
-//	Vellum.selectTab {"tabId"}                   → {}
-//	Vellum.closeTab  {"tabId"}                   → {}
-//	Vellum.createTab {"url","active"}            → {"tab":{…}}
-//	Vellum.findTab   {"url"?,"title"?}           → {"tab":{…}|null}
-//	Vellum.attach    {"tabId"}                   → {}
-//	Vellum.detach    {"tabId"}                   → {}
+//	Vellum.listTabs  {}                 → {"tabs":[{"tabId","windowId","url","title","active","pinned"}…]}
+//	Vellum.selectTab {"tabId"}          → {}
+//	Vellum.closeTab  {"tabId"}          → {"closed":true,"tabId","clientId"}
+//	Vellum.createTab {"url","active"}   → {"tabId":"<string>","clientId"}
+//	Vellum.findTab   {"urlPattern"}     → {"tabId":"<string>","url","title"}
+//	Vellum.attach    {"tabId"}          → {"attached":true,"target":{"tabId"}}
+//	Vellum.detach    {"tabId"}          → {"detached":true,"target":{"tabId"}}
 //
 // # Client choice (PXY-2)
 //

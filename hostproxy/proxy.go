@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -132,7 +133,13 @@ type Proxy struct {
 	// Proxy's own requests, the hand-over of their results) and listeners.
 	mu        sync.Mutex
 	pending   map[string]*pending
-	listeners map[string]map[*browserbackend.EventBus]struct{}
+	listeners map[string]map[*listener]struct{}
+
+	// attr ties frame, session, request and context ids to tabs (WIRE-4);
+	// unattributed counts events withheld because nothing tied them to a
+	// tab while several conversations listened.
+	attr         attributions
+	unattributed atomic.Uint64
 }
 
 // New returns a Proxy. It panics when opts.Hub is nil (a programming error).
@@ -151,7 +158,8 @@ func New(opts Options) *Proxy {
 		relay:     opts.Relay,
 		done:      make(chan struct{}),
 		pending:   make(map[string]*pending),
-		listeners: make(map[string]map[*browserbackend.EventBus]struct{}),
+		listeners: make(map[string]map[*listener]struct{}),
+		attr:      newAttributions(),
 	}
 	p.doneCtx, p.stopAll = context.WithCancel(context.Background())
 	if p.log == nil {
@@ -175,6 +183,11 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// EventsUnattributed reports how many CDP events were delivered to no
+// backend since New because nothing tied them to a tab while backends of
+// more than one conversation listened to their client (WIRE-4).
+func (p *Proxy) EventsUnattributed() uint64 { return p.unattributed.Load() }
 
 // EventsShed reports how many CDP event posts were shed over their
 // client's event budget since New (WIRE-5).

@@ -241,10 +241,11 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient str
 }
 
 // EventHandler serves POST /v1/host-browser-event (PXY-4, SEL-14, WIRE-1):
-// body {"method","params","sessionId"?}; the posting client is named by the
-// X-Vellum-Client-Id header or, as the real extension does it, only by its
-// bearer token (see clientFor). The event is delivered to the subscribers of
-// every backend bound to that client.
+// body EventBody; the posting client is named by the X-Vellum-Client-Id
+// header or, as the real extension does it, only by its bearer token (see
+// clientFor). The event is delivered to the subscribers of the backends
+// bound to that client that own its tab (WIRE-4, "Events and tabs" in the
+// package doc).
 // Answers 200 {"accepted":true}, 400 (unknown client, malformed body, no
 // method), 403 (another actor's client), 404 (client not connected), 413.
 //
@@ -252,9 +253,9 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient str
 // (Options.EventRate): beyond it they are answered 429 events_shed and
 // dropped, counted by EventsShed and logged at most once a second (WIRE-5).
 func (p *Proxy) EventHandler() http.Handler {
-	return p.eventRoute(true, func(data []byte) (browserbackend.Event, string, error) {
+	return p.eventRoute(true, func(data []byte) (browserbackend.Event, string, string, error) {
 		body, err := DecodeEvent(data)
-		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.SessionID}, "", err
+		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.Session()}, "", body.Tab(), err
 	})
 }
 
@@ -265,25 +266,25 @@ func (p *Proxy) EventHandler() http.Handler {
 // sessionId (params {"sessionId","targetId","reason"}), so a client fails
 // later commands bound to the session. Answers as EventHandler.
 func (p *Proxy) SessionInvalidatedHandler() http.Handler {
-	return p.eventRoute(false, func(data []byte) (browserbackend.Event, string, error) {
+	return p.eventRoute(false, func(data []byte) (browserbackend.Event, string, string, error) {
 		body, err := DecodeInvalidation(data)
 		if err != nil {
-			return browserbackend.Event{}, "", err
+			return browserbackend.Event{}, "", "", err
 		}
 		params, _ := json.Marshal(InvalidationBody{SessionID: body.SessionID, TargetID: body.TargetID, Reason: body.Reason})
-		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, body.ClientID, nil
+		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, body.ClientID, "", nil
 	})
 }
 
 // eventRoute is the shared shape of the two event routes: read the capped
 // body, decode, check the posting client, count as activity, deliver.
-func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend.Event, bodyClient string, err error)) http.Handler {
+func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend.Event, bodyClient, tab string, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
 		if !ok {
 			return
 		}
-		ev, bodyClient, err := decode(data)
+		ev, bodyClient, tab, err := decode(data)
 		if err != nil {
 			p.reject(w, r, postingClient(r), http.StatusBadRequest, "malformed_body", "%v", err)
 			return
@@ -303,6 +304,10 @@ func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend
 			}
 		}
 		p.hub.Touch(clientID)
+		if tab != "" && ev.SessionID != tab {
+			// A child session's event that also names its tab.
+			p.attr.set(clientID, attrSession, ev.SessionID, tab)
+		}
 		p.publishEvent(clientID, ev)
 		if p.relay != nil {
 			p.relay.RelayEvent(clientID, ev)
@@ -311,22 +316,23 @@ func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend
 	})
 }
 
-// listen delivers the events of clientID to bus until the returned func is
-// called.
-func (p *Proxy) listen(clientID string, bus *browserbackend.EventBus) func() {
+// listen makes bus a listener of clientID's events for a backend serving
+// conversation, until the returned func is called.
+func (p *Proxy) listen(clientID, conversation string, bus *browserbackend.EventBus) (*listener, func()) {
+	l := &listener{bus: bus, conversation: conversation}
 	p.mu.Lock()
 	set := p.listeners[clientID]
 	if set == nil {
-		set = make(map[*browserbackend.EventBus]struct{})
+		set = make(map[*listener]struct{})
 		p.listeners[clientID] = set
 	}
-	set[bus] = struct{}{}
+	set[l] = struct{}{}
 	p.mu.Unlock()
-	return func() {
+	return l, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if set := p.listeners[clientID]; set != nil {
-			delete(set, bus)
+			delete(set, l)
 			if len(set) == 0 {
 				delete(p.listeners, clientID)
 			}
@@ -334,14 +340,32 @@ func (p *Proxy) listen(clientID string, bus *browserbackend.EventBus) func() {
 	}
 }
 
+// publishEvent delivers ev to the listeners of clientID it belongs to
+// (WIRE-4, see routeEvent) and learns the ids it ties to its tab.
 func (p *Proxy) publishEvent(clientID string, ev browserbackend.Event) {
+	var ids eventIDs
+	if len(ev.Params) > 0 {
+		_ = json.Unmarshal(ev.Params, &ids) // DecodeEvent checked it is JSON
+	}
+	p.attr.set(clientID, attrSeen, "-", "yes")
+	if ev.SessionID == "" {
+		p.attr.set(clientID, attrAnon, "-", "yes")
+	}
+	owners, attributed := p.attr.attribute(clientID, ev, &ids)
+	if attributed {
+		p.attr.learnEvent(clientID, owners[0], ev, &ids)
+	}
 	p.mu.Lock()
-	buses := make([]*browserbackend.EventBus, 0, len(p.listeners[clientID]))
-	for b := range p.listeners[clientID] {
-		buses = append(buses, b)
+	ls := make([]*listener, 0, len(p.listeners[clientID]))
+	for l := range p.listeners[clientID] {
+		ls = append(ls, l)
 	}
 	p.mu.Unlock()
-	for _, b := range buses {
-		b.Publish(ev) // never blocks
+	to, withheld := routeEvent(ls, owners, attributed)
+	if withheld {
+		p.unattributed.Add(1)
+	}
+	for _, l := range to {
+		l.bus.Publish(ev) // never blocks
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The wire names (message types, headers, paths) are in package wire.
@@ -39,11 +40,40 @@ type ResultBody struct {
 }
 
 // EventBody is the body of POST /v1/host-browser-event: one CDP event the
-// client observed, {"method","params","sessionId"?}.
+// client observed, {"type"?,"method","params","cdpSessionId"?,"sessionId"?,
+// "tabId"?}. The real Vellum extension sends {"type":"host_browser_event",
+// "method","params"} and cdpSessionId only for a child session's event, so
+// nothing in it names the tab (WIRE-4); the reference extension adds tabId,
+// the tab the event came from (decimal digits, as a string or a number);
+// the desktop bridge names a session other than its page's in sessionId.
 type EventBody struct {
-	Method    string          `json:"method"`
-	Params    json.RawMessage `json:"params,omitempty"`
-	SessionID string          `json:"sessionId,omitempty"`
+	Type         string          `json:"type,omitempty"`
+	Method       string          `json:"method"`
+	Params       json.RawMessage `json:"params,omitempty"`
+	CDPSessionID string          `json:"cdpSessionId,omitempty"`
+	SessionID    string          `json:"sessionId,omitempty"`
+	TabID        json.RawMessage `json:"tabId,omitempty"`
+}
+
+// Session is the session the event names: cdpSessionId or sessionId, else
+// the tab id in decimal digits (a tab-level debuggee's events, WIRE-3), else
+// "".
+func (b EventBody) Session() string {
+	switch {
+	case b.CDPSessionID != "":
+		return b.CDPSessionID
+	case b.SessionID != "":
+		return b.SessionID
+	}
+	return b.Tab()
+}
+
+// Tab is the tabId the event names in decimal digits, or "".
+func (b EventBody) Tab() string {
+	if tab := strings.Trim(string(b.TabID), `"`); isTabID(tab) {
+		return tab
+	}
+	return ""
 }
 
 // InvalidationBody is the body of POST /v1/host-browser-session-invalidated:

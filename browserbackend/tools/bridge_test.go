@@ -21,16 +21,28 @@ import (
 // until it is on the roster; opts are the Chromium's.
 func startBridge(t testing.TB, h *hubStack, opts ...chromiumtest.Option) {
 	t.Helper()
-	b := chromiumtest.Start(t, opts...)
+	runBridgeOn(t, h, chromiumtest.Start(t, opts...), false)
+}
+
+// runBridgeOn runs the reference desktop bridge on browser b; with tabs,
+// each conversation gets its own tab through a cdp-inspect Provider
+// (bridge.CDPInspectTabs).
+func runBridgeOn(t testing.TB, h *hubStack, b *chromiumtest.Browser, tabs bool) {
+	t.Helper()
 	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS, ClientID: "mac-1"})
 	require.NoError(t, err)
 	cfg := cdpinspect.DefaultConfig()
 	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", b.Port, 5000
-	br, err := bridge.New(bridge.Options{
+	opts := []cdpinspect.Option{cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs()}
+	bo := bridge.Options{
 		ServerURL: h.url, Token: tok.Token, ClientID: "mac-1", InterfaceID: wire.InterfaceMacOS,
-		Dial:   bridge.CDPInspectDialer(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs()),
+		Dial:   bridge.CDPInspectDialer(cfg, opts...),
 		Logger: quietLogger(), MinBackoff: 10 * time.Millisecond,
-	})
+	}
+	if tabs {
+		bo.DialConversation = bridge.CDPInspectTabs(cdpinspect.NewProvider(cfg, opts...))
+	}
+	br, err := bridge.New(bo)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

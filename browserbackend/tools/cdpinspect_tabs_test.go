@@ -166,7 +166,46 @@ func cdpInspectToolsWithClose(t *testing.T, b *chromiumtest.Browser) *tools.Tool
 	cfg.ProbeTimeoutMs = 5000
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), CloseConversation: prov.CloseConversation})
+	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
+		CloseConversation: prov.CloseConversation, DetachConversation: prov.ForgetConversation})
+}
+
+// TestCDPInspectDetach_TheNextCallOpensANewTab: tools.Detach makes
+// cdp-inspect forget the conversation's tab (wired to
+// cdpinspect.Provider.ForgetConversation): the tab stays open, and the
+// conversation's next call works in a new tab of its own.
+func TestCDPInspectDetach_TheNextCallOpensANewTab(t *testing.T) {
+	site := startOwnerSite(t)
+	b := chromiumtest.Start(t)
+	raw := dialRaw(t, b)
+	tl := cdpInspectToolsWithClose(t, b)
+	inv := browserbackend.Invocation{ConversationID: "conv-D", InterfaceID: "cli"}
+	tabWith := func(u string) string {
+		for id, got := range raw.urls() {
+			if got == u {
+				return id
+			}
+		}
+		return ""
+	}
+	first := site + "/form?owner=D&n=1"
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: first})
+	require.NoError(t, err)
+	old := tabWith(first)
+	require.NotEmpty(t, old)
+
+	_, err = tl.Detach(stepCtx(t), inv, tools.ReleaseInput{})
+	require.NoError(t, err)
+	second := site + "/form?owner=D&n=2"
+	_, err = tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: second})
+	require.NoError(t, err)
+	fresh := tabWith(second)
+	require.NotEmpty(t, fresh)
+	assert.NotEqual(t, old, fresh, "after Detach the conversation works in a new tab")
+	assert.Equal(t, first, raw.urls()[old], "the detached tab stays open, untouched")
+	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+	assert.Equal(t, second, snap.URL, "later calls stay in the new tab")
 }
 
 // TestCDPInspectThreeUserTabs_TwoConversationsStayInTheirOwnTabs: a browser
@@ -195,70 +234,7 @@ func TestCDPInspectThreeUserTabs_TwoConversationsStayInTheirOwnTabs(t *testing.T
 		{ConversationID: "conv-A", InterfaceID: "cli"},
 		{ConversationID: "conv-B", InterfaceID: "cli"},
 	}
-	owners := []string{"A", "B"}
-	tabOf := map[string]string{} // owner → target id of the conversation's tab
-	lastURL := map[string]string{}
-	var orders [][]string
-	for step := range 10 {
-		i := step % 2
-		inv, owner := convs[i], owners[i]
-		switch op := []string{"navigate", "snapshot", "click"}[(step/2)%3]; op {
-		case "navigate":
-			// Every other navigation changes site (127.0.0.1 ↔ localhost),
-			// so the tab moves to a new renderer process, which is what
-			// makes Chromium move it in Target.getTargets.
-			base := site
-			if (step/2)%2 == 0 {
-				base = strings.Replace(site, "127.0.0.1", "localhost", 1)
-			}
-			want := fmt.Sprintf("%s/form?owner=%s&step=%d", base, owner, step)
-			res, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: want})
-			require.NoError(t, err, "step %d: %s navigates", step, owner)
-			assert.Equal(t, want, res.URL, "step %d", step)
-			assert.Equal(t, browserbackend.KindCDPInspect, res.Backend)
-			lastURL[owner] = want
-			if tabOf[owner] == "" {
-				for id, u := range raw.urls() {
-					if u == want {
-						tabOf[owner] = id
-					}
-				}
-				require.NotEmpty(t, tabOf[owner], "step %d: %s's tab is found by its URL", step, owner)
-				assert.NotContains(t, userURLs, tabOf[owner], "step %d: %s works in a tab of its own", step, owner)
-			}
-		case "snapshot":
-			res, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
-			require.NoError(t, err, "step %d: %s snapshots", step, owner)
-			assert.Equal(t, lastURL[owner], res.URL, "step %d: %s's snapshot reads its own page", step, owner)
-			assert.Contains(t, res.Text, "owner "+owner, "step %d", step)
-		case "click":
-			_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
-			require.NoError(t, err, "step %d: %s clicks", step, owner)
-			assert.Equal(t, "pressed by "+owner, raw.eval(tabOf[owner], `document.getElementById('out').textContent`),
-				"step %d: the click landed in %s's tab", step, owner)
-		}
-		urls := raw.urls()
-		for o, id := range tabOf {
-			assert.Equal(t, lastURL[o], urls[id], "step %d: %s's tab (target %s) shows its page", step, o, id)
-		}
-		for id, u := range userURLs {
-			assert.Equal(t, u, urls[id], "step %d: user tab %s is untouched", step, id)
-		}
-		assert.Len(t, urls, 3+len(tabOf), "step %d: no other tab was opened", step)
-		var order []string
-		for _, p := range raw.pages() {
-			order = append(order, p.TargetID)
-		}
-		orders = append(orders, order)
-	}
-	t.Logf("Target.getTargets page order after each step: %v", orders)
-	reordered := false
-	for i := 1; i < len(orders); i++ {
-		if len(orders[i]) == len(orders[i-1]) && !slices.Equal(orders[i], orders[i-1]) {
-			reordered = true
-		}
-	}
-	assert.True(t, reordered, "Target.getTargets changed its order while the tabs navigated: %v", orders)
+	tabOf, lastURL := alternateInOwnTabs(t, tl, raw, site, convs, userURLs, browserbackend.KindCDPInspect)
 
 	t.Run("the user closed A's tab", func(t *testing.T) {
 		closed := tabOf["A"]
@@ -328,4 +304,132 @@ func pick(m, keys map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// alternateInOwnTabs runs ten alternating navigate / snapshot / click calls
+// of the two conversations convs through tl, in a browser (seen by raw)
+// whose user tabs are userURLs, and checks after each that every call ran
+// in its conversation's own tab on backend kind and that no user tab was
+// navigated. It returns each owner's ("A", "B") target id and last URL.
+func alternateInOwnTabs(t *testing.T, tl *tools.Tools, raw *rawCDP, site string, convs []browserbackend.Invocation,
+	userURLs map[string]string, kind browserbackend.Kind) (tabOf, lastURL map[string]string) {
+	t.Helper()
+	owners := []string{"A", "B"}
+	tabOf = map[string]string{} // owner → target id of the conversation's tab
+	lastURL = map[string]string{}
+	var orders [][]string
+	for step := range 10 {
+		i := step % 2
+		inv, owner := convs[i], owners[i]
+		switch op := []string{"navigate", "snapshot", "click"}[(step/2)%3]; op {
+		case "navigate":
+			// Every other navigation changes site (127.0.0.1 ↔ localhost),
+			// so the tab moves to a new renderer process, which is what
+			// makes Chromium move it in Target.getTargets.
+			base := site
+			if (step/2)%2 == 0 {
+				base = strings.Replace(site, "127.0.0.1", "localhost", 1)
+			}
+			want := fmt.Sprintf("%s/form?owner=%s&step=%d", base, owner, step)
+			res, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: want})
+			require.NoError(t, err, "step %d: %s navigates", step, owner)
+			assert.Equal(t, want, res.URL, "step %d", step)
+			assert.Equal(t, kind, res.Backend)
+			lastURL[owner] = want
+			if tabOf[owner] == "" {
+				for id, u := range raw.urls() {
+					if u == want {
+						tabOf[owner] = id
+					}
+				}
+				require.NotEmpty(t, tabOf[owner], "step %d: %s's tab is found by its URL", step, owner)
+				assert.NotContains(t, userURLs, tabOf[owner], "step %d: %s works in a tab of its own", step, owner)
+			}
+		case "snapshot":
+			res, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+			require.NoError(t, err, "step %d: %s snapshots", step, owner)
+			assert.Equal(t, lastURL[owner], res.URL, "step %d: %s's snapshot reads its own page", step, owner)
+			assert.Contains(t, res.Text, "owner "+owner, "step %d", step)
+		case "click":
+			_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
+			require.NoError(t, err, "step %d: %s clicks", step, owner)
+			assert.Equal(t, "pressed by "+owner, raw.eval(tabOf[owner], `document.getElementById('out').textContent`),
+				"step %d: the click landed in %s's tab", step, owner)
+		}
+		urls := raw.urls()
+		for o, id := range tabOf {
+			assert.Equal(t, lastURL[o], urls[id], "step %d: %s's tab (target %s) shows its page", step, o, id)
+		}
+		for id, u := range userURLs {
+			assert.Equal(t, u, urls[id], "step %d: user tab %s is untouched", step, id)
+		}
+		assert.Len(t, urls, 3+len(tabOf), "step %d: no other tab was opened", step)
+		var order []string
+		for _, p := range raw.pages() {
+			order = append(order, p.TargetID)
+		}
+		orders = append(orders, order)
+	}
+	t.Logf("Target.getTargets page order after each step: %v", orders)
+	reordered := false
+	for i := 1; i < len(orders); i++ {
+		if len(orders[i]) == len(orders[i-1]) && !slices.Equal(orders[i], orders[i-1]) {
+			reordered = true
+		}
+	}
+	assert.True(t, reordered, "Target.getTargets changed its order while the tabs navigated: %v", orders)
+	return tabOf, lastURL
+}
+
+// TestHostBridgeThreeUserTabs_TwoConversationsStayInTheirOwnTabs: as the
+// cdp-inspect test, over the desktop bridge with each conversation in its
+// own tab (bridge.CDPInspectTabs): a browser with three user tabs, ten
+// alternating calls of two conversations while Target.getTargets reorders,
+// each in its own tab, the user's tabs never navigated; a conversation
+// whose tab the user closed gets target_not_found, no failover, and a new
+// tab on its next call.
+func TestHostBridgeThreeUserTabs_TwoConversationsStayInTheirOwnTabs(t *testing.T) {
+	site := startOwnerSite(t)
+	b := chromiumtest.Start(t, chromiumtest.WithStartURL(site+"/user?n=1"))
+	raw := dialRaw(t, b)
+	for _, n := range []string{"2", "3"} {
+		raw.call("Target.createTarget", map[string]any{"url": site + "/user?n=" + n}, "")
+	}
+	userURLs := raw.urls()
+	require.Len(t, userURLs, 3, "setup: three user tabs")
+	h := startRuntime(t)
+	runBridgeOn(t, h, b, true)
+	tl := h.tools(t)
+	convs := []browserbackend.Invocation{h.invocation("conv-A"), h.invocation("conv-B")}
+	tabOf, lastURL := alternateInOwnTabs(t, tl, raw, site, convs, userURLs, browserbackend.KindHostBridge)
+
+	closed := tabOf["A"]
+	raw.call("Target.closeTarget", map[string]any{"targetId": closed}, "")
+	raw.waitDestroyed(closed)
+	_, err := tl.Snapshot(stepCtx(t), convs[0], tools.SnapshotInput{})
+	require.Error(t, err)
+	var be *browserbackend.Error
+	require.True(t, errors.As(err, &be), "a backend error: %v", err)
+	assert.Equal(t, browserbackend.ClassProtocol, be.Class, "no failover material: %v", err)
+	assert.Equal(t, browserbackend.CodeTargetNotFound, be.Code, "%v", err)
+	urls := raw.urls()
+	for id, u := range userURLs {
+		assert.Equal(t, u, urls[id], "user tab %s is untouched", id)
+	}
+	assert.Equal(t, lastURL["B"], urls[tabOf["B"]], "B's tab is untouched")
+
+	want := site + "/form?owner=A&step=again"
+	res, err := tl.Navigate(stepCtx(t), convs[0], tools.NavigateInput{URL: want})
+	require.NoError(t, err)
+	assert.Equal(t, want, res.URL)
+	assert.Equal(t, browserbackend.KindHostBridge, res.Backend)
+	var fresh string
+	for id, u := range raw.urls() {
+		if u == want {
+			fresh = id
+		}
+	}
+	require.NotEmpty(t, fresh)
+	assert.NotEqual(t, closed, fresh)
+	assert.NotContains(t, userURLs, fresh)
 }

@@ -60,9 +60,12 @@ type ReleaseResult struct {
 }
 
 // Detach ends the conversation's hold on its browser: the extension tab pin
-// is released with Vellum.detach (the tab stays open) and the conversation
+// is released with Vellum.detach (the tab stays open), the conversation
 // memo is forgotten (Selector.Forget, SEL-9), so the next call selects
-// afresh. It sends nothing when no extension tab is pinned.
+// afresh, and Options.DetachConversation runs (wired to
+// cdpinspect.Provider.ForgetConversation, cdp-inspect forgets the
+// conversation's tab, which stays open). It sends nothing when no
+// extension tab is pinned.
 func (t *Tools) Detach(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput) (ReleaseResult, error) {
 	return t.release(ctx, inv, in, "detach", false)
 }
@@ -119,8 +122,12 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		res.Call = Call{Backend: c.Kind(), Attempts: c.Attempts(), TabID: pin.tabID}
 		c.Close()
 	}
-	if closing && t.closeFn != nil {
-		if err := t.closeFn(ctx, res.Forgot, inv.ConversationID); err != nil && firstErr == nil {
+	hook := t.detachFn
+	if closing {
+		hook = t.closeFn
+	}
+	if hook != nil {
+		if err := hook(ctx, res.Forgot, inv.ConversationID); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}

@@ -1,14 +1,18 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
@@ -118,6 +122,135 @@ func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
 			exA, err := tl.Extract(ctx, invA, tools.ExtractInput{})
 			require.NoError(t, err)
 			assert.Contains(t, exA.Text, "waiting for an image", "A's later call reads A's tab")
+		})
+	}
+}
+
+// logSite serves /log?who=X, a page titled X that logs "log-X".
+func startLogSite(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/log", func(w http.ResponseWriter, r *http.Request) {
+		who := r.URL.Query().Get("who")
+		page(w, who, fmt.Sprintf(`<p>%s</p><script>console.log("log-%s")</script>`, who, who))
+	})
+	return chromiumtest.LoopbackServer(t, mux).URL
+}
+
+// TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents (WIRE-4): two
+// conversations on one extension client, each with its own tab and its own
+// per-call client subscribed to every event, navigate their tabs in turn.
+// Each sees its own tab's navigations, and no event that names the other
+// tab's frame or page reaches it — with a client that names the tab of its
+// events (the reference extension) and one that names none (the
+// Vellum-shaped client).
+func TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents(t *testing.T) {
+	for _, client := range []string{"reference extension", "vellum-shaped client"} {
+		t.Run(client, func(t *testing.T) {
+			site := startLogSite(t)
+			h := startRuntime(t)
+			if client == "reference extension" {
+				startExtension(t, h)
+			} else {
+				startVellumClient(t, h)
+			}
+			tl := h.tools(t)
+			ctx := stepCtx(t)
+			type conv struct {
+				name   string
+				inv    browserbackend.Invocation
+				c      *browserbackend.Client
+				tab    string
+				events <-chan browserbackend.Event
+			}
+			var convs []*conv
+			for _, name := range []string{"A", "B"} {
+				cv := &conv{name: name, inv: h.invocation("conv-" + name)}
+				// Navigate opens and pins the conversation's own tab.
+				_, err := tl.Navigate(ctx, cv.inv, tools.NavigateInput{URL: "about:blank"})
+				require.NoError(t, err)
+				tab, ok := tl.PinnedTab(cv.inv)
+				require.True(t, ok)
+				cv.tab = strconv.Itoa(tab)
+				cv.c = h.rt.Selector.Client(cv.inv)
+				t.Cleanup(func() { cv.c.Close() })
+				var stop func()
+				cv.events, stop = cv.c.Events("")
+				t.Cleanup(stop)
+				for _, m := range []string{"Page.enable", "Runtime.enable"} {
+					_, err := cv.c.Send(ctx, browserbackend.Command{Method: m, SessionID: cv.tab})
+					require.NoError(t, err)
+				}
+				convs = append(convs, cv)
+			}
+			require.NotEqual(t, convs[0].tab, convs[1].tab)
+
+			frames := map[string]string{} // main frame id → conversation
+			navigate := func(cv *conv, who string) {
+				raw, err := cv.c.Send(ctx, browserbackend.Command{Method: "Page.navigate", SessionID: cv.tab,
+					Params: json.RawMessage(fmt.Sprintf(`{"url":%q}`, site+"/log?who="+who))})
+				require.NoError(t, err)
+				var nav struct {
+					FrameID string `json:"frameId"`
+				}
+				require.NoError(t, json.Unmarshal(raw, &nav))
+				frames[nav.FrameID] = cv.name
+			}
+			// seen collects a conversation's events until its tab's
+			// frameNavigated to who arrives; every event it received must
+			// not name the other conversation's page or frame.
+			seen := func(cv *conv, who string) {
+				t.Helper()
+				for {
+					select {
+					case ev := <-cv.events:
+						var p struct {
+							FrameID string `json:"frameId"`
+							Frame   struct {
+								ID  string `json:"id"`
+								URL string `json:"url"`
+							} `json:"frame"`
+						}
+						_ = json.Unmarshal(ev.Params, &p)
+						for _, f := range []string{p.FrameID, p.Frame.ID} {
+							if owner, ok := frames[f]; ok {
+								require.Equal(t, cv.name, owner, "%s received %s of the other tab: %s", cv.name, ev.Method, ev.Params)
+							}
+						}
+						for _, other := range convs {
+							if other != cv {
+								require.NotContains(t, string(ev.Params), "who="+other.name, "%s received %s", cv.name, ev.Method)
+								require.NotContains(t, string(ev.Params), "log-"+other.name, "%s received %s", cv.name, ev.Method)
+							}
+						}
+						if ev.Method == "Page.frameNavigated" && strings.HasSuffix(p.Frame.URL, "who="+who) {
+							return
+						}
+					case <-ctx.Done():
+						t.Fatalf("%s never saw its tab navigate to %s", cv.name, who)
+					}
+				}
+			}
+			a, b := convs[0], convs[1]
+			navigate(a, "A")
+			navigate(b, "B")
+			// A's second navigation is posted after all of B's events (the
+			// client posts in order), so when A has seen it, every event of
+			// B's navigation has been routed.
+			navigate(a, "A2")
+			seen(a, "A2")
+			seen(b, "B")
+			navigate(b, "B2")
+			seen(b, "B2")
+			select {
+			case ev := <-a.events:
+				var p struct {
+					FrameID string `json:"frameId"`
+				}
+				_ = json.Unmarshal(ev.Params, &p)
+				require.NotEqual(t, "B", frames[p.FrameID], "A received %s of B's tab", ev.Method)
+			default:
+			}
 		})
 	}
 }

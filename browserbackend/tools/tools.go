@@ -50,6 +50,12 @@ type Options struct {
 	// page: wire it to local.Browser.CloseConversation. k is the kind the
 	// conversation memo remembered ("" when none).
 	CloseConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	// DetachConversation, optional, is called by Detach for backends that
+	// remember the conversation's tab outside CDP: wire it to
+	// cdpinspect.Provider.ForgetConversation, so the conversation's next
+	// cdp-inspect call opens or adopts a tab anew (Close calls
+	// CloseConversation instead). Same arguments as CloseConversation.
+	DetachConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
 	// Guard, optional, puts every tool call under a browser policy (GRD-1 …
 	// GRD-5): see guarded.go and package guard. A ctx made with
 	// guard.NewContext overrides it for one invocation. nil: no guard, every
@@ -100,6 +106,7 @@ type Tools struct {
 	log      *slog.Logger
 	pins     *tabPins
 	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
+	detachFn func(ctx context.Context, k browserbackend.Kind, conversationID string) error
 	guard    *guard.Guard
 	vault    Vault
 	catalog  catalog.Catalog
@@ -125,6 +132,7 @@ func New(opts Options) *Tools {
 		log:      log.With("module", "browser-tools"),
 		pins:     newTabPins(),
 		closeFn:  opts.CloseConversation,
+		detachFn: opts.DetachConversation,
 		guard:    opts.Guard,
 		vault:    opts.Vault,
 		catalog:  opts.Catalog,

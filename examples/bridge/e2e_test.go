@@ -166,7 +166,11 @@ func TestEndToEnd_HostBridgeProcessOnRealChromium(t *testing.T) {
 	bridgeArgs := func(token, clientID string) []string {
 		return []string{"-server", rs.URL, "-token", token, "-client-id", clientID,
 			"-devtools", fmt.Sprintf("127.0.0.1:%d", chrome.Port), "-ws-url", chrome.BrowserWSURL,
-			"-min-backoff", "20ms", "-max-backoff", "200ms"}
+			"-min-backoff", "20ms", "-max-backoff", "200ms",
+			// 200 concurrent conversations below would each open a tab;
+			// per-conversation tabs over the bridge have their own test
+			// (browserbackend/tools TestHostBridgeThreeUserTabs_…).
+			"-conversation-tabs=false"}
 	}
 	bin := buildBridge(t)
 	// Runs after every bridge's own cleanup (LIFO): no bridge process survives.

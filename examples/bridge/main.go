@@ -52,6 +52,7 @@ func run(args []string, stderr io.Writer) error {
 	probe := fs.Duration("probe-timeout", 500*time.Millisecond, "bound on each DevTools discovery HTTP step")
 	minBackoff := fs.Duration("min-backoff", bridge.DefaultMinBackoff, "first reconnect delay (doubles, with jitter, up to -max-backoff)")
 	maxBackoff := fs.Duration("max-backoff", bridge.DefaultMaxBackoff, "longest reconnect delay")
+	convTabs := fs.Bool("conversation-tabs", true, "give each conversation a tab of its own, remembered as cdp-inspect remembers it (false: every command runs on the first page)")
 	verbose := fs.Bool("v", false, "debug logging")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: bridge [flags]\n\n"+
@@ -102,7 +103,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	opts = append(opts, cdpinspect.WithLogger(log))
 
-	b, err := bridge.New(bridge.Options{
+	bo := bridge.Options{
 		ServerURL:   *server,
 		Token:       *token,
 		InterfaceID: *iface,
@@ -111,7 +112,11 @@ func run(args []string, stderr io.Writer) error {
 		Logger:      log,
 		MinBackoff:  *minBackoff,
 		MaxBackoff:  *maxBackoff,
-	})
+	}
+	if *convTabs {
+		bo.DialConversation = bridge.CDPInspectTabs(cdpinspect.NewProvider(cfg, opts...))
+	}
+	b, err := bridge.New(bo)
 	if err != nil {
 		return err
 	}

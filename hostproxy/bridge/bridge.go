@@ -35,6 +35,8 @@ const (
 	DefaultIdleTimeout  = 30 * time.Second
 	DefaultMaxFrameSize = 16 << 20
 	DefaultMaxInFlight  = 512
+	// DefaultMaxConversations bounds Options.MaxConversations.
+	DefaultMaxConversations = 64
 	// DefaultCommandTimeout applies to a request without timeout_seconds.
 	DefaultCommandTimeout = hostproxy.DefaultTimeout
 	// postTimeout bounds one result, event or ping POST.
@@ -55,6 +57,30 @@ type Browser interface {
 // Dialer opens a Browser. The bridge calls it lazily, on the first request
 // and again after the browser connection is lost.
 type Dialer func(ctx context.Context) (Browser, error)
+
+// ConversationDialer opens a Browser working in one conversation's own tab.
+// The bridge calls it on a conversation's first request, and again after
+// that connection is lost or was released to stay within
+// Options.MaxConversations; each call must attach to the same tab as long
+// as it exists.
+type ConversationDialer func(ctx context.Context, conversationID string) (Browser, error)
+
+// CDPInspectTabs gives every conversation its own tab of the local Chrome
+// exactly as the cdp-inspect backend does, through p
+// (cdpinspect.Provider.DialConversation): the conversation's remembered
+// target, else a tab of the agent's own, never a tab another conversation
+// works in; a tab the user closed fails that conversation's call with
+// target_not_found and the next call opens a new one. Close the tabs with
+// p.CloseConversation.
+func CDPInspectTabs(p *cdpinspect.Provider) ConversationDialer {
+	return func(ctx context.Context, conversationID string) (Browser, error) {
+		b, err := p.DialConversation(ctx, conversationID)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
 
 // CDPInspectDialer discovers and attaches to a local Chrome as cdp-inspect
 // does (INS-1, INS-2): cfg gives host:port and the probe timeout, opts may
@@ -88,6 +114,15 @@ type Options struct {
 	MachineName string
 	// Dial opens the local browser.
 	Dial Dialer
+	// DialConversation, optional, gives each conversation its own tab: a
+	// request with a conversationId runs on the Browser it returns for
+	// that conversation (one CDP connection each, see CDPInspectTabs);
+	// requests without one use Dial. Nil: every request uses Dial.
+	DialConversation ConversationDialer
+	// MaxConversations bounds the conversations' open connections
+	// (DialConversation); beyond it the least recently used one is closed
+	// (its tab stays open and its next request dials again). Default 64.
+	MaxConversations int
 	// HTTPClient carries every request; nil means a client on a clone of
 	// http.DefaultTransport with enough idle connections for concurrent
 	// result posts. It must not have a Timeout (the event stream is long).
@@ -157,8 +192,9 @@ type Bridge struct {
 	seenRing []string
 	seenNext int
 
-	bmu     sync.Mutex // serialises dialling
-	browser *liveBrowser
+	bmu      sync.Mutex              // serialises dialling
+	browsers map[string]*liveBrowser // by conversation ("" for Dial's)
+	uses     uint64                  // clock of liveBrowser.used
 
 	wg sync.WaitGroup // request handlers and event forwarders
 }
@@ -170,6 +206,8 @@ type inflight struct {
 
 type liveBrowser struct {
 	b    Browser
+	key  string // its conversation, "" for Dial's
+	used uint64 // Bridge.uses at its last request, under bmu
 	dead atomic.Bool
 	stop func()
 	// endPosts cancels the context the event forwarder posts with, so a
@@ -216,7 +254,11 @@ func New(opts Options) (*Bridge, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxConversations <= 0 {
+		opts.MaxConversations = DefaultMaxConversations
+	}
 	b := &Bridge{o: opts, base: base, inflight: map[string]*inflight{}, seen: map[string]struct{}{},
+		browsers: map[string]*liveBrowser{},
 		seenRing: make([]string, seenRequests), refusing: make(chan struct{}, opts.MaxInFlight)}
 	b.log = opts.Logger
 	if b.log == nil {
@@ -521,7 +563,7 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 		return errorContent(browserbackend.CodeExtensionRequired,
 			r.CDPMethod+" is implemented only by the chrome extension, not by the desktop bridge"), true
 	}
-	lb, err := b.connect(ctx)
+	lb, err := b.connect(ctx, r.ConversationID)
 	if err != nil {
 		return ErrorContentFor(err), true
 	}
@@ -540,38 +582,60 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 	return string(res), false
 }
 
-// connect returns the live browser, dialling it when needed.
-func (b *Bridge) connect(ctx context.Context) (*liveBrowser, error) {
+// connect returns the live browser of conversation (of Dial when
+// DialConversation is nil or conversation is ""), dialling it when needed.
+func (b *Bridge) connect(ctx context.Context, conversation string) (*liveBrowser, error) {
+	if b.o.DialConversation == nil {
+		conversation = ""
+	}
 	b.bmu.Lock()
 	defer b.bmu.Unlock()
-	if b.browser != nil && !b.browser.dead.Load() {
-		return b.browser, nil
+	b.uses++
+	if lb := b.browsers[conversation]; lb != nil && !lb.dead.Load() {
+		lb.used = b.uses
+		return lb, nil
 	}
-	if old := b.browser; old != nil {
-		b.browser = nil
+	if old := b.browsers[conversation]; old != nil {
+		delete(b.browsers, conversation)
 		old.release()
 	}
-	br, err := b.o.Dial(ctx)
+	var br Browser
+	var err error
+	if conversation == "" {
+		br, err = b.o.Dial(ctx)
+	} else {
+		br, err = b.o.DialConversation(ctx, conversation)
+	}
 	if err != nil {
-		b.log.Warn("local browser unavailable", "error", err)
+		b.log.Warn("local browser unavailable", "conversationId", conversation, "error", err)
 		return nil, err
 	}
 	postCtx, endPosts := context.WithCancel(context.Background())
-	lb := &liveBrowser{b: br, endPosts: endPosts}
+	lb := &liveBrowser{b: br, key: conversation, used: b.uses, endPosts: endPosts}
 	events, stop := br.Subscribe("")
 	lb.stop = stop
-	b.browser = lb
+	b.browsers[conversation] = lb
 	b.wg.Add(1)
 	go b.forward(postCtx, lb, events)
-	b.log.Info("local browser attached")
+	b.log.Info("local browser attached", "conversationId", conversation)
+	if len(b.browsers) > b.o.MaxConversations {
+		var lru *liveBrowser
+		for _, c := range b.browsers {
+			if c != lb && (lru == nil || c.used < lru.used) {
+				lru = c
+			}
+		}
+		delete(b.browsers, lru.key)
+		lru.release() // a request still running on it fails as transport_error
+	}
 	return lb, nil
 }
 
-// drop closes lb if it is the current browser.
+// drop closes lb if it is still its conversation's browser.
 func (b *Bridge) drop(lb *liveBrowser) {
 	b.bmu.Lock()
-	if b.browser == lb {
-		b.browser = nil
+	if b.browsers[lb.key] == lb {
+		delete(b.browsers, lb.key)
 	}
 	b.bmu.Unlock()
 	lb.release()
@@ -587,18 +651,25 @@ func (lb *liveBrowser) release() {
 }
 
 // pageSession is implemented by browsers that attach to one page (as
-// cdpinspect does); events of that session are forwarded without a session
-// id, as the extension forwards the events of its attached tab.
+// cdpinspect does); events of that session are forwarded with the page's
+// CDP target id as their sessionId when the browser tells it (pageTarget),
+// else without one, so the server routes them to the conversation working
+// in that tab (WIRE-4).
 type pageSession interface{ SessionID() string }
+
+type pageTarget interface{ TargetID() string }
 
 // forward posts the browser's CDP events in order until the subscription
 // closes (the browser connection ended or was dropped). Posts use ctx, which
 // release cancels: the events still buffered then are dropped at once.
 func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan browserbackend.Event) {
 	defer b.wg.Done()
-	page := ""
+	page, target := "", ""
 	if ps, ok := lb.b.(pageSession); ok {
 		page = ps.SessionID()
+	}
+	if pt, ok := lb.b.(pageTarget); ok {
+		target = pt.TargetID()
 	}
 	for ev := range events {
 		if ctx.Err() != nil {
@@ -619,7 +690,7 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 		}
 		sid := ev.SessionID
 		if sid == page {
-			sid = ""
+			sid = target
 		}
 		body, _ := json.Marshal(hostproxy.EventBody{Method: ev.Method, Params: ev.Params, SessionID: sid})
 		b.postQuiet(ctx, wire.PathHostBrowserEvent, body)
@@ -688,10 +759,10 @@ func (b *Bridge) shutdown() {
 	}
 	b.mu.Unlock()
 	b.bmu.Lock()
-	lb := b.browser
-	b.browser = nil
+	all := b.browsers
+	b.browsers = map[string]*liveBrowser{}
 	b.bmu.Unlock()
-	if lb != nil {
+	for _, lb := range all {
 		lb.release()
 	}
 	b.wg.Wait()

@@ -14,10 +14,17 @@
 // cancelled, transport_error); see ErrorContentFor and the hostproxy package
 // documentation for the wire contract.
 //
-// CDP events of the attached page are forwarded to /v1/host-browser-event
-// without a session id (as the extension forwards its tab's events); events
-// of other flat sessions keep theirs, and a detached flat session is posted
-// to /v1/host-browser-session-invalidated. Heartbeat tokens are echoed to
+// With Options.DialConversation (CDPInspectTabs), each conversation works in
+// a tab of its own, remembered by CDP target id exactly as the cdp-inspect
+// backend remembers it (one connection per conversation, at most
+// Options.MaxConversations open); without it every command runs on the one
+// page Dial attached to.
+//
+// CDP events of an attached page are forwarded to /v1/host-browser-event
+// with the page's target id as sessionId, so the server routes them to the
+// conversation working in that tab (WIRE-4); events of other flat sessions
+// keep theirs, and a detached flat session is posted to
+// /v1/host-browser-session-invalidated. Heartbeat tokens are echoed to
 // /v1/ping so the hub sees the bridge reading (HUB-5).
 //
 // A lost stream is reopened with jittered exponential backoff and

@@ -204,7 +204,9 @@ const vellum = {
     return { tabs: tabs.map(tabInfo) };
   },
   async 'Vellum.createTab'(params, conv) {
-    const tab = await chrome.tabs.create({ url: params.url || 'about:blank', active: !!params.active });
+    // As the Vellum extension does it: an active about:blank whatever url
+    // and active say (WIRE-3); the caller navigates the tab afterwards.
+    const tab = await chrome.tabs.create({ url: 'about:blank', active: true });
     await pin(conv, tab.id);
     return { tabId: String(tab.id), clientId: (await identity()).clientId };
   },
@@ -309,7 +311,14 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
   } else if (method === 'Target.detachedFromTarget' && params && params.sessionId) {
     childSessions.delete(params.sessionId);
   }
-  sink.event({ method, params: params ?? {}, sessionId: source.sessionId, tabId: source.tabId });
+  // The Vellum extension's shape ({type, method, params, cdpSessionId} with
+  // the session id only for a child session's event), plus the tab the event
+  // came from, so the server routes it to the conversation of that tab
+  // (WIRE-4).
+  const ev = { type: 'host_browser_event', method, params: params ?? {} };
+  if (source.sessionId) ev.cdpSessionId = source.sessionId;
+  if (source.tabId != null) ev.tabId = String(source.tabId);
+  sink.event(ev);
 });
 
 chrome.debugger.onDetach.addListener((source, reason) => {

@@ -1,0 +1,112 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/hostproxy"
+)
+
+// pageFake is a fakeBrowser attached to one page: its events are the
+// page's, it tells its target and session, and answers Target.getTargetInfo.
+type pageFake struct {
+	*fakeBrowser
+	target string
+}
+
+func (p *pageFake) TargetID() string  { return p.target }
+func (p *pageFake) SessionID() string { return "session-of-" + p.target }
+
+func (p *pageFake) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+	if cmd.Method == "Target.getTargetInfo" {
+		return json.RawMessage(`{"targetInfo":{"targetId":"` + p.target + `","type":"page"}}`), nil
+	}
+	return p.fakeBrowser.Send(ctx, cmd)
+}
+
+// TestBridge_EachConversationHasItsOwnPageAndOnlyItsEvents: with
+// DialConversation, each conversation's requests run on its own browser
+// connection (dialled once), its page's events are posted with the page's
+// target id, and a host-bridge backend of one conversation never receives
+// the other conversation's page events (WIRE-4).
+func TestBridge_EachConversationHasItsOwnPageAndOnlyItsEvents(t *testing.T) {
+	ts := newTestServer(t, map[string]string{"tok": "alice"})
+	var mu sync.Mutex
+	pages := map[string]*pageFake{}
+	dials := map[string]int{}
+	dialConv := func(_ context.Context, conv string) (Browser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		dials[conv]++
+		if pages[conv] == nil {
+			pages[conv] = &pageFake{fakeBrowser: newFakeBrowser(), target: "T-" + conv}
+		}
+		return pages[conv], nil
+	}
+	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dialer(newFakeBrowser()), DialConversation: dialConv})
+	ctx := context.Background()
+	backend := func(conv string) *hostproxy.Backend {
+		be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ConversationID: conv, ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
+		t.Cleanup(func() { be.Close() })
+		return be
+	}
+	count := func(be *hostproxy.Backend, conv string) int {
+		res, err := be.Send(ctx, browserbackend.Command{Method: "Count.inc"})
+		require.NoError(t, err)
+		var n struct{ N int }
+		require.NoError(t, json.Unmarshal(res, &n))
+		return n.N
+	}
+
+	// First calls: each conversation gets a browser of its own.
+	a1 := backend("A")
+	firstA, stopA := a1.Subscribe("Page.loadEventFired")
+	defer stopA()
+	assert.Equal(t, 1, count(a1, "A"))
+	assert.Equal(t, 2, count(a1, "A"))
+	b1 := backend("B")
+	assert.Equal(t, 1, count(b1, "B"), "B's commands run on another browser than A's")
+	mu.Lock()
+	assert.Equal(t, map[string]int{"A": 1, "B": 1}, dials, "one dial per conversation")
+	pa, pb := pages["A"], pages["B"]
+	mu.Unlock()
+
+	// A page event is posted naming its target.
+	pa.bus.Publish(browserbackend.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{"timestamp":1}`), SessionID: pa.SessionID()})
+	ev := <-firstA
+	assert.Equal(t, "T-A", ev.SessionID, "the page's events name its target")
+	a1.Close()
+	b1.Close()
+
+	// Later calls ask which page they run on and get only its events.
+	a2, b2 := backend("A"), backend("B")
+	assert.Equal(t, 3, count(a2, "A"))
+	assert.Equal(t, 2, count(b2, "B"))
+	evA, stop1 := a2.Subscribe("Page.frameNavigated")
+	defer stop1()
+	evB, stop2 := b2.Subscribe("Page.frameNavigated")
+	defer stop2()
+	pb.bus.Publish(browserbackend.Event{Method: "Page.frameNavigated", Params: json.RawMessage(`{"frame":{"id":"T-B","url":"b"}}`), SessionID: pb.SessionID()})
+	pa.bus.Publish(browserbackend.Event{Method: "Page.frameNavigated", Params: json.RawMessage(`{"frame":{"id":"T-A","url":"a"}}`), SessionID: pa.SessionID()})
+	// The server routes an event to every backend it reaches before the
+	// post returns: once each has its own event, any leak would be queued.
+	assert.JSONEq(t, `{"frame":{"id":"T-B","url":"b"}}`, string((<-evB).Params))
+	assert.JSONEq(t, `{"frame":{"id":"T-A","url":"a"}}`, string((<-evA).Params))
+	for name, ch := range map[string]<-chan browserbackend.Event{"A": evA, "B": evB} {
+		select {
+		case ev := <-ch:
+			t.Fatalf("%s received the other page's event %s", name, ev.Params)
+		default:
+		}
+	}
+	// A call without a conversation runs on Dial's browser.
+	res, err := ts.proxy.Request(ctx, hostproxy.Req{Method: "Count.inc", SourceActor: "alice", Route: hostproxy.RouteBridge})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":1}`, string(res))
+}
