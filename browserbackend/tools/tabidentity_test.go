@@ -65,16 +65,20 @@ func startHeldSite(t *testing.T) *heldSite {
 // navigate to a page whose image the server holds back must not end when
 // B's page fires load, on a client that names the tab of its events (the
 // reference extension) and on one that names none (the Vellum-shaped
-// client); each conversation's commands run in its own tab.
+// client), and on the desktop bridge with a tab per conversation; each
+// conversation's commands run in its own tab.
 func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
-	for _, client := range []string{"reference extension", "vellum-shaped client"} {
+	for _, client := range []string{"reference extension", "vellum-shaped client", "host-bridge"} {
 		t.Run(client, func(t *testing.T) {
 			site := startHeldSite(t)
 			h := startRuntime(t)
-			if client == "reference extension" {
+			switch client {
+			case "reference extension":
 				startExtension(t, h)
-			} else {
+			case "vellum-shaped client":
 				startVellumClient(t, h)
+			default:
+				runBridgeOn(t, h, chromiumtest.Start(t), true)
 			}
 			tl := h.tools(t)
 			invA, invB := h.invocation("conv-A"), h.invocation("conv-B")
@@ -116,9 +120,11 @@ func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
 			require.NoError(t, a.err)
 			assert.False(t, a.beforeRelease, "A's navigate ended on another tab's load, before its own page loaded")
 			assert.Equal(t, "held page", a.res.Title)
-			tabA, _ := tl.PinnedTab(invA)
-			tabB, _ := tl.PinnedTab(invB)
-			assert.NotEqual(t, tabA, tabB, "each conversation has its own tab")
+			if client != "host-bridge" { // the bridge keeps the tab, not the tools
+				tabA, _ := tl.PinnedTab(invA)
+				tabB, _ := tl.PinnedTab(invB)
+				assert.NotEqual(t, tabA, tabB, "each conversation has its own tab")
+			}
 			exA, err := tl.Extract(ctx, invA, tools.ExtractInput{})
 			require.NoError(t, err)
 			assert.Contains(t, exA.Text, "waiting for an image", "A's later call reads A's tab")
