@@ -149,16 +149,21 @@ func startLogSite(t *testing.T) string {
 // Each sees its own tab's navigations, and no event that names the other
 // tab's frame or page reaches it — with a client that names the tab of its
 // events (the reference extension) and one that names none (the
-// Vellum-shaped client).
+// Vellum-shaped client), and over the desktop bridge with a tab per
+// conversation (where a conversation's commands name no tab).
 func TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents(t *testing.T) {
-	for _, client := range []string{"reference extension", "vellum-shaped client"} {
+	for _, client := range []string{"reference extension", "vellum-shaped client", "host-bridge"} {
 		t.Run(client, func(t *testing.T) {
 			site := startLogSite(t)
 			h := startRuntime(t)
-			if client == "reference extension" {
+			bridged := client == "host-bridge"
+			switch client {
+			case "reference extension":
 				startExtension(t, h)
-			} else {
+			case "vellum-shaped client":
 				startVellumClient(t, h)
+			default:
+				runBridgeOn(t, h, chromiumtest.Start(t), true)
 			}
 			tl := h.tools(t)
 			ctx := stepCtx(t)
@@ -175,9 +180,11 @@ func TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents(t *testing.T) 
 				// Navigate opens and pins the conversation's own tab.
 				_, err := tl.Navigate(ctx, cv.inv, tools.NavigateInput{URL: "about:blank"})
 				require.NoError(t, err)
-				tab, ok := tl.PinnedTab(cv.inv)
-				require.True(t, ok)
-				cv.tab = strconv.Itoa(tab)
+				if !bridged { // on the bridge the conversation's page is implied
+					tab, ok := tl.PinnedTab(cv.inv)
+					require.True(t, ok)
+					cv.tab = strconv.Itoa(tab)
+				}
 				cv.c = h.rt.Selector.Client(cv.inv)
 				t.Cleanup(func() { cv.c.Close() })
 				var stop func()
@@ -189,7 +196,9 @@ func TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents(t *testing.T) 
 				}
 				convs = append(convs, cv)
 			}
-			require.NotEqual(t, convs[0].tab, convs[1].tab)
+			if !bridged {
+				require.NotEqual(t, convs[0].tab, convs[1].tab)
+			}
 
 			frames := map[string]string{} // main frame id → conversation
 			navigate := func(cv *conv, who string) {
