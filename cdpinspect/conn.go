@@ -288,8 +288,21 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 }
 
 // methodTargetCrashed is the event Chrome sends on a session whose
-// target's renderer crashed.
-const methodTargetCrashed = "Inspector.targetCrashed"
+// target's renderer crashed; methodTargetReloaded the one it sends when a
+// crashed target got a renderer again.
+const (
+	methodTargetCrashed   = "Inspector.targetCrashed"
+	methodTargetReloaded  = "Inspector.targetReloadedAfterCrash"
+	methodInspectorEnable = "Inspector.enable"
+	methodPageNavigate    = "Page.navigate"
+)
+
+// pageLostErr is the error of a command on a tab whose renderer crashed
+// before it was sent (see Backend.Send).
+func pageLostErr(method string) *bb.Error {
+	return &bb.Error{Class: bb.ClassClosed, Code: bb.CodePageLost, Method: method, Backend: bb.KindCDPInspect,
+		Message: "the tab's renderer crashed and its content is gone; navigate again (Page.navigate revives the tab)"}
+}
 
 // crashedErr is the error of a command whose page's renderer crashed.
 func crashedErr(method string) *bb.Error {

@@ -517,6 +517,9 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //     ClassTransport with that code;
 //   - error with a numeric code: ClassProtocol with that CDP code, the
 //     innermost one when the message holds another CDP error (WIRE-2);
+//   - error with the string code page_lost (the client's tab crashed
+//     before the command; a navigation revives it): ClassClosed, not
+//     dispatched;
 //   - error with another string code: ClassProtocol with that code;
 //   - error in plain text: ClassProtocol with target_not_found,
 //     forbidden_target or client_error (WIRE-2, ParseErrorAnswer): the
@@ -545,6 +548,13 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		return nil, e
 	case IsTransportCode(ans.StringCode):
 		return nil, mk(browserbackend.ClassTransport, ans.StringCode, ans.Message)
+	case ans.StringCode == browserbackend.CodePageLost:
+		// The client's tab crashed before the command: not sent, and not
+		// a failover (another browser would not have the conversation's
+		// page either); a navigation revives the tab.
+		e := mk(browserbackend.ClassClosed, ans.StringCode, ans.Message)
+		e.Dispatched = false
+		return nil, e
 	}
 	return nil, mk(browserbackend.ClassProtocol, ans.StringCode, ans.Message)
 }

@@ -55,6 +55,11 @@ func (p *pageEntry) open(spare *spareTab) {
 	defer close(p.ready)
 	var page playwright.Page
 	var sess playwright.CDPSession
+	if spare != nil && spare.crashed.Load() {
+		// Its renderer died while it waited: close it, open another.
+		_ = spare.page.Close()
+		spare = nil
+	}
 	if spare != nil {
 		page, sess = spare.page, spare.sess
 	} else {
@@ -77,6 +82,9 @@ func (p *pageEntry) open(spare *spareTab) {
 	// fails its in-flight commands with CodeTargetCrashed), drop it so that
 	// the conversation's next command gets a fresh page, and close it.
 	page.OnCrash(func(playwright.Page) { p.markCrashed() })
+	if spare != nil && spare.crashed.Load() {
+		p.markCrashed() // crashed between the check above and OnCrash
+	}
 	// The generic "event" carries every CDP event of the session as
 	// {method, params}, so one listener serves subscribers of any method,
 	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
@@ -236,11 +244,13 @@ func (c *Client) ConversationID() string { return c.conv }
 // when the browser cannot start, transport when the page cannot be opened,
 // closed after Close, aborted/timeout from ctx.
 func (c *Client) Open(ctx context.Context) error {
-	_, err := c.open(ctx)
+	_, err := c.open(ctx, false)
 	return err
 }
 
-func (c *Client) open(ctx context.Context) (*pageEntry, error) {
+// open attaches c to its conversation's page; navigating is true when the
+// command that needs it is Page.navigate (see Browser.page).
+func (c *Client) open(ctx context.Context, navigating bool) (*pageEntry, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -253,7 +263,7 @@ func (c *Client) open(ctx context.Context) (*pageEntry, error) {
 	}
 	c.mu.Unlock()
 
-	p, err := c.b.page(ctx, c.conv, c) // attaches c
+	p, err := c.b.page(ctx, c.conv, c, navigating) // attaches c
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +330,7 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 			return nil, e
 		}
 	}
-	p, err := c.open(ctx)
+	p, err := c.open(ctx, cmd.Method == "Page.navigate")
 	if err != nil {
 		return nil, withMethod(err, cmd.Method)
 	}
