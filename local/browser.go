@@ -132,7 +132,7 @@ type Browser struct {
 	// code; lostOrder is its insertion order (bounded by maxLostMemo).
 	lost      map[string]string
 	lostOrder []string
-	wg         sync.WaitGroup // launches, page openings, sends in flight
+	wg        sync.WaitGroup // launches, page openings, sends in flight
 
 	now func() time.Time // the clock of page idleness; tests inject one
 
@@ -214,12 +214,12 @@ func New(opts Options) *Browser {
 		lg = slog.Default()
 	}
 	return &Browser{
-		opts:    opts,
-		log:     lg.With("backend", string(browserbackend.KindLocal)),
-		done:    make(chan struct{}),
-		pages:   make(map[string]*pageEntry),
-		lost:    make(map[string]string),
-		now:     time.Now,
+		opts:  opts,
+		log:   lg.With("backend", string(browserbackend.KindLocal)),
+		done:  make(chan struct{}),
+		pages: make(map[string]*pageEntry),
+		lost:  make(map[string]string),
+		now:   time.Now,
 	}
 }
 
