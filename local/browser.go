@@ -549,12 +549,13 @@ func (b *Browser) Conversations() []string {
 //
 // A conversation whose page was evicted or lost is told once, with
 // CodePageEvicted or CodePageLost, instead of getting a fresh blank page —
-// unless navigating (its command is Page.navigate, which replaces the content
-// anyway): then the notice is dropped and a fresh page opened.
+// unless its command is Page.navigate (intentNavigate), which replaces the
+// content anyway: then the notice is dropped and a fresh page opened. Open
+// (intentOpen) leaves the notice to the first command and returns no page.
 //
 // The page is returned with c attached (as an event sink), which also keeps
 // it from being evicted (MaxPages) before c uses it.
-func (b *Browser) page(ctx context.Context, conversationID string, c *Client, navigating bool) (*pageEntry, error) {
+func (b *Browser) page(ctx context.Context, conversationID string, c *Client, intent openIntent) (*pageEntry, error) {
 	for {
 		st, err := b.acquire(ctx)
 		if err != nil {
@@ -578,12 +579,17 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, na
 			if code, ok := b.lost[conversationID]; ok {
 				// Its page was evicted or lost: say so once instead of
 				// handing out a blank page that would be read as the
-				// site's content.
-				delete(b.lost, conversationID)
-				if !navigating {
+				// site's content; a navigation replaces the content anyway.
+				switch intent {
+				case intentOpen:
+					b.mu.Unlock()
+					return nil, nil // the first command decides
+				case intentCommand:
+					delete(b.lost, conversationID)
 					b.mu.Unlock()
 					return nil, b.errLost(code)
 				}
+				delete(b.lost, conversationID)
 			}
 			victim = b.evictLocked()
 			p = newPageEntry(b, st, conversationID)
@@ -739,6 +745,15 @@ func (b *Browser) trimPages() {
 		}()
 	}
 }
+
+// openIntent is why a client needs its page (see Browser.page).
+type openIntent int
+
+const (
+	intentOpen     openIntent = iota // Client.Open, before any command
+	intentCommand                    // a command other than Page.navigate
+	intentNavigate                   // Page.navigate
+)
 
 // forget drops p from the page map if it is still the conversation's page:
 // then it went away under the conversation (crashed, closed by someone

@@ -243,14 +243,18 @@ func (c *Client) ConversationID() string { return c.conv }
 // while waiting. Errors are *browserbackend.Error: transport/launch_failed
 // when the browser cannot start, transport when the page cannot be opened,
 // closed after Close, aborted/timeout from ctx.
+//
+// When the conversation's page was evicted or went away (CodePageEvicted,
+// CodePageLost), Open only launches the browser: the first command reports
+// it, or, when that command is Page.navigate, opens a fresh page.
 func (c *Client) Open(ctx context.Context) error {
-	_, err := c.open(ctx, false)
+	_, err := c.open(ctx, intentOpen)
 	return err
 }
 
-// open attaches c to its conversation's page; navigating is true when the
-// command that needs it is Page.navigate (see Browser.page).
-func (c *Client) open(ctx context.Context, navigating bool) (*pageEntry, error) {
+// open attaches c to its conversation's page (see Browser.page for intent).
+// For intentOpen it may return no page and no error.
+func (c *Client) open(ctx context.Context, intent openIntent) (*pageEntry, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -263,8 +267,8 @@ func (c *Client) open(ctx context.Context, navigating bool) (*pageEntry, error) 
 	}
 	c.mu.Unlock()
 
-	p, err := c.b.page(ctx, c.conv, c, navigating) // attaches c
-	if err != nil {
+	p, err := c.b.page(ctx, c.conv, c, intent) // attaches c
+	if err != nil || p == nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -330,7 +334,11 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 			return nil, e
 		}
 	}
-	p, err := c.open(ctx, cmd.Method == "Page.navigate")
+	intent := intentCommand
+	if cmd.Method == "Page.navigate" {
+		intent = intentNavigate
+	}
+	p, err := c.open(ctx, intent)
 	if err != nil {
 		return nil, withMethod(err, cmd.Method)
 	}

@@ -219,13 +219,15 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 // page lost (browserbackend.CodePageLost: its renderer crashed, or its
 // browser exited, since the last call; CodePageEvicted: closed by a page
 // cap) refuses every command but Page.navigate, because anything else would
-// read a dead or blank page as the site's. A navigation replaces the page's
-// content anyway, so here about:blank is loaded first — a crashed tab gets a
-// new renderer, the local backend opens a fresh page — and Page.enable is
-// sent again.
+// read a dead or blank page as the site's; a renderer that dies under
+// Page.enable itself fails it with CodeTargetCrashed. A navigation replaces
+// the page's content anyway, so then about:blank is loaded first — a crashed
+// tab gets a new renderer, the local backend opens a fresh page — and
+// Page.enable is sent again.
 func (p *Page) enablePage(ctx context.Context) error {
 	_, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{})
-	if !errors.Is(err, browserbackend.ErrPageLost) && !errors.Is(err, browserbackend.ErrPageEvicted) {
+	if !errors.Is(err, browserbackend.ErrPageLost) && !errors.Is(err, browserbackend.ErrPageEvicted) &&
+		!errors.Is(err, browserbackend.ErrTargetCrashed) {
 		return err
 	}
 	if _, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
