@@ -62,6 +62,8 @@ type conn struct {
 	pending map[int64]pendingCall
 	err     *bb.Error // set once the connection is finished; fails all calls
 
+	track *bb.InFlight // the commands in flight, for timeout diagnostics
+
 	done chan struct{} // closed when the reader has exited
 }
 
@@ -99,6 +101,7 @@ func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame)
 		onEvent: onEvent,
 		onEnd:   onEnd,
 		pending: make(map[int64]pendingCall),
+		track:   bb.NewInFlight(s.now),
 		done:    make(chan struct{}),
 	}
 	go c.readLoop()
@@ -231,6 +234,8 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	id := c.nextID
 	c.pending[id] = pendingCall{ch: ch, sessionID: sessionID}
 	c.mu.Unlock()
+	end := c.track.Begin()
+	defer end(false) // given up or failed; an answer ends it first
 
 	data, err := json.Marshal(frame{ID: id, Method: method, Params: params, SessionID: sessionID})
 	if err != nil {
@@ -259,6 +264,7 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 
 	select {
 	case r, ok := <-ch:
+		end(ok && r.fail == nil) // a reply, result or CDP error, is an answer
 		if !ok { // the connection ended after the command was written
 			e := c.failure(method)
 			e.Dispatched = true
@@ -283,7 +289,12 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 		return r.result, nil
 	case <-ctx.Done():
 		c.forget(id)
-		return nil, ctxErr(ctx, method, true)
+		e := ctxErr(ctx, method, true)
+		if e.Class == bb.ClassTimeout {
+			// Counted before end: the timed-out command is among them.
+			e.Diagnostics = c.track.Diagnostics()
+		}
+		return nil, e
 	}
 }
 

@@ -134,7 +134,7 @@ type Browser struct {
 	lostOrder []string
 	wg        sync.WaitGroup // launches, page openings, sends in flight
 
-	now func() time.Time // the clock of page idleness; tests inject one
+	now func() time.Time // the clock of page idleness and timeout diagnostics; tests inject one
 
 	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
 }
@@ -158,9 +158,10 @@ type state struct {
 	browserWatch  chan struct{} // closed when the browser-exit watcher ended; nil without one
 	dead          chan struct{} // closed when the context closes, the driver or the browser exits, or the driver connection is lost
 	deadOnce      sync.Once
-	spare         *spareTab     // a ready blank page for the next new conversation
-	refilling     bool          // a spare is being prepared
-	refilled      chan struct{} // closed when the current refill ends
+	track         *browserbackend.InFlight // the browser's commands in flight, for timeout diagnostics
+	spare         *spareTab                // a ready blank page for the next new conversation
+	refilling     bool                     // a spare is being prepared
+	refilled      chan struct{}            // closed when the current refill ends
 }
 
 // spareTab is a blank page with its CDPSession, prepared ahead so that a new
@@ -318,7 +319,7 @@ func (b *Browser) doLaunch() (*state, error) {
 	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
 		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
-	st := &state{dead: make(chan struct{})}
+	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.now)}
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
 			return nil, launchFailed("cannot create profile directory", err)

@@ -56,8 +56,14 @@ func (p *pageEntry) open(spare *spareTab) {
 	var page playwright.Page
 	var sess playwright.CDPSession
 	if spare != nil && spare.crashed.Load() {
-		// Its renderer died while it waited: close it, open another.
-		_ = spare.page.Close()
+		// Its renderer died while it waited: open another, and close it in
+		// the background (closing a crashed page can take long).
+		if dead := spare.page; p.b.track() {
+			go func() {
+				defer p.b.wg.Done()
+				_ = dead.Close()
+			}()
+		}
 		spare = nil
 	}
 	if spare != nil {
@@ -358,12 +364,17 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		res, err := p.sess.Send(cmd.Method, params)
 		ch <- sendResult{res, err}
 	}()
+	end := p.st.track.Begin()
+	defer end(false) // given up or failed; an answer ends it first
 
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, classifySendError(cmd.Method, r.err, p)
+			e := classifySendError(cmd.Method, r.err, p)
+			end(e.Class == browserbackend.ClassProtocol) // a CDP error is the browser's answer
+			return nil, e
 		}
+		end(true)
 		if r.res == nil {
 			return json.RawMessage("{}"), nil
 		}
@@ -389,7 +400,12 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		}
 		return nil, errBrowserGone(cmd.Method, true)
 	case <-ctx.Done():
-		return nil, ctxErr(ctx, cmd.Method, true)
+		e := ctxErr(ctx, cmd.Method, true)
+		if e.Class == browserbackend.ClassTimeout {
+			// Counted before end: the timed-out command is among them.
+			e.Diagnostics = p.st.track.Diagnostics()
+		}
+		return nil, e
 	case <-c.closing:
 		e := errClosed(cmd.Method)
 		e.Dispatched = true

@@ -202,3 +202,37 @@ func TestEvictedConversationIsToldOnceThenGetsFreshPage(t *testing.T) {
 	defer y2.Close()
 	evalValue(t, ctx, y2, "1")
 }
+
+// A command that times out carries the browser's diagnostics, on the
+// injected clock: the commands in flight (a hung one and the timed-out
+// one), the oldest one's age, the time since the browser last answered and
+// its uptime.
+func TestTimeoutCarriesBrowserDiagnostics(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := testCtx(t)
+	c := b.Client("diag")
+	defer c.Close()
+	hung := markBusy(t, ctx, c)
+	peer := b.Client("diag")
+	defer peer.Close()
+	waitBusy(t, ctx, peer) // answered: the last answer
+	advance(4 * time.Second)
+
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	_, err := peer.Send(short, hangingEval)
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+	require.NotNil(t, e.Diagnostics)
+	assert.Equal(t, browserbackend.Diagnostics{InFlight: 2, OldestInFlight: 4 * time.Second, SinceLastAnswer: 4 * time.Second,
+		Uptime: 4 * time.Second}, *e.Diagnostics)
+	assert.Contains(t, err.Error(), "2 in flight, oldest 4s, last answer 4s ago, up 4s")
+
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-hung, browserbackend.ErrClosed)
+}
