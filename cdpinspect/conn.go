@@ -265,7 +265,7 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	select {
 	case r, ok := <-ch:
 		end(ok && r.fail == nil) // a reply, result or CDP error, is an answer
-		if !ok { // the connection ended after the command was written
+		if !ok {                 // the connection ended after the command was written
 			e := c.failure(method)
 			e.Dispatched = true
 			return nil, e
