@@ -62,6 +62,13 @@ const (
 	// Closed class.
 	CodeClosed      = "closed"
 	CodePageEvicted = "page_evicted" // the conversation's idle page was closed to honour a page cap: navigate again
+	// CodePageLost: the conversation's page went away since its last
+	// command (its renderer crashed, its browser exited) and nothing was
+	// sent; its URL and content are gone. A Page.navigate brings a page
+	// back (a crashed tab gets a new renderer, local opens a fresh page), so
+	// the next navigation works; any other command would read a blank or
+	// dead page, so it gets this error instead.
+	CodePageLost = "page_lost"
 	// Unavailable class.
 	CodeNoCandidates      = "no_candidates"
 	CodeTargetUnavailable = "target_unavailable" // the invocation's target client is not connected
@@ -257,6 +264,8 @@ var (
 	ErrNoTargets         = &Error{Code: CodeNoTargets}
 	ErrSessionNotFound   = &Error{Code: CodeSessionNotFound}
 	ErrTargetCrashed     = &Error{Code: CodeTargetCrashed}
+	ErrPageLost          = &Error{Code: CodePageLost}
+	ErrPageEvicted       = &Error{Code: CodePageEvicted}
 	ErrExtensionRequired = &Error{Code: CodeExtensionRequired}
 	ErrNotSupported      = &Error{Code: CodeNotSupported}
 )

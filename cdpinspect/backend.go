@@ -231,7 +231,22 @@ func (b *Backend) attach(ctx context.Context) error {
 		defer cancel()
 		_, _ = b.c.call(rctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID)
 	}()
+	b.probeCrashed(ctx, att.SessionID)
 	return nil
+}
+
+// probeCrashed finds out whether the attached tab's renderer is dead (it
+// crashed before this Backend attached): Inspector.enable is served by the
+// browser, and on a crashed target Chrome sends Inspector.targetCrashed
+// before its reply, which fails the call with target_crashed (readLoop).
+// Such a tab is then lost until a Page.navigate revives it (see Send),
+// instead of queueing every command until the deadline. Other failures are
+// left to the caller's first command.
+func (b *Backend) probeCrashed(ctx context.Context, sessionID string) {
+	_, err := b.c.call(ctx, methodInspectorEnable, nil, sessionID)
+	if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetCrashed {
+		b.crashed.Store(true)
+	}
 }
 
 // closeCreated closes the target Dial created, if any (best effort).
@@ -271,8 +286,13 @@ func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error 
 // event (never blocking) and notes when the page session went away.
 func (b *Backend) onFrame(f frame) {
 	ev := bb.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}
-	if f.Method == methodTargetCrashed && f.SessionID != "" && f.SessionID == b.SessionID() {
-		b.crashed.Store(true)
+	if f.SessionID != "" && f.SessionID == b.SessionID() {
+		switch f.Method {
+		case methodTargetCrashed:
+			b.crashed.Store(true)
+		case methodTargetReloaded: // the user reloaded the crashed tab
+			b.crashed.Store(false)
+		}
 	}
 	if f.Method == bb.MethodTargetDetached {
 		// Chrome sends Target.detachedFromTarget on the parent (browser)
@@ -306,10 +326,19 @@ func (b *Backend) onEnd() {
 // runs on the attached page's session. When ctx has no deadline, the
 // command timeout (default 30 s) applies.
 //
+// A tab whose renderer crashed (under a command, or before the Backend
+// attached) is lost until a Page.navigate, which Chrome serves by giving the
+// tab a new renderer: that command is sent, and every other command on the
+// page session fails at once, before dispatch, with ClassClosed and code
+// page_lost (the tab's content is gone; navigate again) instead of waiting
+// for its deadline.
+//
 // Errors: ClassProtocol with the JSON-RPC code for a CDP error reply;
 // ClassTransport when the socket fails or was lost (in-flight commands fail
-// at once, Dispatched true), or with code cdp_session_not_found when the
-// page session went away (its tab was closed); ClassTimeout when the
+// at once, Dispatched true), with code target_crashed for the commands in
+// flight when the page's renderer crashed, or with code
+// cdp_session_not_found when the page session went away (its tab was
+// closed); ClassClosed with code page_lost (above); ClassTimeout when the
 // deadline passes after dispatch; ClassAborted when ctx is cancelled;
 // ClassClosed after Close; ClassPolicy for params that are not JSON.
 func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, error) {
@@ -321,14 +350,17 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 		if b.detached.Load() {
 			return nil, sessionGoneErr(cmd.Method)
 		}
-		if b.crashed.Load() {
-			return nil, crashedErr(cmd.Method)
+		if b.crashed.Load() && cmd.Method != methodPageNavigate {
+			return nil, pageLostErr(cmd.Method)
 		}
 		sid = b.SessionID()
 	}
 	ctx, cancel := withDeadline(ctx, b.s.commandTimeout)
 	defer cancel()
 	res, err := b.c.call(ctx, cmd.Method, cmd.Params, sid)
+	if err == nil && cmd.Method == methodPageNavigate && sid == b.SessionID() {
+		b.crashed.Store(false) // the navigation gave the tab a new renderer
+	}
 	if err != nil && b.closed.Load() {
 		if e, ok := err.(*bb.Error); ok && e.Class == bb.ClassTransport {
 			return nil, b.closedErr(cmd.Method)

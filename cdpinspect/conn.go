@@ -62,6 +62,8 @@ type conn struct {
 	pending map[int64]pendingCall
 	err     *bb.Error // set once the connection is finished; fails all calls
 
+	track *bb.InFlight // the commands in flight, for timeout diagnostics
+
 	done chan struct{} // closed when the reader has exited
 }
 
@@ -99,6 +101,7 @@ func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame)
 		onEvent: onEvent,
 		onEnd:   onEnd,
 		pending: make(map[int64]pendingCall),
+		track:   bb.NewInFlight(s.now),
 		done:    make(chan struct{}),
 	}
 	go c.readLoop()
@@ -231,6 +234,8 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 	id := c.nextID
 	c.pending[id] = pendingCall{ch: ch, sessionID: sessionID}
 	c.mu.Unlock()
+	end := c.track.Begin()
+	defer end(false) // given up or failed; an answer ends it first
 
 	data, err := json.Marshal(frame{ID: id, Method: method, Params: params, SessionID: sessionID})
 	if err != nil {
@@ -259,7 +264,8 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 
 	select {
 	case r, ok := <-ch:
-		if !ok { // the connection ended after the command was written
+		end(ok && r.fail == nil) // a reply, result or CDP error, is an answer
+		if !ok {                 // the connection ended after the command was written
 			e := c.failure(method)
 			e.Dispatched = true
 			return nil, e
@@ -283,13 +289,31 @@ func (c *conn) call(ctx context.Context, method string, params json.RawMessage, 
 		return r.result, nil
 	case <-ctx.Done():
 		c.forget(id)
-		return nil, ctxErr(ctx, method, true)
+		e := ctxErr(ctx, method, true)
+		if e.Class == bb.ClassTimeout {
+			// Counted before end: the timed-out command is among them.
+			e.Diagnostics = c.track.Diagnostics()
+		}
+		return nil, e
 	}
 }
 
 // methodTargetCrashed is the event Chrome sends on a session whose
-// target's renderer crashed.
-const methodTargetCrashed = "Inspector.targetCrashed"
+// target's renderer crashed; methodTargetReloaded the one it sends when a
+// crashed target got a renderer again.
+const (
+	methodTargetCrashed   = "Inspector.targetCrashed"
+	methodTargetReloaded  = "Inspector.targetReloadedAfterCrash"
+	methodInspectorEnable = "Inspector.enable"
+	methodPageNavigate    = "Page.navigate"
+)
+
+// pageLostErr is the error of a command on a tab whose renderer crashed
+// before it was sent (see Backend.Send).
+func pageLostErr(method string) *bb.Error {
+	return &bb.Error{Class: bb.ClassClosed, Code: bb.CodePageLost, Method: method, Backend: bb.KindCDPInspect,
+		Message: "the tab's renderer crashed and its content is gone; navigate again (Page.navigate revives the tab)"}
+}
 
 // crashedErr is the error of a command whose page's renderer crashed.
 func crashedErr(method string) *bb.Error {

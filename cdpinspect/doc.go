@@ -32,6 +32,19 @@
 // closes the agent's tab. The memory is LRU-bounded and keyed by the
 // browser run, so a restarted browser is never matched with old target ids.
 //
+// # Crashed tabs and timeouts
+//
+// A renderer that dies fails the session's commands in flight with
+// ClassTransport and code target_crashed (Inspector.targetCrashed). Attach
+// sends Inspector.enable, which Chrome answers on an already crashed tab
+// with that event, so a Backend always knows: on a crashed tab every command
+// but Page.navigate fails at once with ClassClosed and code page_lost, and a
+// Page.navigate gives the tab a new renderer (browserbackend/tools' Navigate
+// does this by itself), instead of commands queueing until their deadline.
+// A command that times out carries browserbackend.Diagnostics of its
+// connection: commands in flight, the oldest one's age, the time since the
+// browser last answered, and the connection's uptime.
+//
 // # Design choices
 //
 // WebSocket and multiplexer: github.com/coder/websocket with a small

@@ -37,9 +37,10 @@ type settings struct {
 	commandTimeout time.Duration
 	readLimit      int64
 	createTarget   bool
-	probeTimeout   time.Duration // from the config; 0 = DefaultProbeTimeout
-	maxConvs       int           // Provider only: remembered conversations
-	tab            tabChoice     // set by Provider per invocation
+	probeTimeout   time.Duration    // from the config; 0 = DefaultProbeTimeout
+	maxConvs       int              // Provider only: remembered conversations
+	tab            tabChoice        // set by Provider per invocation
+	now            func() time.Time // the clock of timeout diagnostics; nil = time.Now (tests inject one)
 }
 
 // tabChoice is how attach picks the target; the zero value is Dial's rule

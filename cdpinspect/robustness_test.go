@@ -90,7 +90,7 @@ func fakeBrowser(t *testing.T, script func(ctx context.Context, ws *websocket.Co
 				reply(`{"targetInfos":[{"targetId":"T1","type":"page","url":"about:blank"}]}`)
 			case "Target.attachToTarget":
 				reply(`{"sessionId":"S1"}`)
-			case "Runtime.runIfWaitingForDebugger", "Target.detachFromTarget":
+			case "Runtime.runIfWaitingForDebugger", "Target.detachFromTarget", "Inspector.enable":
 				reply(`{}`)
 			default:
 				script(ctx, ws, f.ID, f.Method)

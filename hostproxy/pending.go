@@ -45,6 +45,7 @@ var errEmptyRequestID = errors.New("hostproxy: register: empty request id")
 type pending struct {
 	in     Interaction
 	result chan ResultBody
+	sent   time.Time // when this Proxy published it (zero for other kinds), for timeout diagnostics
 }
 
 // add records e as pending under p.mu.

@@ -62,7 +62,8 @@ type Options struct {
 	// never charged to it.
 	EventRate  float64
 	EventBurst int
-	// Now is the clock of the event budget; nil means time.Now.
+	// Now is the clock of the event budget and of timeout diagnostics; nil
+	// means time.Now.
 	Now func() time.Time
 	// Relay, when set, carries results and events posted to this replica
 	// for requests and backends on other replicas (DHUB-3); nil keeps the
@@ -134,6 +135,10 @@ type Proxy struct {
 	mu        sync.Mutex
 	pending   map[string]*pending
 	listeners map[string]map[*listener]struct{}
+	// answered is when each client last delivered a result, for timeout
+	// diagnostics; bounded by maxAnswered (cleared when full).
+	answered map[string]time.Time
+	now      func() time.Time
 
 	// attr ties frame, session, request and context ids to tabs (WIRE-4);
 	// unattributed counts events withheld because nothing tied them to a
@@ -141,6 +146,9 @@ type Proxy struct {
 	attr         attributions
 	unattributed atomic.Uint64
 }
+
+// maxAnswered bounds Proxy.answered.
+const maxAnswered = 4096
 
 // New returns a Proxy. It panics when opts.Hub is nil (a programming error).
 func New(opts Options) *Proxy {
@@ -160,6 +168,11 @@ func New(opts Options) *Proxy {
 		pending:   make(map[string]*pending),
 		listeners: make(map[string]map[*listener]struct{}),
 		attr:      newAttributions(),
+		answered:  make(map[string]time.Time),
+		now:       opts.Now,
+	}
+	if p.now == nil {
+		p.now = time.Now
 	}
 	p.doneCtx, p.stopAll = context.WithCancel(context.Background())
 	if p.log == nil {
@@ -386,7 +399,7 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		ConversationID: req.ConversationID,
 		TargetClientID: client.ClientID,
 		TargetActor:    client.ActorPrincipalID,
-	}, result: make(chan ResultBody, 1)}
+	}, result: make(chan ResultBody, 1), sent: p.now()}
 	if err := p.add(e); err != nil {
 		return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, false, "register request: %v", err)
 	}
@@ -428,6 +441,7 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 	for {
 		select {
 		case res := <-e.result:
+			p.noteAnswer(client.ClientID)
 			return p.classify(req, res)
 		case <-gone:
 			next, res, ok := p.onGone(envID, e)
@@ -447,19 +461,26 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 			return nil, p.errorf(req, browserbackend.ClassTransport, browserbackend.CodeTransportError, true,
 				"client %q disconnected while the request was in flight", client.ClientID)
 		case <-timer.C:
+			diag := p.diagnostics(client) // while this request is still pending
 			if res, ok := p.abandon(envID, e); ok {
 				return p.classify(req, res)
 			}
 			p.cancel(id, client.ClientID, "timeout")
-			return nil, p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
+			err := p.errorf(req, browserbackend.ClassTimeout, browserbackend.CodeTimeout, true,
 				"no result from client %q within %s", client.ClientID, timeout)
+			err.Diagnostics = diag
+			return nil, err
 		case <-ctx.Done():
+			diag := p.diagnostics(client)
 			if res, ok := p.abandon(envID, e); ok {
 				return p.classify(req, res)
 			}
 			p.cancel(id, client.ClientID, "caller")
 			err := browserbackend.Classify(ctx.Err(), true)
 			err.Method, err.Backend = req.Method, req.Backend
+			if err.Class == browserbackend.ClassTimeout {
+				err.Diagnostics = diag
+			}
 			return nil, err
 		case <-p.done:
 			if res, ok := p.abandon(envID, e); ok {
@@ -469,6 +490,43 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 			return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
 		}
 	}
+}
+
+// noteAnswer records that clientID delivered a result now.
+func (p *Proxy) noteAnswer(clientID string) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.answered[clientID]; !ok && len(p.answered) >= maxAnswered {
+		clear(p.answered)
+	}
+	p.answered[clientID] = now
+}
+
+// diagnostics describes what client was doing for this Proxy (issue 10:
+// timeouts a person can act on): the host_browser requests in flight to it,
+// the oldest one's age, the time since it last delivered a result (its
+// connection's age when it has not) and the age of its connection
+// (ClientInfo.ConnectedAt).
+func (p *Proxy) diagnostics(client eventhub.ClientInfo) *browserbackend.Diagnostics {
+	now := p.now()
+	d := &browserbackend.Diagnostics{}
+	if !client.ConnectedAt.IsZero() {
+		d.Uptime = now.Sub(client.ConnectedAt)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.pending {
+		if e.in.TargetClientID == client.ClientID && !e.sent.IsZero() {
+			d.InFlight++
+			d.OldestInFlight = max(d.OldestInFlight, now.Sub(e.sent))
+		}
+	}
+	d.SinceLastAnswer = d.Uptime
+	if t, ok := p.answered[client.ClientID]; ok && (client.ConnectedAt.IsZero() || !t.Before(client.ConnectedAt)) {
+		d.SinceLastAnswer = now.Sub(t)
+	}
+	return d
 }
 
 // onGone decides, when the target's registration has ended, whether the
@@ -561,6 +619,9 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //     ClassTransport with that code;
 //   - error with a numeric code: ClassProtocol with that CDP code, the
 //     innermost one when the message holds another CDP error (WIRE-2);
+//   - error with the string code page_lost (the client's tab crashed
+//     before the command; a navigation revives it): ClassClosed, not
+//     dispatched;
 //   - error with another string code: ClassProtocol with that code;
 //   - error in plain text: ClassProtocol with target_not_found,
 //     forbidden_target or client_error (WIRE-2, ParseErrorAnswer): the
@@ -589,6 +650,13 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		return nil, e
 	case IsTransportCode(ans.StringCode):
 		return nil, mk(browserbackend.ClassTransport, ans.StringCode, ans.Message)
+	case ans.StringCode == browserbackend.CodePageLost:
+		// The client's tab crashed before the command: not sent, and not
+		// a failover (another browser would not have the conversation's
+		// page either); a navigation revives the tab.
+		e := mk(browserbackend.ClassClosed, ans.StringCode, ans.Message)
+		e.Dispatched = false
+		return nil, e
 	}
 	return nil, mk(browserbackend.ClassProtocol, ans.StringCode, ans.Message)
 }

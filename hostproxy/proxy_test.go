@@ -524,3 +524,35 @@ func TestResultRoute_OversizedResultFailsItsRequestAtOnce(t *testing.T) {
 	assert.Equal(t, "", requestIDPrefix([]byte(`{"content":"`+strings.Repeat("x", 64))), "requestId after the cut is not found")
 	assert.Equal(t, "r1", requestIDPrefix([]byte(`{"isError":false,"requestId":"r1","content":"xx`)))
 }
+
+// A request that times out carries the client's diagnostics (issue 10), on
+// synctest's clock: the requests in flight to that client (the timed-out
+// one included), the oldest one's age, the time since its last result and
+// its connection's age.
+func TestRequest_TimeoutCarriesClientDiagnostics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newFakeHub()
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", time.Now())
+		p := New(Options{Hub: h, Logger: quietLogger(), DefaultTimeout: time.Hour})
+		defer p.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		_, hung := startRequest(t, ctx, p, Req{Method: "Hung.one"}, ext)
+		msg, answered := startRequest(t, context.Background(), p, Req{Method: "Quick.one"}, ext)
+		rec := postResult(p, "ext", "", ResultBody{RequestID: msg["requestId"].(string), Content: "{}"})
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.NoError(t, (<-answered).err)
+
+		_, done := startRequest(t, context.Background(), p, Req{Method: "Slow.one", Timeout: 3 * time.Second}, ext)
+		out := <-done
+		var e *browserbackend.Error
+		require.ErrorAs(t, out.err, &e)
+		assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+		require.NotNil(t, e.Diagnostics)
+		assert.Equal(t, browserbackend.Diagnostics{InFlight: 2, OldestInFlight: 3 * time.Second, SinceLastAnswer: 3 * time.Second,
+			Uptime: 3 * time.Second}, *e.Diagnostics)
+		assert.Contains(t, out.err.Error(), "2 in flight, oldest 3s, last answer 3s ago, up 3s")
+
+		cancel()
+		assert.ErrorIs(t, (<-hung).err, browserbackend.ErrAborted)
+	})
+}

@@ -105,6 +105,9 @@ var transportCodes = map[string]bool{
 	"non_loopback":          true,
 	"cdp_session_not_found": true,
 	"cancelled":             true,
+	// The reference bridge's: the tab's renderer crashed under the command
+	// (a transport error of its own code, as cdp-inspect reports it).
+	"target_crashed": true,
 }
 
 // IsTransportCode reports whether code is one of the transport-class string

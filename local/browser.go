@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
@@ -33,9 +34,10 @@ const DefaultMaxPages = 32
 // however many other conversations open pages meanwhile.
 const DefaultPageIdle = time.Minute
 
-// maxEvictedMemo bounds how many evicted conversation ids a Browser
-// remembers (to report CodePageEvicted to them); the oldest are forgotten.
-const maxEvictedMemo = 4096
+// maxLostMemo bounds how many conversation ids whose page was evicted or
+// lost a Browser remembers (to report CodePageEvicted or CodePageLost to
+// them); the oldest are forgotten.
+const maxLostMemo = 4096
 
 // DefaultLaunchTimeout bounds one launch (driver start plus browser start)
 // when Options.LaunchTimeout is zero.
@@ -90,8 +92,8 @@ type Options struct {
 	// of concurrent conversations) the bound is exceeded rather than a page
 	// that a conversation is still working on closed. The next command of a
 	// conversation whose page was evicted fails once with ClassClosed /
-	// CodePageEvicted (the one after it opens a fresh page), so a closed page
-	// is never read as a blank one. 0 means DefaultMaxPages; negative means
+	// CodePageEvicted (the one after it, or a Page.navigate, opens a fresh
+	// page), so a closed page is never read as a blank one. 0 means DefaultMaxPages; negative means
 	// no bound.
 	MaxPages int
 	// PageIdle is how long a page must have had no client (between two tool
@@ -141,14 +143,15 @@ type Browser struct {
 	launch *launchCall // the current or last launch; nil before the first
 	st     *state      // the live browser; nil when not launched or dead
 	pages  map[string]*pageEntry
-	// evicted holds the conversations whose page MaxPages closed and which
-	// have not been told yet; evictOrder is its insertion order (bounded by
-	// maxEvictedMemo).
-	evicted    map[string]struct{}
-	evictOrder []string
-	wg         sync.WaitGroup // launches, page openings, sends in flight
+	// lost holds the conversations whose page MaxPages closed
+	// (CodePageEvicted) or that went away under them (CodePageLost: crashed,
+	// closed, its browser gone) and which have not been told yet, with that
+	// code; lostOrder is its insertion order (bounded by maxLostMemo).
+	lost      map[string]string
+	lostOrder []string
+	wg        sync.WaitGroup // launches, page openings, sends in flight
 
-	now func() time.Time // the clock of page idleness; tests inject one
+	now func() time.Time // the clock of page idleness and timeout diagnostics; tests inject one
 
 	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
 }
@@ -172,9 +175,10 @@ type state struct {
 	browserWatch  chan struct{} // closed when the browser-exit watcher ended; nil without one
 	dead          chan struct{} // closed when the context closes, the driver or the browser exits, or the driver connection is lost
 	deadOnce      sync.Once
-	spare         *spareTab     // a ready blank page for the next new conversation
-	refilling     bool          // a spare is being prepared
-	refilled      chan struct{} // closed when the current refill ends
+	track         *browserbackend.InFlight // the browser's commands in flight, for timeout diagnostics
+	spare         *spareTab                // a ready blank page for the next new conversation
+	refilling     bool                     // a spare is being prepared
+	refilled      chan struct{}            // closed when the current refill ends
 }
 
 // spareTab is a blank page with its CDPSession, prepared ahead so that a new
@@ -182,6 +186,17 @@ type state struct {
 type spareTab struct {
 	page playwright.Page
 	sess playwright.CDPSession
+	// crashed is set when the blank page's renderer crashed while it was
+	// waiting: Playwright reports a crash once, so a conversation that
+	// claimed it later would wait on a dead page forever.
+	crashed atomic.Bool
+}
+
+// newSpareTab wraps a prepared page and its CDPSession, watching for a crash.
+func newSpareTab(page playwright.Page, sess playwright.CDPSession) *spareTab {
+	t := &spareTab{page: page, sess: sess}
+	page.OnCrash(func(playwright.Page) { t.crashed.Store(true) })
+	return t
 }
 
 func (s *state) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
@@ -217,12 +232,12 @@ func New(opts Options) *Browser {
 		lg = slog.Default()
 	}
 	return &Browser{
-		opts:    opts,
-		log:     lg.With("backend", string(browserbackend.KindLocal)),
-		done:    make(chan struct{}),
-		pages:   make(map[string]*pageEntry),
-		evicted: make(map[string]struct{}),
-		now:     time.Now,
+		opts:  opts,
+		log:   lg.With("backend", string(browserbackend.KindLocal)),
+		done:  make(chan struct{}),
+		pages: make(map[string]*pageEntry),
+		lost:  make(map[string]string),
+		now:   time.Now,
 	}
 }
 
@@ -321,7 +336,7 @@ func (b *Browser) doLaunch() (*state, error) {
 	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
 		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
-	st := &state{dead: make(chan struct{})}
+	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.now)}
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
 			return nil, launchFailed("cannot create profile directory", err)
@@ -399,7 +414,7 @@ func (b *Browser) doLaunch() (*state, error) {
 	if ps := bctx.Pages(); len(ps) > 0 {
 		// The context's initial blank page becomes the first spare.
 		if sess, err := bctx.NewCDPSession(ps[0]); err == nil {
-			st.spare = &spareTab{page: ps[0], sess: sess}
+			st.spare = newSpareTab(ps[0], sess)
 		}
 	}
 	return st, nil
@@ -537,7 +552,7 @@ func (b *Browser) Close() error {
 	call := b.launch
 	pages := b.pages
 	b.pages = make(map[string]*pageEntry)
-	b.evicted, b.evictOrder = make(map[string]struct{}), nil
+	b.lost, b.lostOrder = make(map[string]string), nil
 	b.mu.Unlock()
 
 	for _, p := range pages {
@@ -563,7 +578,7 @@ func (b *Browser) CloseConversation(conversationID string) error {
 	b.mu.Lock()
 	p := b.pages[conversationID]
 	delete(b.pages, conversationID)
-	delete(b.evicted, conversationID) // closed on purpose: nothing to report
+	delete(b.lost, conversationID) // closed on purpose: nothing to report
 	b.mu.Unlock()
 	if p == nil {
 		return nil
@@ -587,9 +602,15 @@ func (b *Browser) Conversations() []string {
 // the browser) when needed. Concurrent callers for the same conversation share
 // one page.
 //
+// A conversation whose page was evicted or lost is told once, with
+// CodePageEvicted or CodePageLost, instead of getting a fresh blank page —
+// unless its command is Page.navigate (intentNavigate), which replaces the
+// content anyway: then the notice is dropped and a fresh page opened. Open
+// (intentOpen) leaves the notice to the first command and returns no page.
+//
 // The page is returned with c attached (as an event sink), which also keeps
 // it from being evicted (MaxPages) before c uses it.
-func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*pageEntry, error) {
+func (b *Browser) page(ctx context.Context, conversationID string, c *Client, intent openIntent) (*pageEntry, error) {
 	for {
 		st, err := b.acquire(ctx)
 		if err != nil {
@@ -602,17 +623,28 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 		}
 		p := b.pages[conversationID]
 		if p != nil && (p.st != st || p.isGone()) {
-			delete(b.pages, conversationID) // from a dead browser, or closed
+			// From a dead browser, or closed under the conversation: its
+			// URL and content are gone.
+			delete(b.pages, conversationID)
+			b.rememberLostLocked(conversationID, CodePageLost)
 			p = nil
 		}
 		var victim *pageEntry
 		if p == nil {
-			if _, ok := b.evicted[conversationID]; ok {
-				// Its page was evicted: say so once instead of handing out
-				// a blank page that would be read as the site's content.
-				delete(b.evicted, conversationID)
-				b.mu.Unlock()
-				return nil, errPageEvicted(b.opts.MaxPages)
+			if code, ok := b.lost[conversationID]; ok {
+				// Its page was evicted or lost: say so once instead of
+				// handing out a blank page that would be read as the
+				// site's content; a navigation replaces the content anyway.
+				switch intent {
+				case intentOpen:
+					b.mu.Unlock()
+					return nil, nil // the first command decides
+				case intentCommand:
+					delete(b.lost, conversationID)
+					b.mu.Unlock()
+					return nil, b.errLost(code)
+				}
+				delete(b.lost, conversationID)
 			}
 			victim = b.evictLocked()
 			p = newPageEntry(b, st, conversationID)
@@ -657,7 +689,7 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client) (*
 				// the conversation never saw that page, so there is
 				// nothing to tell it (a notice still pending would have
 				// been returned above, before the page was opened).
-				delete(b.evicted, conversationID)
+				delete(b.lost, conversationID)
 			}
 			b.mu.Unlock()
 			if !ok {
@@ -703,34 +735,42 @@ func (b *Browser) takeIdleLocked() *pageEntry {
 	}
 	if victim != nil {
 		delete(b.pages, victim.conv)
-		b.rememberEvictedLocked(victim.conv)
+		b.rememberLostLocked(victim.conv, CodePageEvicted)
 		b.log.Info("local: closing least recently used page", "conversationId", victim.conv, "maxPages", b.opts.MaxPages)
 	}
 	return victim
 }
 
-// rememberEvictedLocked records that conv's page was evicted, forgetting the
-// oldest record beyond maxEvictedMemo. b.mu must be held.
-func (b *Browser) rememberEvictedLocked(conv string) {
-	if _, ok := b.evicted[conv]; ok {
+// rememberLostLocked records that conv's page was evicted or lost (code),
+// forgetting the oldest record beyond maxLostMemo. b.mu must be held.
+func (b *Browser) rememberLostLocked(conv, code string) {
+	if _, ok := b.lost[conv]; ok {
 		return
 	}
-	b.evicted[conv] = struct{}{}
-	b.evictOrder = append(b.evictOrder, conv)
-	for len(b.evictOrder) > maxEvictedMemo {
-		delete(b.evicted, b.evictOrder[0])
-		b.evictOrder = b.evictOrder[1:]
+	b.lost[conv] = code
+	b.lostOrder = append(b.lostOrder, conv)
+	for len(b.lostOrder) > maxLostMemo {
+		delete(b.lost, b.lostOrder[0])
+		b.lostOrder = b.lostOrder[1:]
 	}
-	if len(b.evictOrder) > 2*len(b.evicted)+64 {
-		// Drop the ids already told, so evictOrder stays proportional.
-		kept := b.evictOrder[:0]
-		for _, id := range b.evictOrder {
-			if _, ok := b.evicted[id]; ok {
+	if len(b.lostOrder) > 2*len(b.lost)+64 {
+		// Drop the ids already told, so lostOrder stays proportional.
+		kept := b.lostOrder[:0]
+		for _, id := range b.lostOrder {
+			if _, ok := b.lost[id]; ok {
 				kept = append(kept, id)
 			}
 		}
-		b.evictOrder = kept
+		b.lostOrder = kept
 	}
+}
+
+// errLost is the notice of a conversation whose page was evicted or lost.
+func (b *Browser) errLost(code string) *browserbackend.Error {
+	if code == CodePageEvicted {
+		return errPageEvicted(b.opts.MaxPages)
+	}
+	return errPageLost()
 }
 
 // trimPages closes least recently used idle pages while more than MaxPages
@@ -761,11 +801,27 @@ func (b *Browser) trimPages() {
 	}
 }
 
-// forget drops p from the page map if it is still the conversation's page.
+// openIntent is why a client needs its page (see Browser.page).
+type openIntent int
+
+const (
+	intentOpen     openIntent = iota // Client.Open, before any command
+	intentCommand                    // a command other than Page.navigate
+	intentNavigate                   // Page.navigate
+)
+
+// forget drops p from the page map if it is still the conversation's page:
+// then it went away under the conversation (crashed, closed by someone
+// else, its browser gone), which the conversation's next command is told
+// (CodePageLost). Pages closed on purpose (CloseConversation, eviction,
+// Close) have left the map before.
 func (b *Browser) forget(p *pageEntry) {
 	b.mu.Lock()
 	if b.pages[p.conv] == p {
 		delete(b.pages, p.conv)
+		if !b.closed {
+			b.rememberLostLocked(p.conv, CodePageLost)
+		}
 	}
 	b.mu.Unlock()
 }
@@ -835,7 +891,7 @@ func (b *Browser) refillSpare(st *state) {
 	var spare *spareTab
 	if page, err := st.bctx.NewPage(); err == nil {
 		if sess, err := st.bctx.NewCDPSession(page); err == nil {
-			spare = &spareTab{page: page, sess: sess}
+			spare = newSpareTab(page, sess)
 		} else {
 			_ = page.Close()
 		}

@@ -55,6 +55,17 @@ func (p *pageEntry) open(spare *spareTab) {
 	defer close(p.ready)
 	var page playwright.Page
 	var sess playwright.CDPSession
+	if spare != nil && spare.crashed.Load() {
+		// Its renderer died while it waited: open another, and close it in
+		// the background (closing a crashed page can take long).
+		if dead := spare.page; p.b.track() {
+			go func() {
+				defer p.b.wg.Done()
+				_ = dead.Close()
+			}()
+		}
+		spare = nil
+	}
 	if spare != nil {
 		page, sess = spare.page, spare.sess
 	} else {
@@ -77,6 +88,9 @@ func (p *pageEntry) open(spare *spareTab) {
 	// fails its in-flight commands with CodeTargetCrashed), drop it so that
 	// the conversation's next command gets a fresh page, and close it.
 	page.OnCrash(func(playwright.Page) { p.markCrashed() })
+	if spare != nil && spare.crashed.Load() {
+		p.markCrashed() // crashed between the check above and OnCrash
+	}
 	// The generic "event" carries every CDP event of the session as
 	// {method, params}, so one listener serves subscribers of any method,
 	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
@@ -235,12 +249,18 @@ func (c *Client) ConversationID() string { return c.conv }
 // while waiting. Errors are *browserbackend.Error: transport/launch_failed
 // when the browser cannot start, transport when the page cannot be opened,
 // closed after Close, aborted/timeout from ctx.
+//
+// When the conversation's page was evicted or went away (CodePageEvicted,
+// CodePageLost), Open only launches the browser: the first command reports
+// it, or, when that command is Page.navigate, opens a fresh page.
 func (c *Client) Open(ctx context.Context) error {
-	_, err := c.open(ctx)
+	_, err := c.open(ctx, intentOpen)
 	return err
 }
 
-func (c *Client) open(ctx context.Context) (*pageEntry, error) {
+// open attaches c to its conversation's page (see Browser.page for intent).
+// For intentOpen it may return no page and no error.
+func (c *Client) open(ctx context.Context, intent openIntent) (*pageEntry, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -253,8 +273,8 @@ func (c *Client) open(ctx context.Context) (*pageEntry, error) {
 	}
 	c.mu.Unlock()
 
-	p, err := c.b.page(ctx, c.conv, c) // attaches c
-	if err != nil {
+	p, err := c.b.page(ctx, c.conv, c, intent) // attaches c
+	if err != nil || p == nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -320,7 +340,11 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 			return nil, e
 		}
 	}
-	p, err := c.open(ctx)
+	intent := intentCommand
+	if cmd.Method == "Page.navigate" {
+		intent = intentNavigate
+	}
+	p, err := c.open(ctx, intent)
 	if err != nil {
 		return nil, withMethod(err, cmd.Method)
 	}
@@ -340,12 +364,17 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		res, err := p.sess.Send(cmd.Method, params)
 		ch <- sendResult{res, err}
 	}()
+	end := p.st.track.Begin()
+	defer end(false) // given up or failed; an answer ends it first
 
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, classifySendError(cmd.Method, r.err, p)
+			e := classifySendError(cmd.Method, r.err, p)
+			end(e.Class == browserbackend.ClassProtocol) // a CDP error is the browser's answer
+			return nil, e
 		}
+		end(true)
 		if r.res == nil {
 			return json.RawMessage("{}"), nil
 		}
@@ -371,7 +400,12 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		}
 		return nil, errBrowserGone(cmd.Method, true)
 	case <-ctx.Done():
-		return nil, ctxErr(ctx, cmd.Method, true)
+		e := ctxErr(ctx, cmd.Method, true)
+		if e.Class == browserbackend.ClassTimeout {
+			// Counted before end: the timed-out command is among them.
+			e.Diagnostics = p.st.track.Diagnostics()
+		}
+		return nil, e
 	case <-c.closing:
 		e := errClosed(cmd.Method)
 		e.Dispatched = true

@@ -48,8 +48,16 @@
 // new browser; a lost driver connection marks the browser dead before the
 // error returns, so the call after it relaunches rather than failing the same
 // way. A crashed renderer (Page.crash, an out-of-memory kill) fails the
-// page's commands in flight with ClassTransport and CodeTargetCrashed, and
-// the conversation's next invocation gets a fresh page.
+// page's commands in flight with ClassTransport and CodeTargetCrashed.
+//
+// A conversation whose page went away under it (its renderer crashed, it
+// was closed by someone else, its browser or driver exited) is told, like
+// an evicted one: its next command other than Page.navigate fails once with
+// ClassClosed and CodePageLost ("navigate again") instead of reading a
+// fresh about:blank as the site's content; a Page.navigate, or the command
+// after the notice, opens a fresh page. A timeout carries
+// browserbackend.Diagnostics: the browser's commands in flight, the oldest
+// one's age, the time since it last answered and its uptime.
 //
 // # Errors (LOC-2)
 //

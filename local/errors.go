@@ -35,8 +35,14 @@ const (
 	// once, by the conversation's next command; the command after it opens
 	// a fresh page.
 	CodePageEvicted = browserbackend.CodePageEvicted
+	// CodePageLost (ClassClosed): the conversation's page went away since
+	// its last command (its renderer crashed, it was closed by someone
+	// else, its browser or driver exited). Reported once, by the
+	// conversation's next command other than Page.navigate; a Page.navigate,
+	// and the command after the notice, open a fresh page.
+	CodePageLost = browserbackend.CodePageLost
 	// CodeTargetCrashed (ClassTransport): the page's renderer crashed under
-	// the command; the conversation's next command gets a fresh page.
+	// the command; the conversation's next command is told CodePageLost.
 	CodeTargetCrashed = browserbackend.CodeTargetCrashed
 	// CodeBrowserGone (ClassTransport): the browser process or the
 	// Playwright driver died under the command; the next use relaunches.
@@ -53,12 +59,22 @@ func errPageEvicted(maxPages int) *browserbackend.Error {
 	}
 }
 
+// errPageLost is the error of the first command other than Page.navigate
+// of a conversation whose page went away under it.
+func errPageLost() *browserbackend.Error {
+	return &browserbackend.Error{
+		Class: browserbackend.ClassClosed, Code: CodePageLost, Backend: browserbackend.KindLocal,
+		Message: "local: the conversation's page went away (its renderer crashed or its browser exited); " +
+			"its URL and content are gone, navigate again",
+	}
+}
+
 // errTargetCrashed is the error of a command whose page's renderer crashed.
 func errTargetCrashed(method string, dispatched bool) *browserbackend.Error {
 	return &browserbackend.Error{
 		Class: browserbackend.ClassTransport, Code: CodeTargetCrashed,
 		Method: method, Backend: browserbackend.KindLocal, Dispatched: dispatched,
-		Message: "local: the page's renderer crashed; the next command opens a fresh page",
+		Message: "local: the page's renderer crashed",
 	}
 }
 

@@ -16,6 +16,9 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
+// oneEval is a Runtime.evaluate of 1.
+var oneEval = browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)}
+
 // hangingEval is a Runtime.evaluate that never answers on its own.
 var hangingEval = browserbackend.Command{Method: "Runtime.evaluate",
 	Params: json.RawMessage(`{"expression":"new Promise(() => {})","awaitPromise":true}`)}
@@ -77,7 +80,10 @@ func TestKilledBrowserFailsInFlightEvaluateAsTransportAndNextRelaunches(t *testi
 
 	again := b.Client("kill")
 	defer again.Close()
-	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
+	_, err = again.Send(ctx, oneEval)
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassClosed, Code: CodePageLost},
+		"the page the browser took with it is reported, not replaced by a blank one")
+	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next command relaunches")
 	t.Logf("relaunched %v after the kill", time.Since(t0))
 	require.NoError(t, b.Close())
 	assert.Empty(t, profileProcesses(profile))
@@ -85,7 +91,8 @@ func TestKilledBrowserFailsInFlightEvaluateAsTransportAndNextRelaunches(t *testi
 
 // The page's renderer crashes (Page.crash from a second client of the
 // conversation) while a command waits: the command fails with
-// target_crashed, and the conversation's next invocation gets a fresh page.
+// target_crashed; the conversation's next invocation is told page_lost once
+// (not handed a blank page), then gets a fresh page.
 func TestCrashedTabFailsInFlightWithTargetCrashedAndNextGetsFreshPage(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
 	ctx := testCtx(t)
@@ -108,7 +115,10 @@ func TestCrashedTabFailsInFlightWithTargetCrashedAndNextGetsFreshPage(t *testing
 
 	next := b.Client("crash")
 	defer next.Close()
-	assert.Equal(t, "2", evalValue(t, ctx, next, "1+1"), "the next invocation works")
+	_, err = next.Send(ctx, oneEval)
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassClosed, Code: CodePageLost})
+	assert.Contains(t, err.Error(), "navigate again")
+	assert.Equal(t, "2", evalValue(t, ctx, next, "1+1"), "the command after the notice works")
 	assert.NotEqual(t, first, targetID(t, ctx, next), "on a fresh page")
 }
 
@@ -132,6 +142,12 @@ func TestKilledDriverRecoveryIsDeterministic(t *testing.T) {
 		c.Close()
 		for i := range 5 {
 			next := b.Client("drv")
+			if i == 0 {
+				// A navigation is what recovers a lost page (any other
+				// first command is told page_lost).
+				_, err := next.Send(ctx, browserbackend.Command{Method: "Page.navigate", Params: json.RawMessage(`{"url":"about:blank"}`)})
+				require.NoError(t, err, "round %d: the first navigation after the driver died", round)
+			}
 			assert.Equal(t, "2", evalValue(t, ctx, next, "1+1"), "round %d call %d after the driver died", round, i)
 			next.Close()
 		}
@@ -185,4 +201,38 @@ func TestEvictedConversationIsToldOnceThenGetsFreshPage(t *testing.T) {
 	y2 := b.Client("y")
 	defer y2.Close()
 	evalValue(t, ctx, y2, "1")
+}
+
+// A command that times out carries the browser's diagnostics, on the
+// injected clock: the commands in flight (a hung one and the timed-out
+// one), the oldest one's age, the time since the browser last answered and
+// its uptime.
+func TestTimeoutCarriesBrowserDiagnostics(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := testCtx(t)
+	c := b.Client("diag")
+	defer c.Close()
+	hung := markBusy(t, ctx, c)
+	peer := b.Client("diag")
+	defer peer.Close()
+	waitBusy(t, ctx, peer) // answered: the last answer
+	advance(4 * time.Second)
+
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	_, err := peer.Send(short, hangingEval)
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+	require.NotNil(t, e.Diagnostics)
+	assert.Equal(t, browserbackend.Diagnostics{InFlight: 2, OldestInFlight: 4 * time.Second, SinceLastAnswer: 4 * time.Second,
+		Uptime: 4 * time.Second}, *e.Diagnostics)
+	assert.Contains(t, err.Error(), "2 in flight, oldest 4s, last answer 4s ago, up 4s")
+
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-hung, browserbackend.ErrClosed)
 }

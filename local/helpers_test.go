@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -106,4 +107,12 @@ func fixture(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// expectPageLost asserts that c's next command is told that the
+// conversation's page went away (page_lost) instead of getting a blank one.
+func expectPageLost(t *testing.T, ctx context.Context, c *Client) {
+	t.Helper()
+	_, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassClosed, Code: CodePageLost})
 }

@@ -394,6 +394,7 @@ func TestClosedPageIsTransportErrorAndNextInvocationGetsNewPage(t *testing.T) {
 
 	next := b.Client("p")
 	defer next.Close()
+	expectPageLost(t, ctx, next)
 	assert.NotEqual(t, first, targetID(t, ctx, next))
 }
 
@@ -421,6 +422,7 @@ func TestKilledBrowserFailsInFlightAndRelaunches(t *testing.T) {
 
 	again := b.Client("k")
 	defer again.Close()
+	expectPageLost(t, ctx, again)
 	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
 	t.Logf("relaunched after %v", time.Since(t0))
 	assert.Len(t, driverChildren(), 1, "the dead browser's driver must be stopped")

@@ -49,6 +49,7 @@ func TestKilledDriverFailsInFlightCommandAndNextInvocationRelaunches(t *testing.
 	}
 	again := b.Client("d")
 	defer again.Close()
+	expectPageLost(t, ctx, again)
 	assert.Equal(t, "2", evalValue(t, ctx, again, "1+1"), "the next invocation must relaunch")
 	require.NoError(t, b.Close())
 	assert.Empty(t, profileProcesses(profile), "Chromium processes outlived Close")

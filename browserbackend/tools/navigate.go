@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+
+	"github.com/browserchain/browserchain/browserbackend"
 )
 
 // NavigateInput is the browser_navigate tool input.
@@ -118,7 +120,7 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	if err := checkWaitUntil(op, in.WaitUntil); err != nil {
 		return NavigateResult{}, err
 	}
-	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+	if err := p.enablePage(ctx); err != nil {
 		return NavigateResult{}, wrap(op, err)
 	}
 	if _, err := cdp.Call(ctx, p.s, page.SetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}); err != nil {
@@ -211,6 +213,28 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		res.StillLoading = true
 	}
 	return res, nil
+}
+
+// enablePage sends Page.enable. A backend that reports the conversation's
+// page lost (browserbackend.CodePageLost: its renderer crashed, or its
+// browser exited, since the last call; CodePageEvicted: closed by a page
+// cap) refuses every command but Page.navigate, because anything else would
+// read a dead or blank page as the site's; a renderer that dies under
+// Page.enable itself fails it with CodeTargetCrashed. A navigation replaces
+// the page's content anyway, so then about:blank is loaded first — a crashed
+// tab gets a new renderer, the local backend opens a fresh page — and
+// Page.enable is sent again.
+func (p *Page) enablePage(ctx context.Context) error {
+	_, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{})
+	if !errors.Is(err, browserbackend.ErrPageLost) && !errors.Is(err, browserbackend.ErrPageEvicted) &&
+		!errors.Is(err, browserbackend.ErrTargetCrashed) {
+		return err
+	}
+	if _, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+		return err
+	}
+	_, err = cdp.Call(ctx, p.s, page.Enable, page.EnableParams{})
+	return err
 }
 
 // reached reports whether the committed document has got as far as w

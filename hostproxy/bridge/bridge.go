@@ -779,7 +779,9 @@ func errorContent(code, msg string) string {
 // transport failure becomes one of the string codes unreachable, timeout,
 // non_loopback, cdp_session_not_found, cancelled, or transport_error for any
 // other; a deadline is timeout; a cancellation is cancelled; a refused
-// command (bad params) is invalid_params.
+// command (bad params) is invalid_params; a command on a tab whose renderer
+// crashed before it was sent is page_lost (the server's backend reports it
+// as ClassClosed: no failover, navigate again).
 func ErrorContentFor(err error) string {
 	e := browserbackend.Classify(err, true)
 	msg := e.Message
@@ -802,6 +804,10 @@ func ErrorContentFor(err error) string {
 		return errorContent(browserbackend.CodeCancelled, msg)
 	case browserbackend.ClassPolicy:
 		return errorContent("invalid_params", msg)
+	case browserbackend.ClassClosed:
+		if e.Code == browserbackend.CodePageLost {
+			return errorContent(e.Code, msg) // the tab crashed: navigate again
+		}
 	case browserbackend.ClassTransport:
 		if hostproxy.IsTransportCode(e.Code) {
 			return errorContent(e.Code, msg)

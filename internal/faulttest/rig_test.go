@@ -171,11 +171,21 @@ func (c *current) inspectOptions(extra ...cdpinspect.Option) []cdpinspect.Option
 func startCDPInspect(t *testing.T) *rig {
 	cur := &current{}
 	cur.start(t)
-	// The provider dials whichever browser is current, so that a restarted
-	// browser (a new port) is found by the next invocation.
+	// One provider per browser, so that a conversation keeps its tab across
+	// invocations (the provider remembers it); a restarted browser (a new
+	// port) gets a new provider at the next invocation.
+	var mu sync.Mutex
+	var provBrowser *chromiumtest.Browser
+	var inspect *cdpinspect.Provider
 	prov := bb.ProviderFunc(cdpinspect.Descriptor(cdpinspect.DefaultConfig()), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
-		cfg := cur.inspectConfig()
-		return cdpinspect.NewProvider(cfg, cur.inspectOptions(cdpinspect.WithReadLimit(answerCap))...).Propose(inv, env)
+		mu.Lock()
+		if b := cur.p.Load(); b != provBrowser {
+			provBrowser = b
+			inspect = cdpinspect.NewProvider(cur.inspectConfig(), cur.inspectOptions(cdpinspect.WithReadLimit(answerCap))...)
+		}
+		p := inspect
+		mu.Unlock()
+		return p.Propose(inv, env)
 	})
 	return &rig{
 		kind: bb.KindCDPInspect,

@@ -371,16 +371,6 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 	}
 }
 
-// crashStuck are the backends the soak does not crash a renderer on yet,
-// because a crash can leave a conversation stuck for tool calls: every
-// later tools.Navigate times out in Page.enable, which waits for a renderer
-// that only a navigation brings back (cdp-inspect and the bridge every time,
-// until the browser is replaced; local when the crashed renderer also
-// served the other conversation's idle page). The matrix passes there
-// because its recovery sends Page.navigate first. Remove an entry once
-// that is fixed.
-var crashStuck = []bb.Kind{bb.KindCDPInspect, bb.KindHostBridge, bb.KindLocal}
-
 // inject applies fault f (0–4) to r where it applies; a fault that does not
 // apply to the backend, or finds nothing to hit, is skipped uncounted.
 func inject(t *testing.T, r *rig, f int, tally *soakTally) {
@@ -390,7 +380,7 @@ func inject(t *testing.T, r *rig, f int, tally *soakTally) {
 		tally.fault(r.kind, "browser killed")
 		r.killBrowser(t)
 		r.restart(t)
-	case f == 1 && running && !slices.Contains(crashStuck, r.kind):
+	case f == 1 && running:
 		if chromiumtest.Signal(chromiumtest.PageRenderers(r.profile()), unix.SIGKILL) > 0 {
 			tally.fault(r.kind, "renderer crashed")
 		}

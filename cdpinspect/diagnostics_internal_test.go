@@ -1,0 +1,107 @@
+package cdpinspect
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+)
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// silentPage is a browser WebSocket that answers the attach sequence and
+// never answers anything else; each unanswered method is reported on got.
+func silentPage(t *testing.T, got chan<- string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		for {
+			_, data, err := ws.Read(r.Context())
+			if err != nil {
+				return
+			}
+			var f frame
+			_ = json.Unmarshal(data, &f)
+			res := ""
+			switch f.Method {
+			case "Target.getTargets":
+				res = `{"targetInfos":[{"targetId":"T1","type":"page","url":"about:blank"}]}`
+			case "Target.attachToTarget":
+				res = `{"sessionId":"S1"}`
+			case "Runtime.runIfWaitingForDebugger", "Inspector.enable", "Target.detachFromTarget":
+				res = `{}`
+			default:
+				got <- f.Method
+				continue
+			}
+			_ = ws.Write(r.Context(), websocket.MessageText, []byte(`{"id":`+strconv.FormatInt(f.ID, 10)+`,"result":`+res+`}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return "ws://" + strings.TrimPrefix(srv.URL, "http://") + "/devtools/browser/x"
+}
+
+// A command that times out carries the connection's diagnostics, on the
+// injected clock: both commands in flight, the oldest one's age, the time
+// since the last answer (the attach) and the connection's uptime.
+func TestTimeoutCarriesConnectionDiagnostics(t *testing.T) {
+	got := make(chan string, 4)
+	wsURL := silentPage(t, got)
+	clk := &testClock{t: time.Unix(1000, 0)}
+	s := newSettings([]Option{WithWebSocketURL(wsURL)})
+	s.now, s.probeTimeout = clk.now, 5*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	b, err := dial(ctx, cfg, s)
+	require.NoError(t, err)
+	<-b.resumed // every attach answer is in
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Send(ctx, bb.Command{Method: "Slow.first"})
+		first <- err
+	}()
+	require.Equal(t, "Slow.first", <-got)
+	clk.advance(3 * time.Second)
+
+	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
+	defer cancelShort()
+	_, err = b.Send(short, bb.Command{Method: "Slow.second"})
+	var e *bb.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.ClassTimeout, e.Class)
+	require.NotNil(t, e.Diagnostics, "a timeout says what the connection was doing")
+	assert.Equal(t, bb.Diagnostics{InFlight: 2, OldestInFlight: 3 * time.Second, SinceLastAnswer: 3 * time.Second, Uptime: 3 * time.Second},
+		*e.Diagnostics)
+	assert.Contains(t, err.Error(), "2 in flight, oldest 3s, last answer 3s ago, up 3s")
+
+	require.NoError(t, b.Close())
+	assert.ErrorIs(t, <-first, bb.ErrClosed)
+}
