@@ -59,7 +59,10 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
       await saveSettings({ autoConnect: false });
       await setHealth(Health.PAUSED);
     }
-    const [settings, health, ids, creds] = await Promise.all([loadSettings(), getHealth(), identity(), loadCreds()]);
+    const [settings, stored, ids, creds] = await Promise.all([loadSettings(), getHealth(), identity(), loadCreds()]);
+    // Remote mode is connected only while its socket is open (a killed worker left its last state behind).
+    const health = settings.mode === 'remote' && stored.state === Health.CONNECTED && !remote.isConnected()
+      ? { ...stored, state: Health.RECONNECTING } : stored;
     return {
       settings, health, clientId: ids.clientId,
       actorPrincipalId: creds && creds.actorPrincipalId, stats: relay.stats,

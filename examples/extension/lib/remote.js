@@ -339,6 +339,8 @@ function backoff(failures) {
 
 async function loop(my) {
   let failures = 0;
+  // A new worker has no socket, whatever an earlier one last recorded.
+  await setHealth(Health.RECONNECTING, 'connecting to the remote server');
   while (gen === my) {
     let g;
     try {
@@ -518,4 +520,4 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
   return true;
 });
 
-globalThis.vellumRemote = { stats, when, status, isConnected, renewIfDue };
+globalThis.vellumRemote = { stats, when, status, isConnected, grant: loadGrant };
