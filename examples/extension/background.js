@@ -56,6 +56,7 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
       await boot({ force: true });
     } else if (msg && msg.type === 'pause') {
       relay.stop();
+      remote.stop(); // a paused remote mode stays stopped until the next pairing
       await saveSettings({ autoConnect: false });
       await setHealth(Health.PAUSED);
     }

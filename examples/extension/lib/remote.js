@@ -225,7 +225,7 @@ export async function pair(link) {
     serviceName: a.service_name || '', pending: null, renewError: '', refused: false,
   });
   const s = await loadSettings();
-  await saveSettings({ mode: 'remote', remoteRevision: (Number(s.remoteRevision) || 0) + 1 });
+  await saveSettings({ mode: 'remote', remoteRevision: (Number(s.remoteRevision) || 0) + 1, autoConnect: true });
   await setHealth(Health.RECONNECTING, 'connecting to the remote server');
   start();
 }
@@ -300,11 +300,13 @@ export function isConnected() {
  */
 export async function start() {
   if (running) { renewIfDue().catch(() => {}); return; }
+  if ((await loadSettings()).autoConnect === false) { await setHealth(Health.PAUSED); return; }
+  if (running) return;
   running = true;
   const my = ++gen;
   setSink(sink);
   startKeepalive();
-  loop(my).finally(() => { if (gen === my) running = false; });
+  loop(my).catch(() => {}).finally(() => { if (gen === my) running = false; });
 }
 
 /** Closes the socket and stops the loop (the commands in flight are not answered). */
