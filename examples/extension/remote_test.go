@@ -41,8 +41,9 @@ type seenRequest struct {
 	Method, RequestURI string
 	Header             http.Header
 	Body               []byte
-	Status             int // the answer's status; 0 when the answer was dropped
-	Answer             []byte
+	// Status and Answer are a renewal's answer (also when it was dropped).
+	Status int
+	Answer []byte
 }
 
 // remoteStack is the reference runtime with a remote listener over native
@@ -182,10 +183,8 @@ func (rs *remoteStack) record(h http.Handler) http.Handler {
 			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(sw, r)
-		sr.Status = sw.status
 		rs.add(sr)
+		h.ServeHTTP(w, r) // the upgrade needs the original writer (http.Hijacker)
 	})
 }
 
@@ -214,9 +213,31 @@ func (rs *remoteStack) pairInPopup(t *testing.T) (*extPage, string) {
 	require.True(t, ok)
 	popup := rs.openExtPage(t, "popup.html")
 	popup.eval(t, fmt.Sprintf(`document.getElementById('link').value = %q; document.getElementById('pair').click(); true`, link.URL))
-	popup.waitText(t, "state", "Connected")
+	rs.waitConnected(t, popup)
 	assert.JSONEq(t, `""`, string(popup.eval(t, "document.getElementById('link').value")), "the popup forgets the link")
 	return popup, secret
+}
+
+// waitConnected waits until the popup's state line says Connected; past
+// the step deadline it fails with what the popup and the listener saw.
+func (rs *remoteStack) waitConnected(t *testing.T, p *extPage) {
+	t.Helper()
+	got := p.eval(t, fmt.Sprintf(`new Promise((resolve) => {
+		const el = document.getElementById('state');
+		const check = () => { if (el.textContent === 'Connected') resolve('Connected'); };
+		new MutationObserver(check).observe(document.body, {childList: true, characterData: true, subtree: true});
+		check();
+		setTimeout(() => resolve([el.textContent, document.getElementById('detail').textContent,
+			document.getElementById('remote').textContent].join(' | ')), %d);
+	})`, (stepTimeout - 5*time.Second).Milliseconds()))
+	if string(got) != `"Connected"` {
+		var uris []string
+		for _, r := range rs.requests() {
+			uris = append(uris, r.Method+" "+r.RequestURI)
+		}
+		t.Fatalf("the popup did not show Connected: %s; requests: %v; worker: %s %s", got, uris,
+			rs.workerEval(t, "vellumRemote.stats"), rs.workerEval(t, "vellumRemote.status()"))
+	}
 }
 
 func (p *extPage) remoteText(t *testing.T) string {
@@ -374,7 +395,7 @@ func TestRemote_LostRenewalAnswerCompletesAfterTheWorkerIsKilled(t *testing.T) {
 
 	again := rs.waitExtension(t)
 	assert.Equal(t, dev.ClientID, again.ClientID, "the same device")
-	popup.waitText(t, "state", "Connected")
+	rs.waitConnected(t, popup)
 	var body struct {
 		NextToken string `json:"next_token"`
 	}
@@ -440,7 +461,7 @@ func TestRemote_ReconnectAfterAWorkerRestartReplaysNoCommand(t *testing.T) {
 	close(fx.gate("replay").release)
 
 	popup := rs.openExtPage(t, "popup.html") // wakes the worker
-	popup.waitText(t, "state", "Connected")
+	rs.waitConnected(t, popup)
 	rs.waitExtension(t)
 	cr := rs.run(t, "remote-after", "'fresh'")
 	assert.Equal(t, "fresh", evalValue(t, cr.Result))
