@@ -175,7 +175,10 @@ func (rs *remoteStack) record(h http.Handler) http.Handler {
 				rs.dropped <- sr
 				panic(http.ErrAbortHandler)
 			}
-			rs.renewed <- sr
+			select {
+			case rs.renewed <- sr:
+			default: // nobody is looking for more
+			}
 			for k, v := range rec.Header() {
 				w.Header()[k] = v
 			}
