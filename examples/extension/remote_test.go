@@ -254,6 +254,18 @@ func (rs *remoteStack) waitConnected(t *testing.T, p *extPage) {
 	}
 }
 
+// waitContains resolves when the element's text contains want (a
+// MutationObserver, not a poll).
+func (p *extPage) waitContains(t *testing.T, id, want string) {
+	t.Helper()
+	p.eval(t, fmt.Sprintf(`new Promise((resolve) => {
+		const el = document.getElementById(%q);
+		const check = () => { if (el && el.textContent.includes(%q)) resolve(true); };
+		new MutationObserver(check).observe(document.body, {childList: true, characterData: true, subtree: true});
+		check();
+	})`, id, want))
+}
+
 func (p *extPage) remoteText(t *testing.T) string {
 	var s string
 	require.NoError(t, json.Unmarshal(p.eval(t, "document.getElementById('remote').textContent"), &s))
@@ -315,7 +327,7 @@ func TestRemote_PairsWithALinkOverTLSAndServesAPinnedToolCall(t *testing.T) {
 	require.Len(t, devices, 1)
 	assert.Equal(t, dev.ClientID, devices[0].BrowserID)
 	assert.Equal(t, "Chrome on linux", devices[0].Label)
-	assert.Contains(t, popup.remoteText(t), "Connected to test server.")
+	popup.waitContains(t, "remote", "Connected to test server.")
 	assert.Contains(t, popup.remoteText(t), "Authorized until")
 
 	// The secret travelled once, only as the pairing exchange's bearer.
@@ -446,7 +458,7 @@ func TestRemote_RevocationClosesTheSocketAndFailsTheCommandInFlight(t *testing.T
 	assert.ErrorIs(t, r.err, browserbackend.ErrTransport)
 	waitClosed(t, gone, "the socket to close")
 	popup.waitText(t, "state", "Action required: pairing refused")
-	assert.Contains(t, popup.remoteText(t), "Pair again")
+	popup.waitContains(t, "remote", "Pair again") // the remote part re-renders on its own answer
 	assert.False(t, mustBool(t, rs.workerEval(t, "vellumRemote.isConnected()")))
 	var settings struct{ Settings struct{ Mode string } }
 	require.NoError(t, json.Unmarshal(rs.workerEval(t, "chrome.storage.local.get('settings')"), &settings))
