@@ -243,7 +243,7 @@ func (rs *remoteStack) waitConnected(t *testing.T, p *extPage) {
 		check();
 		setTimeout(() => resolve([el.textContent, document.getElementById('detail').textContent,
 			document.getElementById('remote').textContent].join(' | ')), %d);
-	})`, (stepTimeout - 5*time.Second).Milliseconds()))
+	})`, (stepTimeout-5*time.Second).Milliseconds()))
 	if string(got) != `"Connected"` {
 		var uris []string
 		for _, r := range rs.requests() {
