@@ -11,6 +11,7 @@
 //     relay, which resumes the stream with Last-Event-ID.
 
 import * as relay from './lib/relay.js';
+import * as remote from './lib/remote.js';
 import { Health, getHealth, identity, loadCreds, loadSettings, saveSettings, setHealth } from './lib/state.js';
 
 const ALARM = 'vellum-relay-keepalive';
@@ -28,6 +29,7 @@ function startKeepalive() {
 
 async function boot(opts) {
   await chrome.alarms.create(ALARM, { periodInMinutes: 0.5 });
+  if (await remote.selected()) { await remote.start(); return; } // REM-7: never falls back to local
   await relay.start(opts);
   if (relay.isRunning()) startKeepalive();
 }
@@ -42,8 +44,10 @@ chrome.runtime.onInstalled.addListener(() => { boot().catch(() => {}); });
 
 // Popup commands: {type:"status"} | {type:"connect", serverUrl?} | {type:"pause"}.
 chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
+  if (msg && typeof msg.type === 'string' && msg.type.startsWith('remote.')) return false; // lib/remote.js answers
   (async () => {
     if (msg && msg.type === 'connect') {
+      await remote.leave(); // Connect selects the local connection
       relay.stop();
       const patch = { autoConnect: true };
       if (msg.serverUrl) patch.serverUrl = msg.serverUrl;
@@ -52,10 +56,14 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
       await boot({ force: true });
     } else if (msg && msg.type === 'pause') {
       relay.stop();
+      remote.stop(); // a paused remote mode stays stopped until the next pairing
       await saveSettings({ autoConnect: false });
       await setHealth(Health.PAUSED);
     }
-    const [settings, health, ids, creds] = await Promise.all([loadSettings(), getHealth(), identity(), loadCreds()]);
+    const [settings, stored, ids, creds] = await Promise.all([loadSettings(), getHealth(), identity(), loadCreds()]);
+    // Remote mode is connected only while its socket is open (a killed worker left its last state behind).
+    const health = settings.mode === 'remote' && stored.state === Health.CONNECTED && !remote.isConnected()
+      ? { ...stored, state: Health.RECONNECTING } : stored;
     return {
       settings, health, clientId: ids.clientId,
       actorPrincipalId: creds && creds.actorPrincipalId, stats: relay.stats,

@@ -44,6 +44,7 @@
 // "bsk-auth.TOKEN". Renewal is the same POST with the current token and
 // {"action":"renew","next_token"}.
 //
-// Not here: the reference extension's remote mode, tab ownership and the UI
-// channel (REM-7 … REM-9).
+// The browser side is the reference extension's remote mode (REM-7,
+// examples/extension/lib/remote.js). Not written yet: tab ownership for
+// remote tasks and the UI channel (REM-8, REM-9).
 package remote

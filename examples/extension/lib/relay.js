@@ -128,6 +128,7 @@ export async function start({ force = false } = {}) {
   if (running) return;
   running = true;
   const my = ++gen;
+  setSink(sink); // remote mode may have taken the executor's events
   loop(my, settings).finally(() => { if (gen === my) running = false; });
 }
 
@@ -549,7 +550,8 @@ async function drain() {
   draining = false;
 }
 
-setSink({
+const sink = {
   event(ev) { stats.events++; enqueue('/v1/host-browser-event', ev); },
   invalidate(inv) { stats.invalidations++; enqueue('/v1/host-browser-session-invalidated', inv); },
-});
+};
+setSink(sink);
