@@ -328,8 +328,9 @@ func (b *Backend) onEnd() {
 //
 // A tab whose renderer crashed (under a command, or before the Backend
 // attached) is lost until a Page.navigate, which Chrome serves by giving the
-// tab a new renderer: that command is sent, and every other command on the
-// page session fails at once, before dispatch, with ClassClosed and code
+// tab a new renderer: that command (and the Target domain, which the browser
+// process serves) is sent, and every other command on the page session fails
+// at once, before dispatch, with ClassClosed and code
 // page_lost (the tab's content is gone; navigate again) instead of waiting
 // for its deadline.
 //
@@ -350,7 +351,7 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 		if b.detached.Load() {
 			return nil, sessionGoneErr(cmd.Method)
 		}
-		if b.crashed.Load() && cmd.Method != methodPageNavigate {
+		if b.crashed.Load() && !answeredWhenCrashed(cmd.Method) {
 			return nil, pageLostErr(cmd.Method)
 		}
 		sid = b.SessionID()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,6 +308,14 @@ const (
 	methodInspectorEnable = "Inspector.enable"
 	methodPageNavigate    = "Page.navigate"
 )
+
+// answeredWhenCrashed reports whether Chrome answers method on a tab whose
+// renderer crashed: Page.navigate (which gives the tab a new renderer) and
+// the Target domain (served by the browser process, e.g. the host-bridge
+// backend's Target.getTargetInfo probe).
+func answeredWhenCrashed(method string) bool {
+	return method == methodPageNavigate || strings.HasPrefix(method, "Target.")
+}
 
 // pageLostErr is the error of a command on a tab whose renderer crashed
 // before it was sent (see Backend.Send).

@@ -38,7 +38,7 @@
 // ClassTransport and code target_crashed (Inspector.targetCrashed). Attach
 // sends Inspector.enable, which Chrome answers on an already crashed tab
 // with that event, so a Backend always knows: on a crashed tab every command
-// but Page.navigate fails at once with ClassClosed and code page_lost, and a
+// but Page.navigate and the Target domain fails at once with ClassClosed and code page_lost, and a
 // Page.navigate gives the tab a new renderer (browserbackend/tools' Navigate
 // does this by itself), instead of commands queueing until their deadline.
 // A command that times out carries browserbackend.Diagnostics of its

@@ -396,7 +396,8 @@ func (b *Browser) doLaunch() (*state, error) {
 	st.bctx = bctx
 	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
 	if check := b.opts.NavigationCheck; check != nil {
-		if err := bctx.Route("**/*", func(r playwright.Route) { routeNavigation(r, check) }); err != nil {
+		pages := newAnnouncedPages(bctx)
+		if err := bctx.Route("**/*", func(r playwright.Route) { routeNavigation(r, pages, check) }); err != nil {
 			return fail("cannot install the navigation check", err)
 		}
 	}
@@ -422,18 +423,78 @@ func (b *Browser) doLaunch() (*state, error) {
 
 // routeNavigation continues r, or fails it when it is a navigation request
 // check refuses.
-func routeNavigation(r playwright.Route, check func(ctx context.Context, url string) error) {
+//
+// playwright-go builds the Page of a popup on its dispatch goroutine while
+// the popup's first request may already be routed here, and both reading
+// the request's page (openedByBrowser) and answering the route read a field
+// that construction writes, unsynchronised. So a request of a main frame
+// whose page the context has not announced yet waits for that announcement
+// (bounded by NavigationCheckTimeout), which orders the two.
+func routeNavigation(r playwright.Route, pages *announcedPages, check func(ctx context.Context, url string) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), NavigationCheckTimeout)
+	defer cancel()
 	req := r.Request()
+	if f := req.Frame(); f != nil && f.ParentFrame() == nil {
+		pages.wait(ctx, f)
+	}
 	if req.IsNavigationRequest() && openedByBrowser(req) {
-		ctx, cancel := context.WithTimeout(context.Background(), NavigationCheckTimeout)
-		err := check(ctx, req.URL())
-		cancel()
-		if err != nil {
+		if err := check(ctx, req.URL()); err != nil {
 			_ = r.Abort("blockedbyclient")
 			return
 		}
 	}
 	_ = r.Continue()
+}
+
+// announcedPages records the main frames of the pages a browser context has
+// announced (its page event), so that a route handler can wait until the
+// page of a request's frame is fully built. Safe for concurrent use.
+type announcedPages struct {
+	mu     sync.Mutex
+	frames map[playwright.Frame]struct{}
+	added  chan struct{} // closed, and replaced, at every announcement
+}
+
+func newAnnouncedPages(bctx playwright.BrowserContext) *announcedPages {
+	a := &announcedPages{frames: make(map[playwright.Frame]struct{}), added: make(chan struct{})}
+	bctx.OnPage(a.add)
+	for _, p := range bctx.Pages() {
+		a.add(p)
+	}
+	return a
+}
+
+func (a *announcedPages) add(p playwright.Page) {
+	f := p.MainFrame()
+	a.mu.Lock()
+	a.frames[f] = struct{}{}
+	close(a.added)
+	a.added = make(chan struct{})
+	a.mu.Unlock()
+	p.OnClose(func(playwright.Page) {
+		a.mu.Lock()
+		delete(a.frames, f)
+		a.mu.Unlock()
+	})
+}
+
+// wait returns once the page whose main frame is f has been announced, or
+// when ctx ends.
+func (a *announcedPages) wait(ctx context.Context, f playwright.Frame) {
+	for {
+		a.mu.Lock()
+		_, ok := a.frames[f]
+		added := a.added
+		a.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-added:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // openedByBrowser reports whether req belongs to a page the browser opened

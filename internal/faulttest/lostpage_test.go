@@ -17,8 +17,9 @@ import (
 )
 
 // crashable are the backends whose conversations the soak found stuck after
-// a renderer crash: every later tools.Navigate timed out in Page.enable.
-var crashable = []string{"host-bridge", "cdp-inspect", "local"}
+// a renderer crash (every later tools.Navigate timed out in Page.enable):
+// all four.
+var crashable = []string{"extension", "host-bridge", "cdp-inspect", "local"}
 
 // toolsCallMs is the deadline of every tool call here: a hang guard.
 const toolsCallMs = int(longDeadline / 1e6)

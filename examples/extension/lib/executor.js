@@ -126,6 +126,14 @@ function debuggerError(e, target) {
  * under us. timing.ms accumulates the time spent inside sendCommand.
  */
 async function send(target, method, params, timing) {
+  if (!target.sessionId && lostTabs.has(target.tabId)) {
+    // Chrome would leave the command unanswered: say so at once. Only a
+    // navigation gives the tab a new renderer.
+    if (method !== 'Page.navigate') {
+      throw new CommandError('page_lost', `the renderer of tab ${target.tabId} crashed; navigate the tab to load a page again`);
+    }
+    lostTabs.delete(target.tabId);
+  }
   for (let attempt = 0; ; attempt++) {
     const t0 = performance.now();
     try {
@@ -150,8 +158,10 @@ async function send(target, method, params, timing) {
 
 // crashes maps a tab id to the promise that rejects when its renderer
 // crashes; a crash settles and forgets it, so the next command waits for the
-// next crash (a navigation brings a crashed tab back).
+// next crash (a navigation brings a crashed tab back). lostTabs are the tabs
+// whose renderer crashed and that no navigation has revived yet.
 const crashes = new Map();
+const lostTabs = new Set();
 
 function crashOf(tabId) {
   let c = crashes.get(tabId);
@@ -165,10 +175,11 @@ function crashOf(tabId) {
 }
 
 function crashed(tabId) {
+  lostTabs.add(tabId);
   const c = crashes.get(tabId);
   if (!c) return;
   crashes.delete(tabId);
-  c.reject(new CommandError('transport_error', `the renderer of tab ${tabId} crashed`));
+  c.reject(new CommandError('target_crashed', `the renderer of tab ${tabId} crashed`));
 }
 
 function learnSessions(tabId, method, res) {
@@ -329,6 +340,7 @@ chrome.debugger.onDetach.addListener((source, reason) => {
 
 chrome.tabs.onRemoved.addListener((tabId) => {
   crashes.delete(tabId);
+  lostTabs.delete(tabId);
   invalidateTab(tabId, 'tab_closed');
   tabTargets.delete(tabId);
   unpinTab(tabId).catch(() => {});
