@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/internal/logtest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -476,24 +476,13 @@ func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
 
 // syncBuffer collects JSON log lines; the package's internal tests cannot use
 // browserbackendtest's recorder (that kit imports this package).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type syncBuffer struct{ logtest.Buffer }
 
 // find returns the records whose msg is msg.
 func (b *syncBuffer) find(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range bytes.Split(b.buf.Bytes(), []byte("\n")) {
+	for _, line := range bytes.Split(b.Bytes(), []byte("\n")) {
 		if len(line) == 0 {
 			continue
 		}

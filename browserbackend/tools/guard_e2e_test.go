@@ -22,6 +22,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/examples/extension"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/internal/logtest"
 	"github.com/browserchain/browserchain/local"
 )
 
@@ -302,7 +303,7 @@ func TestWriteAndCredentialGuardsOnLocal(t *testing.T) {
 // password; no captured log line, result, error or snapshot contains it.
 func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	gs := startGuardSites(t)
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := local.New(local.Options{Logger: log, Args: []string{hostRules}})
 	t.Cleanup(func() { b.Close() })

@@ -1,9 +1,7 @@
 package tools_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,31 +11,14 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/internal/logtest"
 )
-
-// lockedBuffer is an io.Writer safe for the concurrent handlers of a test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Typed text is never logged, by the tools, the selector or the backend, at
 // any level (SEL-11).
 func TestTypedTextNeverReachesTheLogs(t *testing.T) {
 	s := startSite(t)
-	var buf lockedBuffer
+	var buf logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := chromiumtest.Start(t)
 	cfg := cdpinspect.DefaultConfig()

@@ -8,39 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/browserchain/browserchain/internal/logtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// lockedBuffer collects a process's stderr safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServer runs the built server with args over the SDK's command
 // transport and returns the session and the process's stderr.
-func startServer(t *testing.T, args ...string) (*mcp.ClientSession, *lockedBuffer) {
+func startServer(t *testing.T, args ...string) (*mcp.ClientSession, *logtest.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := diesWithTest(exec.Command(binary, append(append(serverArgs(dir), "-v"), args...)...))
-	var stderr lockedBuffer
+	var stderr logtest.Buffer
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "guard-test"}, nil).Connect(procCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/internal/logtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,25 +46,7 @@ func (c *testClock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newJSONLogger(w *syncBuffer) *slog.Logger {
+func newJSONLogger(w *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -74,7 +57,7 @@ type fixture struct {
 	t       *testing.T
 	dir     string
 	clock   *testClock
-	logs    *syncBuffer
+	logs    *logtest.Buffer
 	log     *slog.Logger
 	hub     *eventhub.InProcess
 	proxy   *hostproxy.Proxy
@@ -99,7 +82,7 @@ type fixtureOpts struct {
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
-	f := &fixture{t: t, dir: o.dir, clock: &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, logs: &syncBuffer{}}
+	f := &fixture{t: t, dir: o.dir, clock: &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, logs: &logtest.Buffer{}}
 	if f.dir == "" {
 		f.dir = t.TempDir()
 	}

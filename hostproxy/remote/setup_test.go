@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browserchain/browserchain/internal/logtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +20,7 @@ import (
 // next ones are closed at once and warned about once; after the first
 // request the slot is free again (REM-6).
 func TestSetupLimit_OverflowDroppedWithOneWarning(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := newJSONLogger(logs)
 	limit := NewSetupLimit(1, log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -67,7 +68,7 @@ func TestSetupLimit_OverflowDroppedWithOneWarning(t *testing.T) {
 // refused (431) before any handler runs (REM-6).
 func TestNewHTTPServer_BoundsHeaderSize(t *testing.T) {
 	ran := false
-	srv := NewHTTPServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }), nil, nil, newJSONLogger(&syncBuffer{}))
+	srv := NewHTTPServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }), nil, nil, newJSONLogger(&logtest.Buffer{}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)

@@ -1,14 +1,12 @@
 package mcptools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"html"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,30 +17,13 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/internal/logtest"
 	"github.com/browserchain/browserchain/local"
 )
 
 // loginSecret is the vault's password; it must reach the site and nothing
 // the client or the logs see.
 const loginSecret = "pw-7Hq2-correct-horse"
-
-// lockedBuffer is an io.Writer safe for the logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // browser_login over an in-process MCP client session on local: the form
 // is filled from the host's vault and submitted, the site receives the
@@ -61,7 +42,7 @@ func TestLoginOverMCPNeverShowsThePassword(t *testing.T) {
 	})
 	site := chromiumtest.LoopbackServer(t, mux)
 
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := local.New(local.Options{Logger: log})
 	t.Cleanup(func() { _ = b.Close() })
