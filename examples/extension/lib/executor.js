@@ -268,6 +268,20 @@ async function tabOfTarget(targetId) {
 }
 
 /**
+ * Executes one host_browser_request message and resolves to the result as
+ * the wire carries it: {content, isError}, content being the JSON text of
+ * the CDP result or of the error ({code, message}); it never rejects.
+ */
+export async function executeToContent(msg, timing) {
+  try {
+    return { content: JSON.stringify(await execute(msg, timing)), isError: false };
+  } catch (e) {
+    const err = e instanceof CommandError ? e : new CommandError('transport_error', String((e && e.message) || e));
+    return { content: JSON.stringify(err.toContent()), isError: true };
+  }
+}
+
+/**
  * Executes one host_browser_request message. Resolves to the CDP result
  * object, or rejects with a CommandError. timing.ms receives the time spent
  * in chrome.debugger.sendCommand.

@@ -4,7 +4,7 @@
 // with a POST — and forwards CDP events and tab invalidations (PXY-8, PXY-9).
 
 import { SSEParser } from './sse.js';
-import { CommandError, execute, setSink } from './executor.js';
+import { executeToContent, setSink } from './executor.js';
 import {
   Health, getHealth, identity, loadCreds, loadLastEventId, loadSettings, saveCreds, saveLastEventId, setHealth,
 } from './state.js';
@@ -346,15 +346,7 @@ async function handleRequest(msg, env) {
   const st = { cancelled: false };
   inflight.set(id, st);
   const timing = { ms: 0 };
-  let content;
-  let isError = false;
-  try {
-    content = JSON.stringify(await execute(msg, timing));
-  } catch (e) {
-    isError = true;
-    const err = e instanceof CommandError ? e : new CommandError('transport_error', String((e && e.message) || e));
-    content = JSON.stringify(err.toContent());
-  }
+  const { content, isError } = await executeToContent(msg, timing);
   inflight.delete(id);
   if (st.cancelled) { suppress(id); return; }
   // durationMs: time inside chrome.debugger.sendCommand; handledMs: from

@@ -22,7 +22,7 @@
 // user to pair again. A failed remote authentication never selects local
 // mode by itself.
 
-import { CommandError, execute, setSink } from './executor.js';
+import { executeToContent, setSink } from './executor.js';
 import { Health, loadSettings, saveSettings, setHealth } from './state.js';
 import * as relay from './relay.js';
 
@@ -453,15 +453,7 @@ async function handleRequest(me, msg, env) {
   const st = { cancelled: false };
   inflight.set(id, st);
   const timing = { ms: 0 };
-  let content;
-  let isError = false;
-  try {
-    content = JSON.stringify(await execute(msg, timing));
-  } catch (e) {
-    isError = true;
-    const err = e instanceof CommandError ? e : new CommandError('transport_error', String((e && e.message) || e));
-    content = JSON.stringify(err.toContent());
-  }
+  const { content, isError } = await executeToContent(msg, timing);
   inflight.delete(id);
   // A result belongs to the socket its request came on: after that socket
   // closed the server has failed the command already, so the result is
