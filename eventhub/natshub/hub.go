@@ -269,7 +269,13 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		_ = sub.SetPendingLimits(1<<16, 256<<20)
 		h.subs = append(h.subs, sub)
 	}
-	if err := h.nc.FlushWithContext(ctx); err != nil {
+	fctx, stop := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok { // the client's flush insists on one
+		fctx, stop = context.WithTimeout(ctx, opTimeout)
+	}
+	err = h.nc.FlushWithContext(fctx)
+	stop()
+	if err != nil {
 		h.cancel()
 		h.closeSubs()
 		h.local.Close()

@@ -63,3 +63,15 @@ func TestCapabilityTargetReachesClientsOnEveryReplica(t *testing.T) {
 	require.Equal(t, "all", next(t, sb)["type"])
 	require.Equal(t, "all", next(t, sc)["type"])
 }
+
+// A context without a deadline is a valid one for New (the NATS client's
+// flush needs a deadline; New supplies its own).
+func TestNewAcceptsAContextWithoutDeadline(t *testing.T) {
+	broker := natstest.Start(t)
+	nc, err := nats.Connect(broker.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+	hub, err := natshub.New(context.Background(), natshub.Config{Conn: nc, Replica: "a", Logger: quiet()})
+	require.NoError(t, err)
+	require.NoError(t, hub.Close())
+}
