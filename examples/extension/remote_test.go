@@ -3,19 +3,13 @@ package extension_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +28,7 @@ import (
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy/remote"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
+	"github.com/browserchain/browserchain/internal/tlstest"
 )
 
 // seenRequest is one request as the remote listener received it.
@@ -77,7 +72,8 @@ func startRemoteStack(t *testing.T, limits remote.Limits) *remoteStack {
 	t.Cleanup(func() { rt.Close() })
 
 	dir := t.TempDir()
-	cert, spki := testCert(t)
+	cert := tlstest.Cert(t)
+	spki := tlstest.SPKIHash(cert)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	endpoint := "wss://" + ln.Addr().String() + "/extension"
@@ -125,27 +121,6 @@ func installPaused(dst string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dst, "config.json"), []byte(`{"autoConnect":false}`), 0o644)
-}
-
-// testCert makes a self-signed certificate for 127.0.0.1 (test only) and
-// returns it with the base64 SHA-256 of its public key, the form
-// --ignore-certificate-errors-spki-list takes.
-func testCert(t *testing.T) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "browserchain remote test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // record keeps every request the listener gets and drops renewal answers

@@ -3,20 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +24,7 @@ import (
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/remote"
+	"github.com/browserchain/browserchain/internal/tlstest"
 )
 
 // TestRemoteFlags_NativeTLSOrLoopbackOnly: the remote listener needs a
@@ -58,32 +50,6 @@ func TestRemoteFlags_NativeTLSOrLoopbackOnly(t *testing.T) {
 		_, err := parseFlags(tc.args)
 		assert.Equal(t, tc.ok, err == nil, "%v: %v", tc.args, err)
 	}
-}
-
-// writeTestCert writes a self-signed certificate for 127.0.0.1 (test only)
-// and returns the paths and a pool that trusts it.
-func writeTestCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "browserchain test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }
 
 // pairAndDial runs the `pair` verb on store, pairs with the link's secret
@@ -126,7 +92,9 @@ func pairAndDial(ctx context.Context, t *testing.T, client *http.Client, base, w
 // (REM-1 … REM-6).
 func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, pool := writeTestCert(t, dir)
+	cert := tlstest.Cert(t)
+	certFile, keyFile := tlstest.WriteFiles(t, cert, dir)
+	pool := tlstest.Pool(cert)
 	store := filepath.Join(dir, "remote.db")
 
 	c, err := parseFlags([]string{"-remote-listen", "127.0.0.1:0", "-public-url", "wss://127.0.0.1/extension",
