@@ -29,7 +29,7 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 	if len(r.Guard) == 0 {
 		return
 	}
-	p("## 6. Guards: cost per tool call\n\n")
+	p("## 7. Guards: cost per tool call\n\n")
 	p("One `tools.Extract` call (selector `h1` of a small form page) through a fresh per-call Client, without and with a "+
 		"`guard.Policy` on its context (allow-list of the fixture host plus its development loopback opt-in: GRD-2's "+
 		"URL checks before and after the action and the Fetch interception of document requests, which the guarded "+
@@ -76,7 +76,7 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 			rounds = max(rounds, len(st.D))
 		}
 	}
-	p("## 7. MCP servers: one scenario, one browser\n\n")
+	p("## 8. MCP servers: one scenario, one browser\n\n")
 	p("The same scenario through three MCP servers, each its own process driven over stdio by the go-sdk client "+
 		"(`CommandTransport`), all attached to one headless Chromium the harness started with a debugging port: "+
 		"browserchain's `examples/mcp` (built binary, `-cdp-inspect -cdp-port N -mode cdp-inspect -local=false`), "+

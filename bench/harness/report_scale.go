@@ -59,7 +59,7 @@ func (r *Results) renderScale(p func(string, ...any)) {
 	if s == nil || len(s.Runs) == 0 {
 		return
 	}
-	p("## 8. Scale: many conversations at once\n\n")
+	p("## 9. Scale: many conversations at once\n\n")
 	p("%d simulated extension clients in this process (`hostproxy/vellumtest` with an answer function instead of a browser, "+
 		"over the real wire: the SSE stream, each request on its own goroutine, its own HTTP transport with Chrome's 6 "+
 		"connections per host), each the one extension of its own user (a token minted for that user), connected to the "+

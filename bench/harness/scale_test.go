@@ -36,7 +36,7 @@ func TestMeasureScaleChecksEveryAnswerAndRendersItsRows(t *testing.T) {
 	}
 	var b bytes.Buffer
 	(&harness.Results{Scale: &r}).Render(&b)
-	for _, want := range []string{"## 8. Scale", "12 conversations over 4 clients | result socket",
+	for _, want := range []string{"## 9. Scale", "12 conversations over 4 clients | result socket",
 		"12 conversations over 4 clients | result POSTs", "4 clients connected, idle",
 		"scale: zero lost, duplicated or cross-delivered answers", "| met |"} {
 		if !strings.Contains(b.String(), want) {
