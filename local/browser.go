@@ -104,24 +104,7 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// Logger receives launch and close records; nil means slog.Default().
 	Logger *slog.Logger
-	// NavigationCheck, optional, is asked about the URL of every navigation
-	// request (a document, each redirect hop) of a page the browser opened
-	// by itself — a popup, a target=_blank link — and a non-nil error fails
-	// the request as blocked by the client before it leaves (GRD-2).
-	// Playwright applies its routes to such a page before it runs, so the
-	// popup's first request is checked, which CDP Fetch on the opener's
-	// session cannot do. The conversations' own pages are left to the
-	// tools' guard (its refusals name the URL and rule); other requests
-	// continue unchecked. It runs on
-	// Playwright's dispatch goroutines with a ctx bounded by
-	// NavigationCheckTimeout and must be safe for concurrent use; wire it to
-	// guard.Guard.CheckURL. Routing turns off the browser's HTTP cache.
-	NavigationCheck func(ctx context.Context, url string) error
 }
-
-// NavigationCheckTimeout bounds one Options.NavigationCheck call; a check
-// that does not answer in time blocks the request.
-const NavigationCheckTimeout = 5 * time.Second
 
 // Browser is one lazily launched, shared Chromium driven through Playwright
 // (LOC-1). Nothing runs until the first command of some conversation needs a
@@ -395,12 +378,6 @@ func (b *Browser) doLaunch() (*state, error) {
 	}
 	st.bctx = bctx
 	bctx.OnClose(func(playwright.BrowserContext) { st.markDead() })
-	if check := b.opts.NavigationCheck; check != nil {
-		pages := newAnnouncedPages(bctx)
-		if err := bctx.Route("**/*", func(r playwright.Route) { routeNavigation(r, pages, check) }); err != nil {
-			return fail("cannot install the navigation check", err)
-		}
-	}
 	// A killed browser (not the driver) is noticed by Playwright only late,
 	// and pending CDPSession calls are not failed: watch the browser process
 	// itself, so that its exit fails in-flight commands at once (Send waits
@@ -419,98 +396,6 @@ func (b *Browser) doLaunch() (*state, error) {
 		}
 	}
 	return st, nil
-}
-
-// routeNavigation continues r, or fails it when it is a navigation request
-// check refuses.
-//
-// playwright-go builds the Page of a popup on its dispatch goroutine while
-// the popup's first request may already be routed here, and both reading
-// the request's page (openedByBrowser) and answering the route read a field
-// that construction writes, unsynchronised. So a request of a main frame
-// whose page the context has not announced yet waits for that announcement
-// (bounded by NavigationCheckTimeout), which orders the two.
-func routeNavigation(r playwright.Route, pages *announcedPages, check func(ctx context.Context, url string) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), NavigationCheckTimeout)
-	defer cancel()
-	req := r.Request()
-	if f := req.Frame(); f != nil && f.ParentFrame() == nil {
-		pages.wait(ctx, f)
-	}
-	if req.IsNavigationRequest() && openedByBrowser(req) {
-		if err := check(ctx, req.URL()); err != nil {
-			_ = r.Abort("blockedbyclient")
-			return
-		}
-	}
-	_ = r.Continue()
-}
-
-// announcedPages records the main frames of the pages a browser context has
-// announced (its page event), so that a route handler can wait until the
-// page of a request's frame is fully built. Safe for concurrent use.
-type announcedPages struct {
-	mu     sync.Mutex
-	frames map[playwright.Frame]struct{}
-	added  chan struct{} // closed, and replaced, at every announcement
-}
-
-func newAnnouncedPages(bctx playwright.BrowserContext) *announcedPages {
-	a := &announcedPages{frames: make(map[playwright.Frame]struct{}), added: make(chan struct{})}
-	bctx.OnPage(a.add)
-	for _, p := range bctx.Pages() {
-		a.add(p)
-	}
-	return a
-}
-
-func (a *announcedPages) add(p playwright.Page) {
-	f := p.MainFrame()
-	a.mu.Lock()
-	a.frames[f] = struct{}{}
-	close(a.added)
-	a.added = make(chan struct{})
-	a.mu.Unlock()
-	p.OnClose(func(playwright.Page) {
-		a.mu.Lock()
-		delete(a.frames, f)
-		a.mu.Unlock()
-	})
-}
-
-// wait returns once the page whose main frame is f has been announced, or
-// when ctx ends.
-func (a *announcedPages) wait(ctx context.Context, f playwright.Frame) {
-	for {
-		a.mu.Lock()
-		_, ok := a.frames[f]
-		added := a.added
-		a.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-added:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// openedByBrowser reports whether req belongs to a page the browser opened
-// by itself: a popup (its page has an opener), or a request issued before
-// its frame exists, which only a page just opened makes.
-func openedByBrowser(req playwright.Request) bool {
-	f := req.Frame()
-	if f == nil {
-		return true
-	}
-	pg := f.Page()
-	if pg == nil {
-		return true
-	}
-	op, _ := pg.Opener()
-	return op != nil
 }
 
 // teardown closes the context and the driver of st and removes a temporary

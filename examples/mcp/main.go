@@ -187,11 +187,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if c.useLocal {
-		lo := local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs}
-		if g != nil {
-			lo.NavigationCheck = g.CheckURL // popups the pages open are checked from their first request
-		}
-		lb = local.New(lo)
+		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs})
 		defer lb.Close() // no Chromium or driver outlives the server
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}

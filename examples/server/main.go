@@ -167,11 +167,7 @@ func run() error {
 	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
 	var lb *local.Browser
 	if *useLocal {
-		lo := local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs}
-		if g != nil {
-			lo.NavigationCheck = g.CheckURL // popups the pages open are checked from their first request
-		}
-		lb = local.New(lo)
+		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
 
