@@ -159,4 +159,32 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 	})
 }
 
+// A wait for a URL whose navigation committed before the wait began (its
+// frameNavigated already gone) but has not loaded yet ends on its load event
+// (the flake of stop 10: the wait then waited out its deadline).
+func TestWaitForURLOfACommittedPageEndsOnItsLoad(t *testing.T) {
+	site := startHeldSite(t)
+	tl, _ := cdpInspectTools(t)
+	inv := browserbackend.Invocation{ConversationID: "conv-wait-committed", InterfaceID: "cli"}
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: site.url + "/held", WaitUntil: tools.WaitDOMContentLoaded})
+	require.NoError(t, err)
+	<-site.requested // committed, its image held back: not loaded
+	type res struct {
+		r   tools.WaitForResult
+		err error
+	}
+	got := make(chan res, 1)
+	go func() {
+		r, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/held"})
+		got <- res{r, err}
+	}()
+	ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+	require.NoError(t, err)
+	require.Contains(t, ex.Text, "waiting for an image", "the page is the held one")
+	close(site.release)
+	w := <-got
+	require.NoError(t, w.err)
+	assert.Equal(t, site.url+"/held", w.r.URL)
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -137,17 +137,22 @@ func (p *Page) waitNavigation(ctx context.Context, op, urlContains string) (Wait
 	defer stopLoads()
 	detaches, stopDetaches := p.s.Subscribe(browserbackend.MethodTargetDetached)
 	defer stopDetaches()
+	var url string
+	committed := false
 	if urlContains != "" {
 		var st struct{ URL, State string }
 		if err := p.evaluate(ctx, op, `({URL: location.href, State: document.readyState})`, false, &st); err != nil {
 			return WaitForResult{}, err
 		}
-		if strings.Contains(st.URL, urlContains) && st.State == "complete" {
-			return WaitForResult{Matched: "navigation", URL: st.URL}, nil
+		if strings.Contains(st.URL, urlContains) {
+			if st.State == "complete" {
+				return WaitForResult{Matched: "navigation", URL: st.URL}, nil
+			}
+			// Committed before the subscriptions (its frameNavigated is
+			// gone) but still loading: its load event is still to come.
+			committed, url = true, st.URL
 		}
 	}
-	var url string
-	committed := false
 	for {
 		select {
 		case <-ctx.Done():
