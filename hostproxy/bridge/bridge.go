@@ -568,12 +568,21 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 		return ErrorContentFor(err), true
 	}
 	res, err := lb.b.Send(ctx, browserbackend.Command{Method: r.CDPMethod, Params: r.CDPParams, SessionID: r.CDPSessionID})
-	if err != nil {
-		var e *browserbackend.Error
-		if errors.As(err, &e) && e.Class == browserbackend.ClassTransport && r.CDPSessionID == "" {
-			// The page or the socket went away: dial afresh next time.
-			b.drop(lb)
+	var e *browserbackend.Error
+	if err != nil && errors.As(err, &e) && e.Class == browserbackend.ClassTransport && r.CDPSessionID == "" {
+		// The page or the socket went away: dial afresh next time.
+		b.drop(lb)
+		if e.Code == browserbackend.CodeSessionNotFound && !e.Dispatched && lb.key != "" {
+			// The conversation's own tab closed before the command was
+			// sent: dialling again says what became of it (the tab the
+			// user closed is target_not_found, no failover), whichever of
+			// the detach and this command came first.
+			if _, err := b.connect(ctx, r.ConversationID); err != nil {
+				return ErrorContentFor(err), true
+			}
 		}
+	}
+	if err != nil {
 		return ErrorContentFor(err), true
 	}
 	if len(res) == 0 {
