@@ -49,7 +49,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -80,14 +79,6 @@ func main() {
 	}
 }
 
-func defaultKeyFile() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		dir = "."
-	}
-	return filepath.Join(dir, "browserchain", "server.key")
-}
-
 type config struct {
 	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir string
 	sessionTimeout                                                                  time.Duration
@@ -104,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Minute, "close an idle HTTP session, and its pages, after this long")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7830", `address of the embedded reference server for the extension and bridge ("" disables it)`)
-	fs.StringVar(&c.keyFile, "key-file", defaultKeyFile(), "HS256 signing key file of the reference server (created with mode 0600)")
+	fs.StringVar(&c.keyFile, "key-file", runtime.DefaultKeyFile(), "HS256 signing key file of the reference server (created with mode 0600)")
 	fs.StringVar(&c.origins, "allowed-origins", strings.Join(append(runtime.VellumExtensionOrigins(), extension.Origin), ","),
 		"comma-separated chrome-extension:// origins allowed to pair")
 	fs.StringVar(&c.actor, "actor", auth.DefaultActor, "actor principal id of paired clients and of every tool call")

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -34,14 +33,6 @@ func main() {
 	}
 }
 
-func defaultKeyFile() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		dir = "."
-	}
-	return filepath.Join(dir, "browserchain", "server.key")
-}
-
 // DefaultListen is where the real Vellum extension looks for a self-hosted
 // gateway (WIRE-6).
 const DefaultListen = "127.0.0.1:7830"
@@ -63,7 +54,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	var c config
 	fs.StringVar(&c.listen, "listen", DefaultListen, "address to listen on (loopback only)")
-	fs.StringVar(&c.keyFile, "key-file", defaultKeyFile(), "HS256 signing key file (created with mode 0600)")
+	fs.StringVar(&c.keyFile, "key-file", runtime.DefaultKeyFile(), "HS256 signing key file (created with mode 0600)")
 	replace := fs.String("allowed-origins", "", "comma-separated extension ids or chrome-extension:// origins allowed to pair, replacing the default list")
 	add := fs.String("add-origins", "", "comma-separated extension ids or chrome-extension:// origins allowed to pair in addition to the list")
 	fs.StringVar(&c.actor, "actor", auth.DefaultActor, "actor principal id of paired clients")

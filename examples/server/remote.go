@@ -29,7 +29,7 @@ type remoteConfig struct {
 }
 
 func defaultRemoteStore() string {
-	return filepath.Join(filepath.Dir(defaultKeyFile()), "remote.db")
+	return filepath.Join(filepath.Dir(runtime.DefaultKeyFile()), "remote.db")
 }
 
 // addRemoteFlags registers the remote listener's flags on fs.

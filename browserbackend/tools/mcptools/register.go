@@ -92,7 +92,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			return s.opts.Tools.Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
 		text:    actionText("clicked"),
-		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+		backend: actionBackend,
 	})
 	add(s, srv, toolDef[TypeArgs, tools.ActionResult]{
 		name: "browser_type", title: "Type text",
@@ -102,7 +102,7 @@ func (s *Server) Register(srv *mcp.Server) {
 				Text: a.Text, Clear: a.Clear, Slowly: a.Slowly, Submit: a.Submit})
 		},
 		text:    actionText("typed into"),
-		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+		backend: actionBackend,
 	})
 	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
 		name: "browser_hover", title: "Hover",
@@ -111,7 +111,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			return s.opts.Tools.Hover(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
 		text:    actionText("hovered over"),
-		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+		backend: actionBackend,
 	})
 	add(s, srv, toolDef[ScrollArgs, tools.ActionResult]{
 		name: "browser_scroll", title: "Scroll",
@@ -121,7 +121,7 @@ func (s *Server) Register(srv *mcp.Server) {
 				DeltaX: a.DeltaX, DeltaY: a.DeltaY})
 		},
 		text:    actionText("scrolled"),
-		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+		backend: actionBackend,
 	})
 	add(s, srv, toolDef[PressKeyArgs, tools.ActionResult]{
 		name: "browser_press_key", title: "Press key",
@@ -130,7 +130,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			return s.opts.Tools.PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Key: a.Key, Target: a.target()})
 		},
 		text:    actionText("pressed the key on"),
-		backend: func(r tools.ActionResult) browserbackend.Kind { return r.Backend },
+		backend: actionBackend,
 	})
 	add(s, srv, toolDef[SelectOptionArgs, tools.SelectOptionResult]{
 		name: "browser_select_option", title: "Select option",
@@ -342,3 +342,6 @@ func screenshotContent(s *Server, r tools.ScreenshotResult) ([]mcp.Content, erro
 	}
 	return []mcp.Content{caption, &mcp.ImageContent{Data: data, MIMEType: r.MediaType}}, nil
 }
+
+// actionBackend is the backend that served an action tool's call.
+func actionBackend(r tools.ActionResult) browserbackend.Kind { return r.Backend }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -410,4 +412,16 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// DefaultKeyFile is where the example programs keep the server's HS256
+// signing key unless told otherwise: browserchain/server.key under the
+// user's configuration directory (os.UserConfigDir), or under the working
+// directory when there is none.
+func DefaultKeyFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, "browserchain", "server.key")
 }
