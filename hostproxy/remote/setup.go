@@ -80,11 +80,13 @@ func (sl *setupListener) Accept() (net.Conn, error) {
 		}
 		if sl.l.inSetup.Add(1) > sl.l.max {
 			sl.l.inSetup.Add(-1)
-			c.Close()
+			// Count and warn before the close, so a peer that sees its
+			// connection closed also sees it counted.
 			n := sl.l.dropped.Add(1)
 			sl.l.warn.Do(func() {
 				sl.l.log.Warn("connection setup over its bound; new connections dropped", "maxSetup", sl.l.max, "droppedTotal", n)
 			})
+			c.Close()
 			continue
 		}
 		return &setupConn{Conn: c, l: sl.l}, nil
