@@ -137,6 +137,12 @@ type Browser struct {
 	now func() time.Time // the clock of page idleness and timeout diagnostics; tests inject one
 
 	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
+
+	// openAttempt is one attempt of openPage; nil means openPageOnce. Tests
+	// replace it with one that never finishes.
+	openAttempt func(*state) openedPage
+	// pageOpenHedge overrides the constant of the same name when > 0.
+	pageOpenHedge time.Duration
 }
 
 // launchCall is one launch that concurrent first uses share.
@@ -835,12 +841,8 @@ func (b *Browser) startRefillLocked(st *state) bool {
 func (b *Browser) refillSpare(st *state) {
 	defer b.wg.Done()
 	var spare *spareTab
-	if page, err := st.bctx.NewPage(); err == nil {
-		if sess, err := st.bctx.NewCDPSession(page); err == nil {
-			spare = newSpareTab(page, sess)
-		} else {
-			_ = page.Close()
-		}
+	if page, sess, err := b.openPage(st); err == nil {
+		spare = newSpareTab(page, sess)
 	}
 	b.mu.Lock()
 	st.refilling = false

@@ -70,12 +70,7 @@ func (p *pageEntry) open(spare *spareTab) {
 		page, sess = spare.page, spare.sess
 	} else {
 		var err error
-		if page, err = p.st.bctx.NewPage(); err != nil {
-			p.err = classifyOpenError(p.st, err)
-			return
-		}
-		if sess, err = p.st.bctx.NewCDPSession(page); err != nil {
-			_ = page.Close()
+		if page, sess, err = p.b.openPage(p.st); err != nil {
 			p.err = classifyOpenError(p.st, err)
 			return
 		}

@@ -1,0 +1,115 @@
+package local
+
+import (
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Opening a page is hedged. Playwright never finishes opening a page whose
+// renderer died while the page was being set up: it reports a crash only for
+// a page it has already handed out, and the setup commands sent to the dead
+// renderer get no answer. That happens when a renderer is killed (an
+// out-of-memory kill, a crash) just as Chromium gives it to a new tab, and
+// without a second attempt the conversation would wait out its deadline on a
+// page that never opens.
+const (
+	// pageOpenHedge is how long one attempt may run before another starts
+	// beside it. A page normally opens in about 200 ms, and in a few seconds
+	// on a loaded machine.
+	pageOpenHedge = 10 * time.Second
+	// maxPageOpenAttempts bounds the attempts of one opening.
+	maxPageOpenAttempts = 3
+)
+
+// openedPage is the outcome of one attempt to open a page.
+type openedPage struct {
+	page playwright.Page
+	sess playwright.CDPSession
+	err  error
+}
+
+// openPageOnce opens a page of st's context and a CDPSession on it.
+func openPageOnce(st *state) openedPage {
+	page, err := st.bctx.NewPage()
+	if err != nil {
+		return openedPage{err: err}
+	}
+	sess, err := st.bctx.NewCDPSession(page)
+	if err != nil {
+		_ = page.Close()
+		return openedPage{err: err}
+	}
+	return openedPage{page: page, sess: sess}
+}
+
+// openPage opens a page and its CDPSession in st. An attempt that has not
+// finished after the hedge interval gets another beside it (at most
+// maxPageOpenAttempts); the first to succeed wins and the pages of the later
+// ones are closed when they arrive. It fails with the last attempt's error
+// when every attempt failed, and with errClosed once b is closed. Attempts
+// end at the latest when the browser goes away (Playwright then fails them).
+func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, error) {
+	attempt := b.openAttempt
+	if attempt == nil {
+		attempt = openPageOnce
+	}
+	hedge := b.pageOpenHedge
+	if hedge <= 0 {
+		hedge = pageOpenHedge
+	}
+	results := make(chan openedPage, maxPageOpenAttempts)
+	started, pending := 0, 0
+	start := func() bool {
+		if !b.track() {
+			return false
+		}
+		started++
+		pending++
+		go func() {
+			defer b.wg.Done()
+			results <- attempt(st)
+		}()
+		return true
+	}
+	if !start() {
+		return nil, nil, errClosed("")
+	}
+	timer := time.NewTimer(hedge)
+	defer timer.Stop()
+	var lastErr error
+	for {
+		select {
+		case r := <-results:
+			pending--
+			if r.err == nil {
+				b.closeLatePages(results, pending)
+				return r.page, r.sess, nil
+			}
+			lastErr = r.err
+			if pending == 0 {
+				return nil, nil, lastErr
+			}
+		case <-timer.C:
+			if started < maxPageOpenAttempts && start() {
+				timer.Reset(hedge)
+			}
+		}
+	}
+}
+
+// closeLatePages closes the pages of the n attempts still running on results
+// as they finish: the opening already has its page.
+func (b *Browser) closeLatePages(results <-chan openedPage, n int) {
+	if n == 0 || !b.track() {
+		return
+	}
+	go func() {
+		defer b.wg.Done()
+		for range n {
+			if r := <-results; r.err == nil {
+				_ = r.page.Close()
+			}
+		}
+	}()
+}
