@@ -324,7 +324,10 @@ func (c *conn) writeRaw(data []byte) bool {
 	c.mu.Lock()
 	ws := c.ws
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+	// Not c.ctx: the library drops the connection, without a close frame,
+	// when a write's context ends mid-write, and c.ctx ends just before
+	// serve sends the close status the client must see (4401, 4409).
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := ws.Write(ctx, websocket.MessageText, data); err != nil {
 		c.end(endGoingAway, "write failed")
@@ -359,7 +362,8 @@ func (c *conn) keepAlive() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+		// Not c.ctx, as in writeRaw; serve's close ends a pending ping.
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err != nil {
