@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,4 +352,55 @@ func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *t
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrTransport)
 	assert.True(t, cool.Active(key), "the actor's host-bridge cooldown is recorded")
 	assert.False(t, cool.Active(HostBridgeCooldownKey("bob")))
+}
+
+// A desktop bridge that answers with its own deadline (code timeout: a
+// stalled browser may still run the command) gives a timeout, dispatched,
+// outcome unknown, with the client's diagnostics; the walk does not replay
+// the command on the next candidate (SEL-4, PXY-6/PXY-7). The same bridge
+// saying it never sent the command (unreachable) fails over.
+func TestHostBridgeTimeoutAnswerIsOutcomeUnknownAndDoesNotFailOver(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	var builds atomic.Int32
+	next := browserbackend.ProviderFunc(browserbackend.Descriptor{Kind: browserbackend.KindLocal},
+		func(browserbackend.Invocation, browserbackend.Env) (browserbackend.Candidate, error) {
+			return browserbackend.Candidate{Kind: browserbackend.KindLocal, Reason: "next", Build: func(context.Context) (browserbackend.ScopedClient, error) {
+				builds.Add(1)
+				return nil, browserbackend.TransportError(browserbackend.CodeUnreachable, "the next candidate", nil)
+			}}, nil
+		})
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{p.HostBridgeProvider(ProviderOptions{}), next}, Logger: quietLogger(),
+	})
+	send := func() <-chan outcome {
+		client := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: wire.InterfaceMacOS})
+		t.Cleanup(func() { client.Close() })
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := client.Send(context.Background(), browserbackend.Command{Method: "Input.dispatchKeyEvent"})
+			done <- outcome{res, err}
+		}()
+		return done
+	}
+
+	done := send()
+	answer(t, p, mac, `{"code":"timeout","message":"deadline passed before an answer"}`, true)
+	err := (<-done).err
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+	assert.Equal(t, browserbackend.CodeTimeout, e.Code)
+	assert.True(t, e.Dispatched, "the bridge may have sent it")
+	assert.Equal(t, browserbackend.KindHostBridge, e.Backend)
+	assert.Zero(t, builds.Load(), "not replayed on the next candidate")
+	require.NotNil(t, e.Diagnostics, "a timeout says what the client was doing")
+	assert.Equal(t, 1, e.Diagnostics.InFlight)
+	assert.Contains(t, err.Error(), "host-bridge Input.dispatchKeyEvent timeout: deadline passed before an answer (outcome unknown) (1 in flight")
+
+	done = send()
+	answer(t, p, mac, `{"code":"unreachable","message":"deadline passed before the command was sent"}`, true)
+	assert.ErrorIs(t, (<-done).err, browserbackend.ErrUnreachable)
+	assert.Equal(t, int32(1), builds.Load(), "never sent: the walk tried the next candidate")
 }

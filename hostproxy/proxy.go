@@ -2,6 +2,7 @@ package hostproxy
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -442,7 +443,9 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		select {
 		case res := <-e.result:
 			p.noteAnswer(client.ClientID)
-			return p.classify(req, res)
+			out, err := p.classify(req, res)
+			p.describeTimeout(err, client, e)
+			return out, err
 		case <-gone:
 			next, res, ok := p.onGone(envID, e)
 			if next != nil {
@@ -490,6 +493,22 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 			return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
 		}
 	}
+}
+
+// describeTimeout gives a client's timeout answer (err, of request e) the
+// client's diagnostics, e counted among the requests in flight as it was
+// until its answer.
+func (p *Proxy) describeTimeout(err error, client eventhub.ClientInfo, e *pending) {
+	var be *browserbackend.Error
+	if !errors.As(err, &be) || be.Class != browserbackend.ClassTimeout || be.Diagnostics != nil {
+		return
+	}
+	d := p.diagnostics(client)
+	d.InFlight++
+	if !e.sent.IsZero() {
+		d.OldestInFlight = max(d.OldestInFlight, p.now().Sub(e.sent))
+	}
+	be.Diagnostics = d
 }
 
 // noteAnswer records that clientID delivered a result now.
@@ -615,8 +634,13 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //   - success: content must be JSON (else ClassTransport/invalid_response);
 //     an empty content means an empty result object;
 //   - error with a string code from the transport set (transport_error,
-//     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled):
-//     ClassTransport with that code;
+//     unreachable, non_loopback, cdp_session_not_found, cancelled,
+//     target_crashed): ClassTransport with that code;
+//   - error with the string code timeout (the client's own deadline passed,
+//     its browser may have run the command): ClassTimeout, dispatched,
+//     outcome unknown, so that the default policy does not replay it on
+//     another backend (SEL-4; PXY-6 lists timeout among the transport codes,
+//     which would fail over a command that may have run);
 //   - error with a numeric code: ClassProtocol with that CDP code, the
 //     innermost one when the message holds another CDP error (WIRE-2);
 //   - error with the string code page_lost (the client's tab crashed
@@ -650,6 +674,8 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		return nil, e
 	case IsTransportCode(ans.StringCode):
 		return nil, mk(browserbackend.ClassTransport, ans.StringCode, ans.Message)
+	case ans.StringCode == browserbackend.CodeTimeout:
+		return nil, mk(browserbackend.ClassTimeout, ans.StringCode, clientTimeoutMessage(ans.Message))
 	case ans.StringCode == browserbackend.CodePageLost:
 		// The client's tab crashed before the command: not sent, and not
 		// a failover (another browser would not have the conversation's
@@ -659,4 +685,17 @@ func ClassifyResult(method string, backend browserbackend.Kind, content string, 
 		return nil, e
 	}
 	return nil, mk(browserbackend.ClassProtocol, ans.StringCode, ans.Message)
+}
+
+// clientTimeoutMessage is the message of a client's timeout answer: the
+// client's own text, saying the outcome is unknown when it does not.
+func clientTimeoutMessage(msg string) string {
+	const unknown = "outcome unknown"
+	switch {
+	case msg == "":
+		return "the client's deadline passed before an answer (" + unknown + ")"
+	case strings.Contains(msg, unknown):
+		return msg
+	}
+	return msg + " (" + unknown + ")"
 }

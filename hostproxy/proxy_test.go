@@ -404,6 +404,7 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 		{"transport code", `{"code":"unreachable","message":"no chrome"}`, true, browserbackend.ClassTransport, "unreachable", 0},
 		{"cancelled code", `{"code":"cancelled","message":"x"}`, true, browserbackend.ClassTransport, "cancelled", 0},
 		{"session code", `{"code":"cdp_session_not_found","message":"x"}`, true, browserbackend.ClassTransport, "cdp_session_not_found", 0},
+		{"client's own timeout", `{"code":"timeout","message":"x"}`, true, browserbackend.ClassTimeout, browserbackend.CodeTimeout, 0},
 		{"CDP code", `{"code":-32601,"message":"'Foo.bar' wasn't found"}`, true, browserbackend.ClassProtocol, browserbackend.CodeCDPError, -32601},
 		{"other string code", `{"code":"extension_required","message":"x"}`, true, browserbackend.ClassProtocol, "extension_required", 0},
 		{"error in plain text", `boom`, true, browserbackend.ClassProtocol, browserbackend.CodeClientError, 0},

@@ -97,11 +97,13 @@ type ErrorContent struct {
 }
 
 // transportCodes are the string codes a client may report that make a result
-// a transport error (PXY-6, PXY-7).
+// a transport error (PXY-6, PXY-7). The wire's "timeout" is not among them:
+// a client whose own deadline passed may have sent the command to its
+// browser, so ClassifyResult makes it a timeout, outcome unknown (SEL-4),
+// which does not fail over.
 var transportCodes = map[string]bool{
 	"transport_error":       true,
 	"unreachable":           true,
-	"timeout":               true,
 	"non_loopback":          true,
 	"cdp_session_not_found": true,
 	"cancelled":             true,
@@ -111,7 +113,7 @@ var transportCodes = map[string]bool{
 }
 
 // IsTransportCode reports whether code is one of the transport-class string
-// codes of the wire contract.
+// codes of the wire contract ("timeout" is not: see transportCodes).
 func IsTransportCode(code string) bool { return transportCodes[code] }
 
 // decodeStrict decodes exactly one JSON value into v; trailing data other

@@ -306,6 +306,7 @@ func TestErrorContentFor_WireCodes(t *testing.T) {
 		{browserbackend.TransportError(browserbackend.CodeNonChrome, "not chrome", nil), `{"code":"transport_error","message":"non_chrome: not chrome"}`},
 		{&browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeSessionNotFound, Message: "gone"}, `{"code":"cdp_session_not_found","message":"gone"}`},
 		{context.DeadlineExceeded, `{"code":"timeout","message":"context deadline exceeded"}`},
+		{browserbackend.Classify(context.DeadlineExceeded, false), `{"code":"unreachable","message":"deadline passed before the command was sent: context deadline exceeded"}`},
 		{context.Canceled, `{"code":"cancelled","message":"context canceled"}`},
 		{errors.New("boom"), `{"code":"transport_error","message":"boom"}`},
 	}
@@ -313,9 +314,13 @@ func TestErrorContentFor_WireCodes(t *testing.T) {
 		assert.JSONEq(t, tc.want, ErrorContentFor(tc.err))
 		// And the server classifies it back into the same class.
 		_, err := hostproxy.ClassifyResult("M", browserbackend.KindHostBridge, ErrorContentFor(tc.err), true)
-		want := browserbackend.Classify(tc.err, true).Class
-		if want == browserbackend.ClassTimeout || want == browserbackend.ClassAborted {
-			want = browserbackend.ClassTransport // reported by the browser side, not the caller's deadline
+		e := browserbackend.Classify(tc.err, true)
+		want := e.Class
+		switch {
+		case want == browserbackend.ClassAborted:
+			want = browserbackend.ClassTransport // the bridge's cancellation, not the caller's
+		case want == browserbackend.ClassTimeout && !e.Dispatched:
+			want = browserbackend.ClassTransport // never sent: failing over is safe
 		}
 		assert.ErrorIs(t, err, &browserbackend.Error{Class: want}, "%v", tc.err)
 	}
