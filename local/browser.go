@@ -125,10 +125,6 @@ type Browser struct {
 	closed bool
 	launch *launchCall // the current or last launch; nil before the first
 	st     *state      // the live browser; nil when not launched or dead
-	// lastTrack is the command tracker of the last browser launched (nil
-	// before the first): a timeout while waiting for a relaunch reports
-	// when that browser last answered.
-	lastTrack *browserbackend.InFlight
 	pages  map[string]*pageEntry
 	// lost holds the conversations whose page MaxPages closed
 	// (CodePageEvicted) or that went away under them (CodePageLost: crashed,
@@ -141,6 +137,11 @@ type Browser struct {
 	now func() time.Time // the clock of page idleness and timeout diagnostics; tests inject one
 
 	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
+
+	// lastTrack is the command tracker of the last browser launched (nil
+	// before the first; guarded by mu): a timeout while waiting for a
+	// relaunch reports when that browser last answered.
+	lastTrack *browserbackend.InFlight
 }
 
 // launchCall is one launch that concurrent first uses share.
