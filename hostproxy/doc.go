@@ -40,10 +40,13 @@
 //
 // content is a string holding JSON. On success (isError false) it is the CDP
 // result object. On error it is {"code":…,"message":"…"} where code is either
-//   - a string: transport_error, unreachable, timeout, non_loopback,
-//     cdp_session_not_found or cancelled make a transport error (the selector
-//     may fail over); any other string is a protocol-class error with that
-//     code (for example extension_required);
+//   - a string: transport_error, unreachable, non_loopback,
+//     cdp_session_not_found, cancelled or target_crashed make a transport
+//     error (the selector may fail over); timeout, the client's own deadline,
+//     is a timeout with the outcome unknown (the client may have sent the
+//     command to its browser), which does not fail over; page_lost is
+//     ClassClosed; any other string is a protocol-class error with that code
+//     (for example extension_required);
 //   - a number: the CDP error code the browser answered, a protocol error.
 //
 // An error content that is plain text (the real extension's attach and
