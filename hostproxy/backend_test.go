@@ -404,3 +404,22 @@ func TestHostBridgeTimeoutAnswerIsOutcomeUnknownAndDoesNotFailOver(t *testing.T)
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrUnreachable)
 	assert.Equal(t, int32(1), builds.Load(), "never sent: the walk tried the next candidate")
 }
+
+// A failed tab probe is the command's error, not dispatched, said once: a
+// timeout says the command was never sent and keeps the probe's
+// diagnostics; another failure names the probe and its message.
+func TestProbeFailedSaysTheCommandWasNotSent(t *testing.T) {
+	d := &browserbackend.Diagnostics{InFlight: 1, OldestInFlight: time.Second, SinceLastAnswer: time.Second, Uptime: time.Minute}
+	timeout := &browserbackend.Error{Class: browserbackend.ClassTimeout, Code: browserbackend.CodeTimeout, Method: "Target.getTargetInfo",
+		Backend: browserbackend.KindHostBridge, Dispatched: true, Diagnostics: d, Err: context.DeadlineExceeded}
+	err := probeFailed("Runtime.evaluate", timeout)
+	assert.Equal(t, "browserbackend: host-bridge Runtime.evaluate timeout: deadline passed before the command was sent, waiting for Target.getTargetInfo (1 in flight, oldest 1s, last answer 1s ago, up 1m0s): context deadline exceeded", err.Error())
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.False(t, e.Dispatched)
+
+	gone := &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError, Backend: browserbackend.KindHostBridge,
+		Dispatched: true, Message: "client went away"}
+	assert.Equal(t, "browserbackend: host-bridge Runtime.evaluate transport/transport_error: before the command, Target.getTargetInfo: client went away",
+		probeFailed("Runtime.evaluate", gone).Error())
+}

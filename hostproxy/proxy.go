@@ -368,9 +368,17 @@ func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
 	if p.closed() {
 		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, false, "proxy is closed")
 	}
-	if err := ctx.Err(); err != nil {
-		e := browserbackend.Classify(err, false)
-		e.Method, e.Backend = req.Method, req.Backend
+	if ctx.Err() != nil {
+		// Never sent: a timeout says so, with what the client it would
+		// have gone to is doing (issue 10).
+		e := browserbackend.ContextError(ctx, req.Method, false)
+		e.Backend = req.Backend
+		if e.Class == browserbackend.ClassTimeout {
+			e.Diagnostics = &browserbackend.Diagnostics{}
+			if client, err := p.Choose(req); err == nil {
+				e.Diagnostics = p.diagnostics(client)
+			}
+		}
 		return nil, e
 	}
 	if err := browserbackend.CheckParams(req.Method, req.Params); err != nil {

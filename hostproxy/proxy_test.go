@@ -546,3 +546,27 @@ func TestRequest_TimeoutCarriesClientDiagnostics(t *testing.T) {
 		assert.ErrorIs(t, (<-hung).err, browserbackend.ErrAborted)
 	})
 }
+
+// A request whose deadline has already passed is not published: its
+// timeout says the command was never sent and carries the diagnostics of
+// the client it would have gone to (synctest clock).
+func TestRequest_TimeoutBeforeSendIsNotPublishedAndCarriesDiagnostics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newFakeHub()
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", time.Now())
+		p := New(Options{Hub: h, Logger: quietLogger()})
+		defer p.Close()
+		time.Sleep(5 * time.Second) // the fake clock: the client has been connected 5 s
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now())
+		defer cancel()
+		_, err := p.Request(ctx, Req{Method: "Input.dispatchKeyEvent", Backend: browserbackend.KindExtension})
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+		assert.False(t, e.Dispatched)
+		require.NotNil(t, e.Diagnostics)
+		assert.Equal(t, browserbackend.Diagnostics{SinceLastAnswer: 5 * time.Second, Uptime: 5 * time.Second}, *e.Diagnostics)
+		assert.Equal(t, "browserbackend: extension Input.dispatchKeyEvent timeout: deadline passed before the command was sent (0 in flight, last answer 5s ago, up 5s): context deadline exceeded", err.Error())
+		assert.Empty(t, ext.msgs, "nothing published")
+	})
+}
