@@ -176,8 +176,12 @@ func (c *Client) classify(ctx context.Context, err error, method string, k Kind,
 		ce := ContextError(ctx, method, e.Dispatched)
 		if e.Class != ce.Class {
 			// The caller's deadline or cancellation decides the class; the
-			// backend's own failure stays as the cause.
+			// backend's own failure stays as the cause, and what it knew of
+			// the backend's state is kept.
 			ce.Backend, ce.Err = k, err
+			if ce.Class == ClassTimeout {
+				ce.Diagnostics = e.Diagnostics
+			}
 			return ce
 		}
 		// The backend already classified the ended context (with its own
@@ -199,13 +203,14 @@ func (c *Client) classify(ctx context.Context, err error, method string, k Kind,
 // ContextError is the *Error for a command whose ctx ended: ClassTimeout
 // (code timeout) when its deadline passed, ClassAborted (code cancelled)
 // otherwise; Err is context.Cause(ctx). dispatched says whether the command
-// may have reached a browser (a timeout after dispatch: outcome unknown).
+// may have reached a browser: a timeout after dispatch says "outcome
+// unknown", one before it says the command was never sent (issue 10).
 // Backends use it so every ended context is classified the same way.
 func ContextError(ctx context.Context, method string, dispatched bool) *Error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		msg := "deadline passed before an answer"
+		msg := "deadline passed before the command was sent"
 		if dispatched {
-			msg += " (outcome unknown)"
+			msg = "deadline passed before an answer (outcome unknown)"
 		}
 		return &Error{Class: ClassTimeout, Code: CodeTimeout, Method: method, Dispatched: dispatched,
 			Message: msg, Err: context.Cause(ctx)}

@@ -139,11 +139,26 @@ type Diagnostics struct {
 	Uptime time.Duration `json:"uptime"`
 }
 
-// String renders the diagnostics for error text and reports.
+// String renders the diagnostics for error text and reports: "N in flight",
+// then the oldest one's age when N > 0, the time since the last answer when
+// known, and the uptime, or "not up" when it is zero (a timeout while the
+// backend was still starting, e.g. a relaunch).
 func (d Diagnostics) String() string {
 	r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
-	return fmt.Sprintf("%d in flight, oldest %v, last answer %v ago, up %v",
-		d.InFlight, r(d.OldestInFlight), r(d.SinceLastAnswer), r(d.Uptime))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d in flight", d.InFlight)
+	if d.InFlight > 0 {
+		fmt.Fprintf(&b, ", oldest %v", r(d.OldestInFlight))
+	}
+	if d.SinceLastAnswer > 0 {
+		fmt.Fprintf(&b, ", last answer %v ago", r(d.SinceLastAnswer))
+	}
+	if d.Uptime > 0 {
+		fmt.Fprintf(&b, ", up %v", r(d.Uptime))
+	} else {
+		b.WriteString(", not up")
+	}
+	return b.String()
 }
 
 // Error renders "browserbackend: <backend> <method> <class>[/code] (cdp):

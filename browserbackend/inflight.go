@@ -72,3 +72,11 @@ func (f *InFlight) Diagnostics() *Diagnostics {
 	}
 	return d
 }
+
+// LastAnswer is when the backend last answered a command; zero when it
+// never did.
+func (f *InFlight) LastAnswer() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastAnswer
+}

@@ -17,6 +17,8 @@ func TestErrorTextSaysEachThingOnce(t *testing.T) {
 		Dispatched: true, Message: "deadline passed before an answer (outcome unknown)", Err: context.DeadlineExceeded}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
+	expired, stop := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer stop()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -40,6 +42,11 @@ func TestErrorTextSaysEachThingOnce(t *testing.T) {
 			Message:     "deadline passed before an answer (outcome unknown)",
 			Diagnostics: &bb.Diagnostics{InFlight: 21, OldestInFlight: 10 * time.Second, SinceLastAnswer: 9500 * time.Millisecond, Uptime: time.Minute}},
 			"browserbackend: cdp-inspect Runtime.evaluate timeout: deadline passed before an answer (outcome unknown) (21 in flight, oldest 10s, last answer 9.5s ago, up 1m0s)"},
+		{"a timeout before the command was sent", func() error {
+			e := bb.ContextError(expired, "Page.navigate", false)
+			e.Backend, e.Diagnostics = bb.KindLocal, &bb.Diagnostics{SinceLastAnswer: 5 * time.Second}
+			return e
+		}(), "browserbackend: local Page.navigate timeout: deadline passed before the command was sent (0 in flight, last answer 5s ago, not up): context deadline exceeded"},
 		{"a code that names its class", &bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Message: "client is closed"},
 			"browserbackend: closed: client is closed"},
 		{"a -32001 reply", bb.ProtocolError(-32001, "Session with given id not found"),

@@ -51,6 +51,8 @@ func silentPage(t *testing.T, got chan<- string) string {
 			switch f.Method {
 			case "Target.getTargets":
 				res = `{"targetInfos":[{"targetId":"T1","type":"page","url":"about:blank"}]}`
+			case "Target.createTarget":
+				res = `{"targetId":"T1"}`
 			case "Target.attachToTarget":
 				res = `{"sessionId":"S1"}`
 			case "Runtime.runIfWaitingForDebugger", "Inspector.enable", "Target.detachFromTarget":
@@ -104,4 +106,42 @@ func TestTimeoutCarriesConnectionDiagnostics(t *testing.T) {
 
 	require.NoError(t, b.Close())
 	assert.ErrorIs(t, <-first, bb.ErrClosed)
+}
+
+// withClock sets the clock of timeout diagnostics (tests only).
+func withClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+
+// A deadline that passes while a Build waits, before its command could be
+// sent (here: for the conversation's tab, which another call holds), is a
+// timeout that says the command was never sent, with the provider's
+// diagnostics on the injected clock: nothing in flight, no connection up,
+// and the time since the provider's last connection answered.
+func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
+	wsURL := silentPage(t, make(chan string, 4))
+	clk := &testClock{t: time.Unix(1000, 0)}
+	cfg := DefaultConfig()
+	cfg.Host, cfg.Enabled = "127.0.0.1", true
+	p := NewProvider(cfg, WithWebSocketURL(wsURL), withClock(clk.now))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	first, err := p.DialConversation(ctx, "conv")
+	require.NoError(t, err)
+	<-first.resumed // every attach answer is in: the last answer
+	require.NoError(t, first.Close())
+	clk.advance(4 * time.Second)
+
+	unlock, err := p.tabs.lock(ctx, "conv") // another call picks the tab
+	require.NoError(t, err)
+	defer unlock()
+	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
+	defer cancelShort()
+	_, err = p.DialConversation(short, "conv")
+	var e *bb.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.ClassTimeout, e.Class)
+	assert.False(t, e.Dispatched, "never sent")
+	require.NotNil(t, e.Diagnostics)
+	assert.Equal(t, bb.Diagnostics{SinceLastAnswer: 4 * time.Second}, *e.Diagnostics)
+	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, connecting to the browser (0 in flight, last answer 4s ago, not up): context deadline exceeded", err.Error())
 }

@@ -43,7 +43,11 @@
 // does this by itself), instead of commands queueing until their deadline.
 // A command that times out carries browserbackend.Diagnostics of its
 // connection: commands in flight, the oldest one's age, the time since the
-// browser last answered, and the connection's uptime.
+// browser last answered, and the connection's uptime. A deadline that
+// passes while a Build still connects (discovery, the WebSocket, the attach,
+// the conversation's tab lock) says the command was never sent, with the
+// attach's connection diagnostics or, before a connection, the time since
+// the Provider's last connection answered.
 //
 // # Design choices
 //

@@ -54,6 +54,9 @@ type Provider struct {
 	cfg  Config
 	opts []Option
 	tabs *tabRegistry
+
+	mu   sync.Mutex
+	last *bb.InFlight // the tracker of the last connection a Build opened; nil before one
 }
 
 var _ bb.Provider = (*Provider)(nil)
@@ -161,7 +164,7 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 	cfg := p.cfg
 	conv := inv.ConversationID
 	c.Build = func(ctx context.Context) (bb.ScopedClient, error) {
-		b, err := p.build(ctx, conv)
+		b, err := p.DialConversation(ctx, conv)
 		if err != nil {
 			return nil, err
 		}
@@ -181,8 +184,57 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 // The returned Backend's Close leaves the tab open (CloseConversation
 // closes it). An empty conversationID gets a tab that Close closes. Errors
 // are Build's. Safe for concurrent use.
+//
+// A deadline that passes while Build waits (for the conversation's tab
+// lock, discovery, the WebSocket or the attach) is ClassTimeout, not
+// dispatched, and says that the command was never sent; its Diagnostics are
+// those of the attach commands when one was waiting, else the provider's:
+// nothing in flight, no connection up, and the time since the last
+// connection this Provider opened answered (issue 10).
 func (p *Provider) DialConversation(ctx context.Context, conversationID string) (*Backend, error) {
-	return p.build(ctx, conversationID)
+	b, err := p.build(ctx, conversationID)
+	if err != nil {
+		return nil, p.notSent(ctx, err)
+	}
+	p.mu.Lock()
+	p.last = b.c.track
+	p.mu.Unlock()
+	return b, nil
+}
+
+// notSent turns a Build failure at ctx's deadline into the timeout of a
+// command never sent (see DialConversation); other failures are returned
+// as they are.
+func (p *Provider) notSent(ctx context.Context, err error) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	e := ctxErr(ctx, "", false)
+	e.Message += ", connecting to the browser"
+	for cause := err; cause != nil; cause = errors.Unwrap(cause) {
+		if inner, ok := cause.(*bb.Error); ok && inner.Diagnostics != nil {
+			// An attach command was waiting: its connection's state.
+			if inner.Method != "" {
+				e.Message += " (" + inner.Method + " unanswered)"
+			}
+			e.Diagnostics = inner.Diagnostics
+			return e
+		}
+	}
+	e.Diagnostics = &bb.Diagnostics{}
+	p.mu.Lock()
+	last := p.last
+	p.mu.Unlock()
+	if last != nil {
+		if at := last.LastAnswer(); !at.IsZero() {
+			now := time.Now
+			if s := p.settings(); s.now != nil {
+				now = s.now
+			}
+			e.Diagnostics.SinceLastAnswer = now().Sub(at)
+		}
+	}
+	return e
 }
 
 // Probe runs discovery only (for the status report, SEL-13): it returns the

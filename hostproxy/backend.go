@@ -248,7 +248,14 @@ func probeFailed(method string, err error) error {
 	}
 	c := *e
 	c.Method, c.Dispatched = method, false
-	c.Message = "before the command, Target.getTargetInfo: " + e.Message
+	switch {
+	case e.Class == browserbackend.ClassTimeout:
+		c.Message = "deadline passed before the command was sent, waiting for Target.getTargetInfo"
+	case e.Message != "":
+		c.Message = "before the command, Target.getTargetInfo: " + e.Message
+	default:
+		c.Message = "before the command, Target.getTargetInfo"
+	}
 	return &c
 }
 

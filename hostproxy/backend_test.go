@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,4 +352,69 @@ func TestHostBridgeCooldownRecordedWhenTheBridgeGoesAwayOnAStickyInvocation(t *t
 	assert.ErrorIs(t, (<-done).err, browserbackend.ErrTransport)
 	assert.True(t, cool.Active(key), "the actor's host-bridge cooldown is recorded")
 	assert.False(t, cool.Active(HostBridgeCooldownKey("bob")))
+}
+
+// A desktop bridge that answers with its own deadline (code timeout) gives
+// a transport error with that code (PXY-6), carrying the client's
+// diagnostics; NoReplayPolicy, which never replays a dispatched command (SEL-5),
+// keeps it on the bridge.
+func TestHostBridgeTimeoutAnswerIsTransportWithTheClientsDiagnostics(t *testing.T) {
+	h := newFakeHub()
+	mac := h.add("mac", wire.InterfaceMacOS, "alice", t0)
+	p := newTestProxy(h)
+	var builds atomic.Int32
+	next := browserbackend.ProviderFunc(browserbackend.Descriptor{Kind: browserbackend.KindLocal},
+		func(browserbackend.Invocation, browserbackend.Env) (browserbackend.Candidate, error) {
+			return browserbackend.Candidate{Kind: browserbackend.KindLocal, Reason: "next", Build: func(context.Context) (browserbackend.ScopedClient, error) {
+				builds.Add(1)
+				return nil, browserbackend.TransportError(browserbackend.CodeUnreachable, "the next candidate", nil)
+			}}, nil
+		})
+	sel := browserbackend.NewSelector(browserbackend.Options{
+		Providers: []browserbackend.Provider{p.HostBridgeProvider(ProviderOptions{}), next}, Logger: quietLogger(),
+		Policy: browserbackend.NoReplayPolicy,
+	})
+	send := func() <-chan outcome {
+		client := sel.Client(browserbackend.Invocation{ActorPrincipalID: "alice", InterfaceID: wire.InterfaceMacOS})
+		t.Cleanup(func() { client.Close() })
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := client.Send(context.Background(), browserbackend.Command{Method: "Input.dispatchKeyEvent"})
+			done <- outcome{res, err}
+		}()
+		return done
+	}
+
+	done := send()
+	answer(t, p, mac, `{"code":"timeout","message":"deadline passed before an answer"}`, true)
+	err := (<-done).err
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, browserbackend.ClassTransport, e.Class)
+	assert.Equal(t, browserbackend.CodeTimeout, e.Code)
+	assert.True(t, e.Dispatched, "the bridge may have sent it")
+	assert.Equal(t, browserbackend.KindHostBridge, e.Backend)
+	assert.Zero(t, builds.Load(), "the policy keeps a dispatched command where it was")
+	require.NotNil(t, e.Diagnostics, "a timeout says what the client was doing")
+	assert.Equal(t, 1, e.Diagnostics.InFlight)
+	assert.Contains(t, e.Error(), "host-bridge Input.dispatchKeyEvent transport/timeout: deadline passed before an answer (1 in flight")
+}
+
+// A failed tab probe is the command's error, not dispatched, said once: a
+// timeout says the command was never sent and keeps the probe's
+// diagnostics; another failure names the probe and its message.
+func TestProbeFailedSaysTheCommandWasNotSent(t *testing.T) {
+	d := &browserbackend.Diagnostics{InFlight: 1, OldestInFlight: time.Second, SinceLastAnswer: time.Second, Uptime: time.Minute}
+	timeout := &browserbackend.Error{Class: browserbackend.ClassTimeout, Code: browserbackend.CodeTimeout, Method: "Target.getTargetInfo",
+		Backend: browserbackend.KindHostBridge, Dispatched: true, Diagnostics: d, Err: context.DeadlineExceeded}
+	err := probeFailed("Runtime.evaluate", timeout)
+	assert.Equal(t, "browserbackend: host-bridge Runtime.evaluate timeout: deadline passed before the command was sent, waiting for Target.getTargetInfo (1 in flight, oldest 1s, last answer 1s ago, up 1m0s): context deadline exceeded", err.Error())
+	var e *browserbackend.Error
+	require.ErrorAs(t, err, &e)
+	assert.False(t, e.Dispatched)
+
+	gone := &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError, Backend: browserbackend.KindHostBridge,
+		Dispatched: true, Message: "client went away"}
+	assert.Equal(t, "browserbackend: host-bridge Runtime.evaluate transport/transport_error: before the command, Target.getTargetInfo: client went away",
+		probeFailed("Runtime.evaluate", gone).Error())
 }

@@ -41,9 +41,10 @@
 // content is a string holding JSON. On success (isError false) it is the CDP
 // result object. On error it is {"code":…,"message":"…"} where code is either
 //   - a string: transport_error, unreachable, timeout, non_loopback,
-//     cdp_session_not_found or cancelled make a transport error (the selector
-//     may fail over); any other string is a protocol-class error with that
-//     code (for example extension_required);
+//     cdp_session_not_found, cancelled or target_crashed make a transport
+//     error (the selector may fail over; PXY-6), a client's timeout with the
+//     client's diagnostics; page_lost is ClassClosed; any other string is a
+//     protocol-class error with that code (for example extension_required);
 //   - a number: the CDP error code the browser answered, a protocol error.
 //
 // An error content that is plain text (the real extension's attach and

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -367,9 +368,17 @@ func (p *Proxy) Request(ctx context.Context, req Req) (json.RawMessage, error) {
 	if p.closed() {
 		return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, false, "proxy is closed")
 	}
-	if err := ctx.Err(); err != nil {
-		e := browserbackend.Classify(err, false)
-		e.Method, e.Backend = req.Method, req.Backend
+	if ctx.Err() != nil {
+		// Never sent: a timeout says so, with what the client it would
+		// have gone to is doing (issue 10).
+		e := browserbackend.ContextError(ctx, req.Method, false)
+		e.Backend = req.Backend
+		if e.Class == browserbackend.ClassTimeout {
+			e.Diagnostics = &browserbackend.Diagnostics{}
+			if client, err := p.Choose(req); err == nil {
+				e.Diagnostics = p.diagnostics(client)
+			}
+		}
 		return nil, e
 	}
 	if err := browserbackend.CheckParams(req.Method, req.Params); err != nil {
@@ -442,7 +451,9 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		select {
 		case res := <-e.result:
 			p.noteAnswer(client.ClientID)
-			return p.classify(req, res)
+			out, err := p.classify(req, res)
+			p.describeTimeout(err, client, e)
+			return out, err
 		case <-gone:
 			next, res, ok := p.onGone(envID, e)
 			if next != nil {
@@ -490,6 +501,22 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 			return nil, p.errorf(req, browserbackend.ClassClosed, browserbackend.CodeClosed, true, "proxy is closed")
 		}
 	}
+}
+
+// describeTimeout gives a client's timeout answer (err, of request e: the
+// wire code timeout, a transport error by PXY-6) the client's diagnostics,
+// e counted among the requests in flight as it was until its answer.
+func (p *Proxy) describeTimeout(err error, client eventhub.ClientInfo, e *pending) {
+	var be *browserbackend.Error
+	if !errors.As(err, &be) || be.Code != browserbackend.CodeTimeout || be.Diagnostics != nil {
+		return
+	}
+	d := p.diagnostics(client)
+	d.InFlight++
+	if !e.sent.IsZero() {
+		d.OldestInFlight = max(d.OldestInFlight, p.now().Sub(e.sent))
+	}
+	be.Diagnostics = d
 }
 
 // noteAnswer records that clientID delivered a result now.
@@ -615,8 +642,9 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 //   - success: content must be JSON (else ClassTransport/invalid_response);
 //     an empty content means an empty result object;
 //   - error with a string code from the transport set (transport_error,
-//     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled):
-//     ClassTransport with that code;
+//     unreachable, timeout, non_loopback, cdp_session_not_found, cancelled,
+//     target_crashed): ClassTransport with that code (PXY-6: a client's own
+//     timeout is a transport error; it carries the client's diagnostics);
 //   - error with a numeric code: ClassProtocol with that CDP code, the
 //     innermost one when the message holds another CDP error (WIRE-2);
 //   - error with the string code page_lost (the client's tab crashed

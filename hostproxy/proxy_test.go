@@ -404,6 +404,7 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 		{"transport code", `{"code":"unreachable","message":"no chrome"}`, true, browserbackend.ClassTransport, "unreachable", 0},
 		{"cancelled code", `{"code":"cancelled","message":"x"}`, true, browserbackend.ClassTransport, "cancelled", 0},
 		{"session code", `{"code":"cdp_session_not_found","message":"x"}`, true, browserbackend.ClassTransport, "cdp_session_not_found", 0},
+		{"client's own timeout", `{"code":"timeout","message":"x"}`, true, browserbackend.ClassTransport, browserbackend.CodeTimeout, 0},
 		{"CDP code", `{"code":-32601,"message":"'Foo.bar' wasn't found"}`, true, browserbackend.ClassProtocol, browserbackend.CodeCDPError, -32601},
 		{"other string code", `{"code":"extension_required","message":"x"}`, true, browserbackend.ClassProtocol, "extension_required", 0},
 		{"error in plain text", `boom`, true, browserbackend.ClassProtocol, browserbackend.CodeClientError, 0},
@@ -543,5 +544,29 @@ func TestRequest_TimeoutCarriesClientDiagnostics(t *testing.T) {
 
 		cancel()
 		assert.ErrorIs(t, (<-hung).err, browserbackend.ErrAborted)
+	})
+}
+
+// A request whose deadline has already passed is not published: its
+// timeout says the command was never sent and carries the diagnostics of
+// the client it would have gone to (synctest clock).
+func TestRequest_TimeoutBeforeSendIsNotPublishedAndCarriesDiagnostics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newFakeHub()
+		ext := h.add("ext", wire.InterfaceChromeExtension, "", time.Now())
+		p := New(Options{Hub: h, Logger: quietLogger()})
+		defer p.Close()
+		time.Sleep(5 * time.Second) // the fake clock: the client has been connected 5 s
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now())
+		defer cancel()
+		_, err := p.Request(ctx, Req{Method: "Input.dispatchKeyEvent", Backend: browserbackend.KindExtension})
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+		assert.False(t, e.Dispatched)
+		require.NotNil(t, e.Diagnostics)
+		assert.Equal(t, browserbackend.Diagnostics{SinceLastAnswer: 5 * time.Second, Uptime: 5 * time.Second}, *e.Diagnostics)
+		assert.Equal(t, "browserbackend: extension Input.dispatchKeyEvent timeout: deadline passed before the command was sent (0 in flight, last answer 5s ago, up 5s): context deadline exceeded", err.Error())
+		assert.Empty(t, ext.msgs, "nothing published")
 	})
 }

@@ -143,6 +143,11 @@ type Browser struct {
 	openAttempt func(*state) openedPage
 	// pageOpenHedge overrides the constant of the same name when > 0.
 	pageOpenHedge time.Duration
+
+	// lastTrack is the command tracker of the last browser launched (nil
+	// before the first; guarded by mu): a timeout while waiting for a
+	// relaunch reports when that browser last answered.
+	lastTrack *browserbackend.InFlight
 }
 
 // launchCall is one launch that concurrent first uses share.
@@ -278,11 +283,44 @@ func (b *Browser) acquire(ctx context.Context) (*state, error) {
 			}
 			// Loop: the state may already have died; re-check under the lock.
 		case <-ctx.Done():
-			return nil, ctxErr(ctx, "", false)
+			return nil, b.notSentErr(ctx, nil, "waiting for the browser to launch")
 		case <-b.done:
 			return nil, errClosed("")
 		}
 	}
+}
+
+// notSentErr classifies ctx's end while a command waited for something
+// before it could be sent (waiting says what): a timeout carries the
+// diagnostics of st, the live browser, or when there is none (a launch in
+// progress) those of the last browser with nothing in flight and no uptime,
+// so that it says how long ago the backend last answered (issue 10).
+func (b *Browser) notSentErr(ctx context.Context, st *state, waiting string) *browserbackend.Error {
+	e := ctxErr(ctx, "", false)
+	if e.Class != browserbackend.ClassTimeout {
+		return e
+	}
+	e.Message += ", " + waiting
+	switch {
+	case st != nil:
+		e.Diagnostics = st.track.Diagnostics()
+	default:
+		b.mu.Lock()
+		last := b.lastTrack
+		b.mu.Unlock()
+		e.Diagnostics = &browserbackend.Diagnostics{}
+		if at := lastAnswer(last); !at.IsZero() {
+			e.Diagnostics.SinceLastAnswer = b.now().Sub(at)
+		}
+	}
+	return e
+}
+
+func lastAnswer(f *browserbackend.InFlight) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	return f.LastAnswer()
 }
 
 func isDone(ch chan struct{}) bool {
@@ -307,6 +345,7 @@ func (b *Browser) runLaunch(call *launchCall, old *state) {
 	b.mu.Lock()
 	if err == nil {
 		b.st = st // after Close, Close itself tears st down
+		b.lastTrack = st.track
 	}
 	call.st, call.err = st, err
 	close(call.done)
@@ -649,7 +688,7 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 			}
 			return p, nil
 		case <-ctx.Done():
-			return nil, ctxErr(ctx, "", false)
+			return nil, b.notSentErr(ctx, st, "waiting for the page to open")
 		case <-b.done:
 			return nil, errClosed("")
 		}

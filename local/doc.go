@@ -61,7 +61,10 @@
 // fresh about:blank as the site's content; a Page.navigate, or the command
 // after the notice, opens a fresh page. A timeout carries
 // browserbackend.Diagnostics: the browser's commands in flight, the oldest
-// one's age, the time since it last answered and its uptime.
+// one's age, the time since it last answered and its uptime; a deadline
+// that passes before the command is sent (its page still opening, the
+// browser still relaunching) says so, with nothing in flight and, during a
+// relaunch, no uptime.
 //
 // # Errors (LOC-2)
 //

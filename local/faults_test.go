@@ -236,3 +236,94 @@ func TestTimeoutCarriesBrowserDiagnostics(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-hung, browserbackend.ErrClosed)
 }
+
+// passedOnWait is a context whose deadline has passed (Done is closed) but
+// whose first Err call reports it live: Send's entry check lets the command
+// in, and the wait it then blocks in sees the deadline passed, without a
+// timer racing the test.
+type passedOnWait struct {
+	context.Context
+	mu    sync.Mutex
+	calls int
+	done  chan struct{}
+}
+
+func newPassedOnWait() *passedOnWait {
+	c := &passedOnWait{Context: context.Background(), done: make(chan struct{})}
+	close(c.done)
+	return c
+}
+
+func (c *passedOnWait) Done() <-chan struct{} { return c.done }
+
+func (c *passedOnWait) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls++; c.calls == 1 {
+		return nil
+	}
+	return context.DeadlineExceeded
+}
+
+// A command whose deadline passes before it could be sent (its page still
+// opening, or the browser still relaunching) is a timeout that says it was
+// never sent and carries diagnostics, on the injected clock: nothing in
+// flight, the time since the browser last answered and, for the page
+// opening, the browser's uptime (issue 10). The waits are held open by
+// state the test controls.
+func TestTimeoutBeforeSendCarriesBrowserDiagnostics(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := testCtx(t)
+	c := b.Client("answered")
+	defer c.Close()
+	evalValue(t, ctx, c, "1") // the browser's last answer
+	advance(3 * time.Second)
+
+	check := func(conv, waiting string, want browserbackend.Diagnostics, text string) {
+		t.Helper()
+		w := b.Client(conv)
+		defer w.Close()
+		_, err := w.Send(newPassedOnWait(), browserbackend.Command{Method: "Page.navigate", Params: json.RawMessage(`{"url":"about:blank"}`)})
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, browserbackend.ClassTimeout, e.Class)
+		assert.False(t, e.Dispatched, "never sent")
+		require.NotNil(t, e.Diagnostics)
+		assert.Equal(t, want, *e.Diagnostics)
+		assert.Contains(t, err.Error(), "timeout: deadline passed before the command was sent, "+waiting+" ("+text+")")
+	}
+
+	// A page being opened that does not finish.
+	b.mu.Lock()
+	st := b.st
+	opening := newPageEntry(b, st, "opening")
+	b.pages["opening"] = opening
+	b.mu.Unlock()
+	check("opening", "waiting for the page to open",
+		browserbackend.Diagnostics{SinceLastAnswer: 3 * time.Second, Uptime: 3 * time.Second},
+		"0 in flight, last answer 3s ago, up 3s")
+	b.mu.Lock()
+	delete(b.pages, "opening")
+	b.mu.Unlock()
+	close(opening.ready)
+
+	// A relaunch that does not finish: no browser is up.
+	advance(2 * time.Second)
+	b.mu.Lock()
+	relaunch := &launchCall{done: make(chan struct{})}
+	prev := b.launch
+	b.st, b.launch = nil, relaunch
+	b.mu.Unlock()
+	check("relaunching", "waiting for the browser to launch",
+		browserbackend.Diagnostics{SinceLastAnswer: 5 * time.Second},
+		"0 in flight, last answer 5s ago, not up")
+	b.mu.Lock()
+	b.st, b.launch = st, prev
+	b.mu.Unlock()
+	close(relaunch.done)
+	evalValue(t, ctx, c, "2") // the browser serves again
+}

@@ -785,9 +785,12 @@ func errorContent(code, msg string) string {
 
 // ErrorContentFor turns an error from the browser into the result content of
 // the wire contract (PXY-7): a CDP error reply keeps its numeric code; a
-// transport failure becomes one of the string codes unreachable, timeout,
+// transport failure becomes one of the string codes unreachable,
 // non_loopback, cdp_session_not_found, cancelled, or transport_error for any
-// other; a deadline is timeout; a cancellation is cancelled; a refused
+// other; a deadline that passed once the command may have reached the
+// browser is timeout, one that passed before the command was sent
+// (dialling a stalled browser) is unreachable (nothing ran); both are
+// transport errors at the server (PXY-6); a cancellation is cancelled; a refused
 // command (bad params) is invalid_params; a command on a tab whose renderer
 // crashed before it was sent is page_lost (the server's backend reports it
 // as ClassClosed: no failover, navigate again).
@@ -808,6 +811,12 @@ func ErrorContentFor(err error) string {
 		}
 		return errorContent(e.Code, msg)
 	case browserbackend.ClassTimeout:
+		if !e.Dispatched {
+			if !strings.Contains(msg, "before the command was sent") {
+				msg = "deadline passed before the command was sent: " + msg
+			}
+			return errorContent(browserbackend.CodeUnreachable, msg)
+		}
 		return errorContent(browserbackend.CodeTimeout, msg)
 	case browserbackend.ClassAborted:
 		return errorContent(browserbackend.CodeCancelled, msg)

@@ -306,6 +306,7 @@ func TestErrorContentFor_WireCodes(t *testing.T) {
 		{browserbackend.TransportError(browserbackend.CodeNonChrome, "not chrome", nil), `{"code":"transport_error","message":"non_chrome: not chrome"}`},
 		{&browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeSessionNotFound, Message: "gone"}, `{"code":"cdp_session_not_found","message":"gone"}`},
 		{context.DeadlineExceeded, `{"code":"timeout","message":"context deadline exceeded"}`},
+		{browserbackend.Classify(context.DeadlineExceeded, false), `{"code":"unreachable","message":"deadline passed before the command was sent: context deadline exceeded"}`},
 		{context.Canceled, `{"code":"cancelled","message":"context canceled"}`},
 		{errors.New("boom"), `{"code":"transport_error","message":"boom"}`},
 	}
@@ -315,7 +316,9 @@ func TestErrorContentFor_WireCodes(t *testing.T) {
 		_, err := hostproxy.ClassifyResult("M", browserbackend.KindHostBridge, ErrorContentFor(tc.err), true)
 		want := browserbackend.Classify(tc.err, true).Class
 		if want == browserbackend.ClassTimeout || want == browserbackend.ClassAborted {
-			want = browserbackend.ClassTransport // reported by the browser side, not the caller's deadline
+			// Reported by the browser side, not the caller's deadline or
+			// cancellation: a transport error (PXY-6).
+			want = browserbackend.ClassTransport
 		}
 		assert.ErrorIs(t, err, &browserbackend.Error{Class: want}, "%v", tc.err)
 	}

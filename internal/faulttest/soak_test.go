@@ -63,10 +63,16 @@ type soakTally struct {
 	resets  map[string]int
 	samples []string
 	broken  map[bb.Kind]bool
+	// lastFault is each backend's last fault and when it was injected;
+	// timeouts keeps the first timeouts with the fault before them.
+	lastFault map[bb.Kind]string
+	faultAt   map[bb.Kind]time.Time
+	timeouts  []string
 }
 
 func newSoakTally() *soakTally {
-	return &soakTally{errs: map[string]int{}, firstErr: map[string]string{}, resets: map[string]int{}, faults: map[string]int{}, broken: map[bb.Kind]bool{}}
+	return &soakTally{errs: map[string]int{}, firstErr: map[string]string{}, resets: map[string]int{}, faults: map[string]int{}, broken: map[bb.Kind]bool{},
+		lastFault: map[bb.Kind]string{}, faultAt: map[bb.Kind]time.Time{}}
 }
 
 // call records one tool call of kind's rig that took took.
@@ -97,6 +103,13 @@ func (s *soakTally) call(kind bb.Kind, op string, err error, took time.Duration)
 	}
 	key := fmt.Sprintf("%s %s/%s", kind, te.Code, class)
 	s.errs[key]++
+	if class == string(bb.ClassTimeout) && len(s.timeouts) < 12 {
+		last := "no fault yet"
+		if at, ok := s.faultAt[kind]; ok {
+			last = fmt.Sprintf("last fault %s %v before the call returned", s.lastFault[kind], time.Since(at).Round(time.Millisecond))
+		}
+		s.timeouts = append(s.timeouts, fmt.Sprintf("%s %s after %v (%s): %.400s", kind, op, took.Round(time.Millisecond), last, err))
+	}
 	if _, ok := s.firstErr[key]; !ok {
 		s.firstErr[key] = op + ": " + err.Error()
 	}
@@ -107,6 +120,7 @@ func (s *soakTally) fault(kind bb.Kind, name string) {
 	defer s.mu.Unlock()
 	s.faults[string(kind)+" "+name]++
 	s.broken[kind] = true
+	s.lastFault[kind], s.faultAt[kind] = name, time.Now()
 }
 
 func (s *soakTally) reset(kind bb.Kind, conv, url, text string) {
@@ -363,6 +377,9 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 	}
 	for _, x := range tally.samples {
 		t.Logf("  reset page read: %s", x)
+	}
+	for _, x := range tally.timeouts {
+		t.Logf("  timeout: %s", x)
 	}
 	assert.Empty(t, tally.late, "calls that returned after their deadline + %v", soakSlack)
 	assert.Empty(t, tally.untyped, "errors that are not typed")
