@@ -44,13 +44,17 @@ func (p *Proxy) decodeResultOwned(data []byte) (ResultBody, error) {
 	if p.relay != nil {
 		return DecodeResult(data)
 	}
-	var w struct {
+	type wire struct {
 		RequestID string  `json:"requestId"`
 		Content   literal `json:"content"`
 		IsError   bool    `json:"isError"`
 	}
-	if err := decodeStrict(data, &w); err != nil {
-		return ResultBody{}, fmt.Errorf("hostproxy: malformed result body: %w", err)
+	var w wire
+	if !decodeFast(data, fastMessage{strs: map[string]*string{"requestId": &w.RequestID}, content: &w.Content, isError: &w.IsError}) {
+		w = wire{}
+		if err := decodeStrict(data, &w); err != nil {
+			return ResultBody{}, fmt.Errorf("hostproxy: malformed result body: %w", err)
+		}
 	}
 	if w.RequestID == "" {
 		return ResultBody{}, ErrNoRequestID

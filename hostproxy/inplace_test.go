@@ -99,3 +99,52 @@ func FuzzUnquoteInPlace(f *testing.F) {
 }
 
 func jsonValidUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+// TestTheFastResultDecoderAgreesWithJSONUnmarshal: bodies off the plain
+// shape (case-folded or duplicate names, nulls, other types, unknown
+// members, invalid UTF-8, trailing data) are accepted or refused, and
+// decoded, exactly as json.Unmarshal does, on the route and the socket.
+func TestTheFastResultDecoderAgreesWithJSONUnmarshal(t *testing.T) {
+	big := `"` + strings.Repeat("A", inPlaceMin) + `"`
+	p := &Proxy{}
+	for _, body := range []string{
+		`{"requestId":"r1","content":"{}","isError":false}`,
+		`{"RequestID":"r1","Content":"{}","ISERROR":true}`,
+		`{"requestId":"r1","requestId":"r2","content":"{}"}`,
+		`{"requestId":"r1","content":null,"isError":null}`,
+		`{"requestId":null,"content":"{}"}`,
+		`{"requestId":"r1","content":{"a":1}}`,
+		`{"requestId":"r1","content":"{}","isError":"yes"}`,
+		`{"requestId":"r1","content":"{}","durationMs":1.5,"x":[{"y":null}]}`,
+		"{\"requestId\":\"r\xff1\",\"content\":\"{}\"}",
+		`{"requestId":"r1","content":"{}"} x`,
+		`{"requestId":"r1","content":` + big + `}`,
+		`{"requestId":"r1","content":` + big + `,"content":"{}"}`,
+		`{"requestId":"r1","Content":` + big + `}`,
+		`["requestId"]`,
+		`{"requestId":"r1","content":"{}"`,
+	} {
+		want, wantErr := DecodeResult([]byte(body))
+		got, err := p.decodeResultOwned([]byte(body))
+		got.resolve()
+		assert.Equal(t, wantErr != nil, err != nil, "route %s: %v / %v", body, wantErr, err)
+		assert.Equal(t, want, got, "route %s", body)
+
+		var wantMsg socketMessage
+		wantErr = json.Unmarshal([]byte(body), &wantMsg)
+		gotMsg, err := p.decodeSocketMessage([]byte(body))
+		gotMsg.resolve()
+		assert.Equal(t, wantErr != nil, err != nil, "socket %s: %v / %v", body, wantErr, err)
+		if wantErr == nil {
+			assert.Equal(t, wantMsg, gotMsg, "socket %s", body)
+		}
+	}
+}
+
+// TestValidJSONIsJSONValid: the fast check gives json.Valid's verdict,
+// invalid UTF-8 and duplicate names included.
+func TestValidJSONIsJSONValid(t *testing.T) {
+	for _, s := range []string{`{}`, `{"a":1,"a":2}`, "\"\xff\"", `{"a":}`, `[1,2`, ` 1 `, `"\ud800"`, `nul`, ``} {
+		assert.Equal(t, json.Valid([]byte(s)), validJSON([]byte(s)), s)
+	}
+}

@@ -227,7 +227,7 @@ func (p *Proxy) decodeSocketMessage(data []byte) (socketMessage, error) {
 		err := json.Unmarshal(data, &m)
 		return m, err
 	}
-	var w struct {
+	type wire struct {
 		Type      string  `json:"type"`
 		Token     string  `json:"token,omitempty"`
 		ClientID  string  `json:"clientId,omitempty"`
@@ -235,8 +235,13 @@ func (p *Proxy) decodeSocketMessage(data []byte) (socketMessage, error) {
 		Content   literal `json:"content"`
 		IsError   bool    `json:"isError"`
 	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return socketMessage{}, err
+	var w wire
+	if !decodeFast(data, fastMessage{strs: map[string]*string{"type": &w.Type, "token": &w.Token, "clientId": &w.ClientID,
+		"requestId": &w.RequestID}, content: &w.Content, isError: &w.IsError}) {
+		w = wire{}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return socketMessage{}, err
+		}
 	}
 	b, err := contentOf(w.Content)
 	if err != nil {

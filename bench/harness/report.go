@@ -269,6 +269,13 @@ func (r *Results) Render(out io.Writer) {
 			}
 		}
 		p("\n")
+		for _, s := range r.Shots {
+			if len(s.Inside) > 0 {
+				p("- %s, %s: the worker reported %s median inside `chrome.debugger.sendCommand` and %s median from the "+
+					"request's arrival to its result's send (its own clock).\n", s.Name, s.Size.Label, msf(s.Inside.Median()), msf(s.Handled.Median()))
+			}
+		}
+		p("\n")
 		r.writeToolShots(p)
 	}
 

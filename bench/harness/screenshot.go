@@ -36,6 +36,10 @@ type ShotResult struct {
 	D     Durations
 	Peak  Floats // peak heap objects over the pre-call level, bytes
 	Alloc Floats // bytes allocated during the call
+	// Inside and Handled, on the extension's round-trip row, are what the
+	// worker reported (ms): the time inside chrome.debugger.sendCommand, and
+	// from the request's arrival in the worker to its result's send.
+	Inside, Handled Floats
 }
 
 // Heap figures read from runtime/metrics (no stop-the-world, unlike
@@ -132,6 +136,8 @@ func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]Shot
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	w.Server.record.Store(true)
+	defer w.Server.record.Store(false)
 	var out []ShotResult
 	for _, sz := range ShotSizes {
 		var paths []*Path
@@ -209,6 +215,12 @@ func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]Shot
 					res[i].PNG = len(shot.Data) / 4 * 3
 					res[i].JSON = len(raw)
 					continue
+				}
+				if tr == nil && p.Inside != nil {
+					if in, handled, ok := p.Inside(); ok {
+						res[i].Inside = append(res[i].Inside, in)
+						res[i].Handled = append(res[i].Handled, handled)
+					}
 				}
 				res[i].D = append(res[i].D, d)
 				res[i].Peak = append(res[i].Peak, peak)
