@@ -151,7 +151,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		var f frame
-		if err := json.Unmarshal(data, &f); err != nil {
+		if err := decodeFrame(data, &f); err != nil {
 			c.log.Warn("cdpinspect: dropping malformed frame", "bytes", len(data), "err", err)
 			continue
 		}
