@@ -17,11 +17,17 @@ import (
 // UTF-8, a syntax error) is decoded again by json.Unmarshal, so what is
 // accepted, and how, is exactly json.Unmarshal's.
 func decodeFrame(data []byte, f *frame) error {
-	if jsonv2.Unmarshal(data, fastFrame{f}) == nil {
+	if decodeFrameFast(data, f) {
 		return nil
 	}
 	*f = frame{}
 	return json.Unmarshal(data, f)
+}
+
+// decodeFrameFast is the jsonv2 path of decodeFrame; false leaves the frame
+// to encoding/json (f is then in an unspecified state).
+func decodeFrameFast(data []byte, f *frame) bool {
+	return jsonv2.Unmarshal(data, &fastFrame{f}) == nil
 }
 
 // errSlowPath is the fast path leaving a frame to encoding/json.
@@ -48,11 +54,12 @@ func (ff fastFrame) UnmarshalJSONFrom(dec *jsonv2.Decoder) error {
 		if err != nil {
 			return err
 		}
+		key := name.String() // before the next read voids the token
 		v, err := dec.ReadValue()
 		if err != nil {
 			return err
 		}
-		switch key := name.String(); key {
+		switch key {
 		case "id":
 			id, err := strconv.ParseInt(string(v), 10, 64)
 			if v.Kind() != '0' || err != nil {

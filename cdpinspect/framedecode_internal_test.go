@@ -54,3 +54,16 @@ func TestAReplyResultSharesItsFrame(t *testing.T) {
 	assert.True(t, at >= start && at < start+uintptr(len(data)), "the result points into the frame")
 	assert.Equal(t, `{"data":"`+strings.Repeat("A", 1<<20)+`"}`, string(f.Result))
 }
+
+// TestPlainFramesTakeTheFastPath: the frames Chrome sends for replies and
+// events are decoded by jsonv2, not handed to encoding/json.
+func TestPlainFramesTakeTheFastPath(t *testing.T) {
+	for _, data := range []string{
+		`{"id":7,"result":{"data":"iVBOR"},"sessionId":"S1"}`,
+		`{"method":"Page.loadEventFired","params":{"timestamp":1.5},"sessionId":"S1"}`,
+		`{"id":8,"result":{}}`,
+	} {
+		var f frame
+		assert.True(t, decodeFrameFast([]byte(data), &f), data)
+	}
+}

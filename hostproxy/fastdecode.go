@@ -100,7 +100,7 @@ func (f fastMessage) folds(key string) bool {
 // decodeFast decodes data into f's members; false when it must be decoded
 // by encoding/json instead (the members are then in an unspecified state).
 func decodeFast(data []byte, f fastMessage) bool {
-	return jsonv2.Unmarshal(data, f) == nil
+	return jsonv2.Unmarshal(data, &f) == nil
 }
 
 // validJSON is json.Valid, checked by jsonv2 first (several times faster on

@@ -148,3 +148,22 @@ func TestValidJSONIsJSONValid(t *testing.T) {
 		assert.Equal(t, json.Valid([]byte(s)), validJSON([]byte(s)), s)
 	}
 }
+
+// TestPlainBodiesTakeTheFastPath: the bodies and socket messages clients
+// send are decoded by jsonv2, not handed to encoding/json.
+func TestPlainBodiesTakeTheFastPath(t *testing.T) {
+	var id, typ, content string
+	var lit literal
+	var isErr bool
+	for _, data := range []string{
+		`{"requestId":"r1","content":"{\"data\":\"iVBOR\"}","isError":false}`,
+		`{"type":"result","requestId":"r1","content":"{}","isError":true,"durationMs":1.5,"handledMs":2}`,
+	} {
+		assert.True(t, decodeFast([]byte(data), fastMessage{strs: map[string]*string{"requestId": &id, "type": &typ},
+			content: &lit, isError: &isErr}), data)
+		require.NoError(t, json.Unmarshal(lit, &content))
+	}
+	assert.Equal(t, "r1", id)
+	assert.Equal(t, "{}", content)
+	assert.True(t, isErr)
+}
