@@ -106,12 +106,46 @@ func (s *shotSink) decode(v jsonv2.Value) error {
 		}
 		b64 = []byte(str)
 	}
-	_, err := io.Copy(s, base64.NewDecoder(base64.StdEncoding, bytes.NewReader(b64)))
+	var err error
+	if bytes.IndexByte(b64, '\n') >= 0 || bytes.IndexByte(b64, '\r') >= 0 {
+		// Line breaks (which base64 decoding skips) could split a quantum
+		// across chunks: let the streaming decoder handle them.
+		_, err = io.Copy(s, base64.NewDecoder(base64.StdEncoding, bytes.NewReader(b64)))
+	} else {
+		err = s.decodeChunks(b64)
+	}
 	if err != nil && s.werr == nil {
 		s.bad = fmt.Errorf("%w: %w", errShotData, err)
 		return s.bad
 	}
 	return err
+}
+
+// shotChunk is how much base64 decode decodes at a time (a multiple of 4):
+// the decoded image passes through one buffer of 3/4 of it.
+const shotChunk = 256 << 10
+
+// decodeChunks decodes b64, which has no line breaks, a chunk at a time.
+func (s *shotSink) decodeChunks(b64 []byte) error {
+	buf := make([]byte, base64.StdEncoding.DecodedLen(min(len(b64), shotChunk)))
+	for len(b64) > 0 {
+		n := min(len(b64), shotChunk)
+		if n < len(b64) && len(b64)-n < 4 {
+			n = len(b64) // never leave a tail too short for a quantum
+		}
+		if n > shotChunk {
+			buf = make([]byte, base64.StdEncoding.DecodedLen(n))
+		}
+		m, err := base64.StdEncoding.Decode(buf, b64[:n])
+		if err != nil {
+			return err
+		}
+		if _, err := s.Write(buf[:m]); err != nil {
+			return err
+		}
+		b64 = b64[n:]
+	}
+	return nil
 }
 
 // Write takes decoded image bytes.

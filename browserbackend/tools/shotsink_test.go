@@ -109,3 +109,29 @@ func TestAMalformedScreenshotAnswerIsABackendErrorAndLeavesNoFile(t *testing.T) 
 		})
 	}
 }
+
+// TestAScreenshotAnswerWithLineBreaksIsDecodedIntoItsFile: base64 wrapped
+// in lines (escaped \r\n in JSON), and data longer than one decoding chunk,
+// decode to the same file.
+func TestAScreenshotAnswerWithLineBreaksIsDecodedIntoItsFile(t *testing.T) {
+	img := testPNG(t, 900, 700) // about 2.5 MB of base64: several chunks
+	b64 := base64.StdEncoding.EncodeToString(img)
+	var wrapped strings.Builder
+	for i := 0; i < len(b64); i += 76 {
+		wrapped.WriteString(b64[i:min(i+76, len(b64))])
+		wrapped.WriteString(`\r\n`)
+	}
+	for name, answer := range map[string]string{
+		"one line":    `{"data":"` + b64 + `"}`,
+		"line breaks": `{"data":"` + wrapped.String() + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := shotDirPage(t, answer)
+			shot, err := p.Screenshot(t.Context(), tools.ScreenshotInput{Width: 900, Height: 700})
+			require.NoError(t, err)
+			data, err := os.ReadFile(shot.Path)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(img, data), "the file is the decoded data")
+		})
+	}
+}
