@@ -19,16 +19,17 @@ import (
 )
 
 // Noise does not compress: a 1200×900 canvas is a PNG of about 3 MB, an
-// answer of about 4 MB, large enough for every streaming path.
+// answer of about 4 MB, large enough for every streaming path. The noise is
+// the same on every load (a seeded xorshift), so the raw capture matches
+// the tool's even if the page was loaded again in between.
 const noiseW, noiseH = 1200, 900
 
 func noiseSite(t *testing.T) string {
 	srv := chromiumtest.LoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<!doctype html><title>noise</title><body style="margin:0"><canvas id=c width=%d height=%d></canvas><script>
-const c=document.getElementById('c').getContext('2d'),d=c.createImageData(%d,%d);
-for(let i=0;i<d.data.length;i+=65536)crypto.getRandomValues(d.data.subarray(i,i+65536));
-for(let i=3;i<d.data.length;i+=4)d.data[i]=255;
+const c=document.getElementById('c').getContext('2d'),d=c.createImageData(%d,%d);let s=2463534242;
+for(let i=0;i<d.data.length;i++){s^=s<<13;s>>>=0;s^=s>>>17;s^=s<<5;s>>>=0;d.data[i]=i%%4==3?255:s&255}
 c.putImageData(d,0,0)</script>`, noiseW, noiseH, noiseW, noiseH)
 	}))
 	return srv.URL + "/"
