@@ -631,7 +631,7 @@ func (p *Proxy) classify(req Req, res ResultBody) (json.RawMessage, error) {
 		// instead of copying them (a screenshot is tens of MB). Same outcome
 		// as ClassifyResult; anything it would refuse goes there.
 		view := unsafe.Slice(unsafe.StringData(res.Content), len(res.Content))
-		if json.Valid(view) {
+		if validJSON(view) {
 			return json.RawMessage(view), nil
 		}
 	}

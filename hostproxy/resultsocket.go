@@ -185,8 +185,8 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 			return // closed by the client, too big (1009 sent), or ctx done
 		}
 		p.hub.Touch(clientID)
-		var m socketMessage
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := p.decodeSocketMessage(data)
+		if err != nil {
 			if !p.reply(ctx, c, socketReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
 				Error: fmt.Sprintf("hostproxy: malformed result message: %v", err)}) {
 				return
@@ -207,13 +207,48 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 			p.log.Warn("host_browser post refused", "route", wire.PathHostBrowserResultSocket, "status", rej.status, "code", rej.code, "clientId", clientID)
 			out = socketReply{Type: wire.SocketError, RequestID: m.RequestID, Status: rej.status, Code: rej.code, Error: rej.msg}
 		}
-		if buf.Cap() > 1<<20 {
+		if m.esc != nil || buf.Cap() > 1<<20 {
+			// A large content was decoded over buf's bytes and may now be
+			// the caller's result: never read into them again.
 			buf = bytes.Buffer{} // do not keep a screenshot-sized buffer per idle socket
 		}
 		if !p.reply(ctx, c, out) {
 			return
 		}
 	}
+}
+
+// decodeSocketMessage decodes a result socket message read into a buffer of
+// this socket's; a large content stays escaped there, as decodeResultOwned
+// leaves it.
+func (p *Proxy) decodeSocketMessage(data []byte) (socketMessage, error) {
+	if p.relay != nil {
+		var m socketMessage
+		err := json.Unmarshal(data, &m)
+		return m, err
+	}
+	type wire struct {
+		Type      string  `json:"type"`
+		Token     string  `json:"token,omitempty"`
+		ClientID  string  `json:"clientId,omitempty"`
+		RequestID string  `json:"requestId"`
+		Content   literal `json:"content"`
+		IsError   bool    `json:"isError"`
+	}
+	var w wire
+	if !decodeFast(data, fastMessage{strs: map[string]*string{"type": &w.Type, "token": &w.Token, "clientId": &w.ClientID,
+		"requestId": &w.RequestID}, content: &w.Content, isError: &w.IsError}) {
+		w = wire{}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return socketMessage{}, err
+		}
+	}
+	b, err := contentOf(w.Content)
+	if err != nil {
+		return socketMessage{}, err
+	}
+	b.RequestID, b.IsError = w.RequestID, w.IsError
+	return socketMessage{Type: w.Type, Token: w.Token, ClientID: w.ClientID, ResultBody: b}, nil
 }
 
 // socketAuth reads and verifies the auth message.
@@ -302,6 +337,7 @@ type resultReject struct {
 // nil means accepted. A refused result leaves the request pending.
 func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
 	if p.relay != nil {
+		body.resolve() // a relayed body is encoded again
 		if _, ok := p.Lookup(body.RequestID); !ok {
 			// Not waiting here: the caller may wait on another replica (DHUB-3).
 			if rej, ok := p.relayResult(body, clientID, actor, tr); ok {
@@ -340,6 +376,7 @@ func (p *Proxy) acceptLocal(body ResultBody, clientID, actor string, tr Transpor
 	if p.onResult != nil {
 		p.onResult(ResultReceipt{RequestID: body.RequestID, ClientID: clientID, Transport: tr, Raw: raw})
 	}
+	body.resolve() // after OnResult: it decodes over raw's bytes
 	if !p.deliver(body) {
 		return &resultReject{http.StatusNotFound, "unknown_request",
 			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}

@@ -141,7 +141,7 @@ func (p *Proxy) ResultHandler() http.Handler {
 			}
 			return
 		}
-		body, err := DecodeResult(data)
+		body, err := p.decodeResultOwned(data) // data is this request's own buffer
 		if errors.Is(err, ErrNoRequestID) {
 			p.reject(w, r, clientID, http.StatusBadRequest, "missing_request_id", "requestId is required")
 			return

@@ -37,6 +37,10 @@ type ResultBody struct {
 	RequestID string `json:"requestId"`
 	Content   string `json:"content"`
 	IsError   bool   `json:"isError"`
+
+	// esc, when set, is the content still escaped in the received buffer
+	// (see decodeResultOwned); resolve fills Content from it.
+	esc *escapedContent
 }
 
 // EventBody is the body of POST /v1/host-browser-event: one CDP event the

@@ -373,7 +373,7 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		if r.res == nil {
 			return json.RawMessage("{}"), nil
 		}
-		raw, err := json.Marshal(r.res)
+		raw, err := encodeResult(r.res)
 		if err != nil {
 			return nil, &browserbackend.Error{
 				Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,

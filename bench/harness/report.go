@@ -255,7 +255,7 @@ func (r *Results) Render(out io.Writer) {
 				}
 			}
 			for _, s := range r.Shots {
-				if s.Size != sz {
+				if s.Size != sz || s.Of != "" {
 					continue
 				}
 				var tr, ar string = "n/a", "n/a"
@@ -269,6 +269,14 @@ func (r *Results) Render(out io.Writer) {
 			}
 		}
 		p("\n")
+		for _, s := range r.Shots {
+			if len(s.Inside) > 0 {
+				p("- %s, %s: the worker reported %s median inside `chrome.debugger.sendCommand` and %s median from the "+
+					"request's arrival to its result's send (its own clock).\n", s.Name, s.Size.Label, msf(s.Inside.Median()), msf(s.Handled.Median()))
+			}
+		}
+		p("\n")
+		r.writeToolShots(p)
 	}
 
 	// 3. failover.
@@ -405,4 +413,39 @@ func viaNote(via map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d unseen", n))
 	}
 	return "; results: " + strings.Join(parts, ", ")
+}
+
+// writeToolShots writes the screenshot tool's rows (tools.Page.Screenshot to
+// a file, with its SHA-256), each against the round trip of the backend it
+// ran over.
+func (r *Results) writeToolShots(p func(string, ...any)) {
+	var rows []ShotResult
+	for _, s := range r.Shots {
+		if s.Of != "" {
+			rows = append(rows, s)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("The screenshot tool (`tools.Page.Screenshot` with the clip's width and height: `location.href`, the capture, " +
+		"the base64 data decoded as it is read into the file and its SHA-256) over the same backends and tabs. Baseline: " +
+		"that backend's own `Page.captureScreenshot` round trip above.\n\n")
+	p("| tool over | size (PNG) | n | median | p99 | time vs the backend's round trip | peak heap median (max) | allocated median | allocated vs the round trip |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range rows {
+		var base *ShotResult
+		for i := range r.Shots {
+			if r.Shots[i].Size == s.Size && r.Shots[i].Name == s.Of {
+				base = &r.Shots[i]
+			}
+		}
+		tr, ar := "n/a", "n/a"
+		if base != nil {
+			tr = ratio(float64(s.D.Median()), float64(base.D.Median()))
+			ar = ratio(s.Alloc.Median(), base.Alloc.Median())
+		}
+		p("| %s | %s: %.2f MB | %d | %s | %s | %s | %s (%s) | %s | %s |\n", s.Of, s.Size.Label, float64(s.PNG)/1e6,
+			len(s.D), ms(s.D.Median()), ms(s.D.P99()), tr, mib(s.Peak.Median()), mib(s.Peak.Max()), mib(s.Alloc.Median()), ar)
+	}
+	p("\n")
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
 // ShotSize is one screenshot figure: a w×h canvas of noise captured as PNG
@@ -22,13 +26,20 @@ var ShotSizes = []ShotSize{{"≈1.5 MB", 800, 640}, {"≈8 MB", 1920, 1400}}
 
 // ShotResult is Page.captureScreenshot on one path at one size.
 type ShotResult struct {
-	Name  string
+	Name string
+	// Of, on a row of the screenshot tool, is the path the tool ran over
+	// (its baseline); "" on a round-trip row.
+	Of    string
 	Size  ShotSize
 	PNG   int // decoded PNG bytes
 	JSON  int // result bytes as the caller received them (base64 in JSON)
 	D     Durations
 	Peak  Floats // peak heap objects over the pre-call level, bytes
 	Alloc Floats // bytes allocated during the call
+	// Inside and Handled, on the extension's round-trip row, are what the
+	// worker reported (ms): the time inside chrome.debugger.sendCommand, and
+	// from the request's arrival in the worker to its result's send.
+	Inside, Handled Floats
 }
 
 // Heap figures read from runtime/metrics (no stop-the-world, unlike
@@ -99,9 +110,34 @@ func showNoise(ctx context.Context, w *World, p *Path, sz ShotSize) error {
 // variants add nothing a multi-MB payload would show).
 var ShotPaths = []string{PathRaw, PathInspect, PathChromedp, PathBridge, PathExtension, PathLocal}
 
+// ToolShotPaths are the backends the screenshot tool (tools.Page.Screenshot
+// to a file, with its SHA-256) is measured over, each against its own round
+// trip.
+var ToolShotPaths = []string{PathInspect, PathBridge, PathExtension, PathLocal}
+
+// ToolShotName is the row name of the screenshot tool over path.
+func ToolShotName(path string) string { return "screenshot tool over " + path }
+
+// pathClient is a Path as a browserbackend.ScopedClient, for tools.Page.
+type pathClient struct{ p *Path }
+
+func (c pathClient) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, error) {
+	return c.p.Send(ctx, cmd.Method, cmd.Params)
+}
+
+func (pathClient) Close() error { return nil }
+
 // MeasureScreenshots captures n screenshots of each size on each path of
-// ShotPaths, interleaved across paths in a shuffled order per round.
+// ShotPaths, and with the screenshot tool over each of ToolShotPaths,
+// interleaved in a shuffled order per round.
 func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]ShotResult, error) {
+	dir, err := os.MkdirTemp("", "bench-shots-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	w.Server.record.Store(true)
+	defer w.Server.record.Store(false)
 	var out []ShotResult
 	for _, sz := range ShotSizes {
 		var paths []*Path
@@ -119,35 +155,72 @@ func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]Shot
 		for i, p := range paths {
 			res[i] = ShotResult{Name: p.Name, Size: sz}
 		}
+		// The tool rows: over the same paths (the same tabs).
+		type toolRow struct {
+			path *Path
+			page *tools.Page
+		}
+		var toolRows []toolRow
+		for _, name := range ToolShotPaths {
+			p := w.Path(name)
+			toolRows = append(toolRows, toolRow{p, tools.NewPage(tools.SessionOf(pathClient{p}, ""), tools.PageOptions{ScreenshotDir: dir})})
+			res = append(res, ShotResult{Name: ToolShotName(name), Of: name, Size: sz})
+		}
 		rounds := n[sz.Label]
-		order := newRounds(len(paths))
+		order := newRounds(len(res))
 		for r := range rounds + 1 { // round 0 warms up
 			for _, i := range order.next() {
+				p, name := (*Path)(nil), res[i].Name
+				var tr *toolRow
+				if i < len(paths) {
+					p = paths[i]
+				} else {
+					tr = &toolRows[i-len(paths)]
+					p = tr.path
+				}
 				// Tabs of one window share it: a background tab renders no
 				// frames, and its capture waits for one. Not timed.
-				if _, err := paths[i].Send(ctx, "Page.bringToFront", nil); err != nil {
-					return nil, fmt.Errorf("benchreport: %s: bringToFront: %w", paths[i].Name, err)
+				if _, err := p.Send(ctx, "Page.bringToFront", nil); err != nil {
+					return nil, fmt.Errorf("benchreport: %s: bringToFront: %w", name, err)
 				}
 				var raw json.RawMessage
-				Progress("screenshot %s: %s: round %d", sz.Label, paths[i].Name, r)
+				var shot tools.ScreenshotResult
+				Progress("screenshot %s: %s: round %d", sz.Label, name, r)
 				d, peak, alloc, err := measureMem(func() error {
 					ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 					defer cancel()
 					var err error
-					raw, err = paths[i].Send(ctx, "Page.captureScreenshot", params)
+					if tr != nil {
+						shot, err = tr.page.Screenshot(ctx, tools.ScreenshotInput{Width: sz.W, Height: sz.H})
+						return err
+					}
+					raw, err = p.Send(ctx, "Page.captureScreenshot", params)
 					return err
 				})
 				if err != nil {
-					return nil, fmt.Errorf("benchreport: %s: screenshot: %w", paths[i].Name, err)
+					return nil, fmt.Errorf("benchreport: %s: screenshot: %w", name, err)
+				}
+				if tr != nil {
+					_ = os.Remove(shot.Path)
 				}
 				if r == 0 {
+					if tr != nil {
+						res[i].PNG = int(shot.Size)
+						continue
+					}
 					var shot struct{ Data string }
 					if err := json.Unmarshal(raw, &shot); err != nil {
-						return nil, fmt.Errorf("benchreport: %s: screenshot result: %w", paths[i].Name, err)
+						return nil, fmt.Errorf("benchreport: %s: screenshot result: %w", name, err)
 					}
 					res[i].PNG = len(shot.Data) / 4 * 3
 					res[i].JSON = len(raw)
 					continue
+				}
+				if tr == nil && p.Inside != nil {
+					if in, handled, ok := p.Inside(); ok {
+						res[i].Inside = append(res[i].Inside, in)
+						res[i].Handled = append(res[i].Handled, handled)
+					}
 				}
 				res[i].D = append(res[i].D, d)
 				res[i].Peak = append(res[i].Peak, peak)

@@ -1,16 +1,11 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"image/png"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -78,9 +73,12 @@ type ScreenshotResult struct {
 
 // Screenshot captures a PNG (Page.captureScreenshot), writes it to a new file
 // in the page's screenshot directory (created 0700), and returns the file's
-// path, SHA-256, size and pixel dimensions. The file is written to a
-// temporary name and renamed, so a reader never sees a partial image. Write
-// failures are CodeIO.
+// path, SHA-256, size and pixel dimensions. The answer's base64 data is
+// decoded as it is read, straight into the file and the hash: the decoded
+// image is never held in memory (TOOL-1). The file is written to a
+// temporary name and renamed, so a reader never sees a partial image. An
+// answer that is not a complete base64 PNG (malformed or cut short) is
+// CodeBackend and leaves no file; write failures are CodeIO.
 func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotResult, error) {
 	const op = "screenshot"
 	if err := in.check(); err != nil {
@@ -111,51 +109,31 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 	if err := p.evaluate(ctx, op, `location.href`, false, &url); err != nil {
 		return ScreenshotResult{}, err
 	}
-	shot, err := cdp.Call(ctx, p.s, page.CaptureScreenshot, params)
+	f, err := newShotFile(p.opts.ScreenshotDir)
 	if err != nil {
+		return ScreenshotResult{}, &Error{Op: op, Code: CodeIO, Message: "cannot write the screenshot file", Err: err}
+	}
+	defer f.discard() // unless kept below
+	sink := newShotSink(f.f)
+	if err := p.s.Call(ctx, page.CaptureScreenshot.Method, params, sink); err != nil {
+		if sink.bad != nil {
+			return ScreenshotResult{}, &Error{Op: op, Code: CodeBackend, Message: "the browser's screenshot is not a PNG", Err: err}
+		}
+		if sink.werr != nil {
+			return ScreenshotResult{}, &Error{Op: op, Code: CodeIO, Message: "cannot write the screenshot file", Err: sink.werr}
+		}
 		return ScreenshotResult{}, wrap(op, err)
 	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(shot.Data))
+	cfg, err := sink.check()
 	if err != nil {
 		return ScreenshotResult{}, &Error{Op: op, Code: CodeBackend, Message: "the browser's screenshot is not a PNG", Err: err}
 	}
-	sum := sha256.Sum256(shot.Data)
-	path, err := writeFile(p.opts.ScreenshotDir, shot.Data)
+	path, err := f.keep()
 	if err != nil {
 		return ScreenshotResult{}, &Error{Op: op, Code: CodeIO, Message: "cannot write the screenshot file", Err: err}
 	}
 	return ScreenshotResult{
-		Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(shot.Data)),
+		Path: path, SHA256: hex.EncodeToString(sink.sum.Sum(nil)), Size: sink.n,
 		Width: cfg.Width, Height: cfg.Height, MediaType: "image/png", URL: url, Clipped: clipped,
 	}, nil
-}
-
-// writeFile writes data to a fresh file in dir and returns its absolute path.
-func writeFile(dir string, data []byte) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := fmt.Sprintf("shot-%s-%s.png", time.Now().UTC().Format("20060102T150405.000"), hex.EncodeToString(rnd[:]))
-	f, err := os.CreateTemp(dir, ".shot-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	final := filepath.Join(dir, name)
-	if err := os.Rename(tmp, final); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return filepath.Abs(final)
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
 
@@ -586,9 +587,12 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 		return ErrorContentFor(err), true
 	}
 	if len(res) == 0 {
-		res = json.RawMessage(`{}`)
+		return `{}`, false
 	}
-	return string(res), false
+	// The backend's answer is this call's own and is only read from here
+	// on (posted, then dropped): the content shares its bytes rather than
+	// copying a screenshot-sized result once more.
+	return unsafe.String(unsafe.SliceData(res), len(res)), false
 }
 
 // connect returns the live browser of conversation (of Dial when

@@ -105,6 +105,15 @@ func (r *resultBody) Read(p []byte) (int, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the ASCII bytes JSON carries as they are (json.Marshal's
+// HTML-safe set); bytes from 0x80 up are false and take the UTF-8 path.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // escape looks at s[i:]. For a run of bytes that JSON carries as they are it
 // returns nil and the run's length; otherwise the escaped form of the next
 // character (appended to dst) and that character's size in s.
@@ -113,10 +122,13 @@ func escape(s string, i int, dst []byte) ([]byte, int) {
 	for j < len(s) {
 		c := s[j]
 		if c < utf8.RuneSelf {
-			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			if !plainASCII[c] {
 				break
 			}
 			j++
+			for j < len(s) && plainASCII[s[j]] { // the common case, one lookup a byte
+				j++
+			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[j:])
