@@ -58,6 +58,30 @@ func TestRenderMCPShowsUnavailablePeerAndRatios(t *testing.T) {
 	}
 }
 
+func TestRenderMCPShowsAFailedStepOnItsRow(t *testing.T) {
+	r := &Results{MCP: []MCPResult{
+		{Server: MCPBrowserchain, Tools: 16, Cold: same(1, time.Millisecond),
+			Steps: []MCPStep{{Step: StepScreenshot, D: same(2, 50*time.Millisecond), Bytes: Floats{100, 100}, Structured: Floats{0, 0}}}},
+		{Server: MCPChromeDevTools, Tools: 29, Cold: same(1, time.Millisecond), Stopped: "after round 2: a step failed in two rounds",
+			Steps: []MCPStep{
+				{Step: StepNavigate, D: same(2, 20*time.Millisecond), Bytes: Floats{10, 10}, Structured: Floats{0, 0}},
+				{Step: StepScreenshot, Failed: 2, Err: "take_screenshot: context deadline exceeded"},
+			}},
+	}}
+	var b strings.Builder
+	r.Render(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| " + StepScreenshot + " | " + MCPChromeDevTools + " | 0 | n/a | n/a | n/a | n/a | n/a | 2: take_screenshot: context deadline exceeded |",
+		"| " + StepScreenshot + " | " + MCPBrowserchain + " | 2 | 50.0 ms | 50.0 ms | ×1.00 (baseline) | 100 B | none | 0 |",
+		"| measured; rounds stopped after round 2: a step failed in two rounds |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q\n%s", want, out)
+		}
+	}
+}
+
 func TestRenderGuardRatioAgainstNoPolicy(t *testing.T) {
 	r := &Results{Guard: []GuardResult{
 		{Backend: GuardInspect, D: same(20, 8*time.Millisecond)},
