@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,12 +114,13 @@ type mcpPeer struct {
 	screenshot mcpCall
 	// refRE captures the element ref in a snapshot line.
 	refRE *regexp.Regexp
-	// ownPage, when set, opens a page of the server's own once it has
-	// started (untimed) and returns the call that brings that page to the
-	// front and makes it the server's current page, which runs (untimed)
-	// before each of its rounds: the servers share one browser, and a
-	// page left in the background gets no frames to screenshot.
-	ownPage func(ctx context.Context, s *mcpServer) (mcpCall, error)
+	// ownPage opens a page of the server's own once it has started
+	// (untimed) and returns what brings that page to the front and makes it
+	// the server's current page, which runs (untimed) before each of its
+	// rounds: the servers share one browser (port: its debugging port), and
+	// a page left in the background gets no frames, so a screenshot waits
+	// for one until its deadline and input is slow to be handled.
+	ownPage func(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error)
 }
 
 var (
@@ -131,34 +134,103 @@ var (
 	playwrightCurrent = regexp.MustCompile(`(?m)^- (\d+): \(current\)`)
 )
 
-// devtoolsOwnPage opens a foreground page with new_page (which selects it)
-// and returns select_page with bringToFront for that page.
-func devtoolsOwnPage(ctx context.Context, s *mcpServer) (mcpCall, error) {
+// callFront returns a front func that runs c on s.
+func callFront(s *mcpServer, c mcpCall) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, _, _, _, err := s.call(ctx, c)
+		return err
+	}
+}
+
+// devtoolsOwnPage opens a foreground page with new_page (which selects it);
+// its front is select_page with bringToFront for that page.
+func devtoolsOwnPage(ctx context.Context, s *mcpServer, _ int) (func(context.Context) error, error) {
 	text, _, _, _, err := s.call(ctx, mcpCall{"new_page", map[string]any{"url": "about:blank"}})
 	if err != nil {
-		return mcpCall{}, err
+		return nil, err
 	}
 	m := devtoolsSelected.FindStringSubmatch(text)
 	if m == nil {
-		return mcpCall{}, fmt.Errorf("new_page: no selected page in its answer (%.200q)", text)
+		return nil, fmt.Errorf("new_page: no selected page in its answer (%.200q)", text)
 	}
 	id, _ := strconv.Atoi(m[1])
-	return mcpCall{"select_page", map[string]any{"pageId": id, "bringToFront": true}}, nil
+	return callFront(s, mcpCall{"select_page", map[string]any{"pageId": id, "bringToFront": true}}), nil
 }
 
 // playwrightOwnPage opens a tab with browser_tabs new (which makes it
-// current) and returns browser_tabs select (bringToFront) for its index.
-func playwrightOwnPage(ctx context.Context, s *mcpServer) (mcpCall, error) {
+// current); its front is browser_tabs select (bringToFront) of that index.
+func playwrightOwnPage(ctx context.Context, s *mcpServer, _ int) (func(context.Context) error, error) {
 	text, _, _, _, err := s.call(ctx, mcpCall{"browser_tabs", map[string]any{"action": "new"}})
 	if err != nil {
-		return mcpCall{}, err
+		return nil, err
 	}
 	m := playwrightCurrent.FindStringSubmatch(text)
 	if m == nil {
-		return mcpCall{}, fmt.Errorf("browser_tabs new: no current tab in its answer (%.200q)", text)
+		return nil, fmt.Errorf("browser_tabs new: no current tab in its answer (%.200q)", text)
 	}
 	idx, _ := strconv.Atoi(m[1])
-	return mcpCall{"browser_tabs", map[string]any{"action": "select", "index": idx}}, nil
+	return callFront(s, mcpCall{"browser_tabs", map[string]any{"action": "select", "index": idx}}), nil
+}
+
+// browserchainOwnPage makes cdp-inspect open the conversation's tab (its
+// first call does) on a URL only it has, finds that tab in the browser's
+// /json/list, and brings it to the front with /json/activate: browserchain
+// has no tool that raises a tab, since in the user's own Chrome that would
+// take the window from the user.
+func browserchainOwnPage(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error) {
+	const mark = "data:text/html,browserchain-bench"
+	if _, _, _, _, err := s.call(ctx, mcpCall{"browser_navigate", map[string]any{"url": mark}}); err != nil {
+		return nil, err
+	}
+	var id string
+	err := devtoolsJSON(ctx, port, "/json/list", func(body []byte) error {
+		var targets []struct{ ID, Type, URL string }
+		if err := json.Unmarshal(body, &targets); err != nil {
+			return err
+		}
+		for _, t := range targets {
+			if t.Type == "page" && t.URL == mark {
+				id = t.ID
+			}
+		}
+		if id == "" {
+			return fmt.Errorf("no page at %s in /json/list", mark)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return devtoolsJSON(ctx, port, "/json/activate/"+id, nil)
+	}, nil
+}
+
+// devtoolsJSON GETs path from the browser's DevTools HTTP endpoint and
+// hands the body to read (nil: the status is enough).
+func devtoolsJSON(ctx context.Context, port int, path string, read func([]byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %.200s", path, resp.Status, body)
+	}
+	if read != nil {
+		return read(body)
+	}
+	return nil
 }
 
 const extractJS = "() => document.getElementById('out').textContent"
@@ -192,6 +264,7 @@ func mcpPeers(mcpBin, shotDir string) []mcpPeer {
 			extract:    mcpCall{"browser_extract", map[string]any{"selector": "#out"}},
 			screenshot: mcpCall{"browser_screenshot", map[string]any{}},
 			refRE:      bracketRef,
+			ownPage:    browserchainOwnPage,
 		},
 		{
 			name: MCPChromeDevTools,
@@ -282,8 +355,8 @@ type mcpServer struct {
 	cmd     *exec.Cmd
 	session *mcp.ClientSession
 	stderr  *tailBuffer
-	// front is the peer's ownPage call, run before each round.
-	front *mcpCall
+	// front brings the peer's own page to the front before each round.
+	front func(context.Context) error
 }
 
 // startMCP spawns argv and runs the MCP initialize handshake; it returns the
@@ -460,16 +533,12 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 			continue
 		}
 		if p.ownPage != nil {
-			front, err := p.ownPage(ctx, s)
+			front, err := p.ownPage(ctx, s, ch.Port)
 			if err != nil {
 				fail(i, fmt.Errorf("opening a page of its own: %w", err))
 				continue
 			}
-			if !have[front.tool] {
-				fail(i, fmt.Errorf("tools/list lacks %s", front.tool))
-				continue
-			}
-			s.front = &front
+			s.front = front
 		}
 	}
 
@@ -566,7 +635,7 @@ func runMCPScenario(ctx context.Context, s *mcpServer, fix *Fixtures, r *MCPResu
 		}
 	}
 	if s.front != nil {
-		if _, _, _, _, err := s.call(ctx, *s.front); err != nil {
+		if err := s.front(ctx); err != nil {
 			if gone(err) {
 				return err
 			}

@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/accessibility"
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +85,86 @@ func TestRendererPlacesAFrameUnderItsIframeAndSaysWhenItCuts(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.b.String(), "\n"), "\n")
 	require.Len(t, lines, 3)
 	assert.Contains(t, lines[2], "snapshot cut at 2 nodes")
+}
+
+// syntheticAX returns a getFullAXTree answer of rows table rows shaped like
+// Chromium's for the 5,000-element page of the MCP benchmark (row, cells,
+// link, button, static texts and inline text boxes, each with the
+// properties Chromium sends).
+func syntheticAX(rows int) []byte {
+	var b strings.Builder
+	id := 1
+	node := func(role, name string, parent int, kids []int, ignored bool) {
+		if b.Len() > len(`{"nodes":[`) {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"nodeId":"%d","ignored":%t,"role":{"type":"role","value":%q},"chromeRole":{"type":"internalRole","value":101},`+
+			`"name":{"type":"computedString","value":%q,"sources":[{"type":"relatedElement","attribute":"aria-labelledby"},{"type":"attribute","attribute":"aria-label"},{"type":"contents","value":{"type":"computedString","value":%q}}]},`+
+			`"properties":[{"name":"focusable","value":{"type":"booleanOrUndefined","value":true}},{"name":"editable","value":{"type":"token","value":"plaintext"}}],`,
+			id, ignored, role, name, name)
+		if parent > 0 {
+			fmt.Fprintf(&b, `"parentId":"%d",`, parent)
+		}
+		b.WriteString(`"childIds":[`)
+		for i, k := range kids {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%d"`, k)
+		}
+		fmt.Fprintf(&b, `],"backendDOMNodeId":%d,"frameId":"ABCDEF0123456789"}`, id+1000)
+		id++
+	}
+	b.WriteString(`{"nodes":[`)
+	rowIDs := make([]int, rows)
+	for i := range rowIDs {
+		rowIDs[i] = 3 + i*12
+	}
+	node("RootWebArea", "big", 0, []int{2}, false)
+	node("table", "", 1, rowIDs, false)
+	for i := range rows {
+		r := id
+		node("row", fmt.Sprintf("row %d item %d act %d ok", i, i, i), 2, []int{r + 1, r + 4, r + 7}, false)
+		node("cell", fmt.Sprintf("row %d", i), r, []int{r + 2}, false)
+		node("StaticText", fmt.Sprintf("row %d", i), r+1, []int{r + 3}, false)
+		node("InlineTextBox", "", r+2, nil, false)
+		node("cell", fmt.Sprintf("item %d", i), r, []int{r + 5}, false)
+		node("link", fmt.Sprintf("item %d", i), r+4, []int{r + 6}, false)
+		node("StaticText", fmt.Sprintf("item %d", i), r+5, nil, false)
+		node("cell", "", r, []int{r + 8, r + 10}, false)
+		node("button", fmt.Sprintf("act %d", i), r+7, []int{r + 9}, false)
+		node("StaticText", fmt.Sprintf("act %d", i), r+8, nil, false)
+		node("generic", "", r+7, []int{r + 11}, true)
+		node("StaticText", "ok", r+10, nil, false)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkSnapshotDecodeRender is the Go side of a snapshot of the
+// 5,000-element page, without the browser: decoding the answer and
+// rendering the text ("render"), against decoding it into cdproto's
+// accessibility types as the snapshot did before ("cdproto-decode").
+func BenchmarkSnapshotDecodeRender(b *testing.B) {
+	raw := syntheticAX(712)
+	b.Run("render", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var tree axTree
+			if err := jsonv2.Unmarshal(raw, &tree); err != nil {
+				b.Fatal(err)
+			}
+			r := newRenderer(DefaultSnapshotMaxNodes, []snapFrame{{parent: -1, tree: tree}})
+			r.renderFrames()
+		}
+	})
+	b.Run("cdproto-decode", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var res accessibility.GetFullAXTreeResult
+			if err := jsonv2.Unmarshal(raw, &res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
