@@ -97,12 +97,15 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 		wg              sync.WaitGroup
 		loc             struct{ URL, Title string }
 		locErr, mainErr error
-		frames          = []snapFrame{{owner: 0, parent: -1}}
+		mainTree        axTree
 	)
 	wg.Go(func() { locErr = p.evaluate(ctx, op, `({URL: location.href, Title: document.title})`, false, &loc) })
 	wg.Go(func() {
-		mainErr = p.s.Call(ctx, accessibility.CommandGetFullAXTree, accessibility.GetFullAXTreeParams{}, &frames[0].tree)
+		mainErr = p.s.Call(ctx, accessibility.CommandGetFullAXTree, accessibility.GetFullAXTreeParams{}, &mainTree)
 	})
+	// frames[0] is the main frame; its tree joins once read. The slice is
+	// complete before any goroutine takes an element's address.
+	frames := []snapFrame{{parent: -1}}
 	tree, treeErr := cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{})
 	if treeErr == nil && tree.FrameTree != nil {
 		frames = appendChildFrames(frames, tree.FrameTree, 0)
@@ -130,6 +133,7 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 		}
 	}
 	wg.Wait()
+	frames[0].tree = mainTree
 	for _, err := range []error{locErr, treeErr, mainErr} {
 		if err != nil {
 			if ctx.Err() != nil {
