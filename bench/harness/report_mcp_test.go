@@ -94,3 +94,17 @@ func TestRenderGuardRatioAgainstNoPolicy(t *testing.T) {
 		t.Errorf("report lacks %q\n%s", want, b.String())
 	}
 }
+
+func TestOwnPageAnswersGiveThePageToRaise(t *testing.T) {
+	devtools := "## Pages\n1: about:blank\n2: bench form (http://127.0.0.1:1/form)\n3: about:blank [selected]\n"
+	if m := devtoolsSelected.FindStringSubmatch(devtools); m == nil || m[1] != "3" {
+		t.Errorf("devtoolsSelected = %v, want page 3", m)
+	}
+	playwright := "### Open tabs\n- 0: [](about:blank)\n- 1: (current) [](about:blank)\n"
+	if m := playwrightCurrent.FindStringSubmatch(playwright); m == nil || m[1] != "1" {
+		t.Errorf("playwrightCurrent = %v, want tab 1", m)
+	}
+	if devtoolsSelected.MatchString("1: about:blank\n") || playwrightCurrent.MatchString("- 0: [](about:blank)\n") {
+		t.Error("a list without a selected or current entry matched")
+	}
+}
