@@ -69,7 +69,8 @@ type SnapshotResult struct {
 
 // Snapshot reads the page's accessibility tree (Accessibility.getFullAXTree,
 // once for the main frame and once per child frame from Page.getFrameTree,
-// the frames read concurrently, at most 8 at once, each placed under its
+// the trees read concurrently once the frame tree is known, at most 8 child
+// frames at once, each placed under its
 // iframe element found with DOM.getFrameOwner) and renders the nodes that
 // carry meaning: ignored nodes and nameless generic containers are flattened
 // into their children, inline text boxes are dropped. Every node with a DOM
@@ -90,9 +91,16 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 		return SnapshotResult{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
 	}
 	var res SnapshotResult
-	// The page's location, its frame tree and the main frame's AX tree are
-	// independent: ask for all three at once, and for each child frame's
-	// tree and owner as soon as the frame tree is known.
+	// Page.getFrameTree goes first and alone: the first command of a call
+	// selects the backend and attaches to the conversation's page, and a
+	// failure there (the conversation's tab closed, say) must end the call
+	// rather than race other first commands into selecting again. The
+	// page's location, the main frame's AX tree and each child frame's tree
+	// and owner are then independent: ask for all of them at once.
+	tree, err := cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return res, wrap(op, err)
+	}
 	var (
 		wg              sync.WaitGroup
 		loc             struct{ URL, Title string }
@@ -106,8 +114,7 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 	// frames[0] is the main frame; its tree joins once read. The slice is
 	// complete before any goroutine takes an element's address.
 	frames := []snapFrame{{parent: -1}}
-	tree, treeErr := cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{})
-	if treeErr == nil && tree.FrameTree != nil {
+	if tree.FrameTree != nil {
 		frames = appendChildFrames(frames, tree.FrameTree, 0)
 	}
 	if len(frames) > 1 {
@@ -134,7 +141,7 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 	}
 	wg.Wait()
 	frames[0].tree = mainTree
-	for _, err := range []error{locErr, treeErr, mainErr} {
+	for _, err := range []error{locErr, mainErr} {
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading the page", Err: ctx.Err()}
