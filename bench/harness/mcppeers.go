@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,10 @@ type MCPStep struct {
 	// Structured is the JSON size of structuredContent per call (0 when the
 	// server sends none).
 	Structured Floats
+	// Failed counts the kept rounds in which the step failed or could not
+	// run because an earlier step failed; Err is the first failure.
+	Failed int
+	Err    string
 }
 
 // MCPResult is one MCP server's row group.
@@ -73,6 +79,9 @@ type MCPResult struct {
 	RSS float64
 	// Cold is spawn → initialize answered.
 	Cold Durations
+	// Stopped, when set, is why the rounds stopped early for this server
+	// (the figures measured until then stay).
+	Stopped string
 }
 
 // Step returns the figures of step (nil when absent).
@@ -105,12 +114,124 @@ type mcpPeer struct {
 	screenshot mcpCall
 	// refRE captures the element ref in a snapshot line.
 	refRE *regexp.Regexp
+	// ownPage opens a page of the server's own once it has started
+	// (untimed) and returns what brings that page to the front and makes it
+	// the server's current page, which runs (untimed) before each of its
+	// rounds: the servers share one browser (port: its debugging port), and
+	// a page left in the background gets no frames, so a screenshot waits
+	// for one until its deadline and input is slow to be handled.
+	ownPage func(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error)
 }
 
 var (
 	bracketRef = regexp.MustCompile(`\[ref=([^\]\s]+)\]`)
 	uidRef     = regexp.MustCompile(`uid=(\S+)`)
+	// devtoolsSelected finds the selected page's id in Chrome DevTools
+	// MCP's page list ("3: about:blank [selected]").
+	devtoolsSelected = regexp.MustCompile(`(?m)^(\d+): .*\[selected\]`)
+	// playwrightCurrent finds the current tab's index in Playwright MCP's
+	// tab list ("- 2: (current) [](about:blank)").
+	playwrightCurrent = regexp.MustCompile(`(?m)^- (\d+): \(current\)`)
 )
+
+// callFront returns a front func that runs c on s.
+func callFront(s *mcpServer, c mcpCall) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, _, _, _, err := s.call(ctx, c)
+		return err
+	}
+}
+
+// devtoolsOwnPage opens a foreground page with new_page (which selects it);
+// its front is select_page with bringToFront for that page.
+func devtoolsOwnPage(ctx context.Context, s *mcpServer, _ int) (func(context.Context) error, error) {
+	text, _, _, _, err := s.call(ctx, mcpCall{"new_page", map[string]any{"url": "about:blank"}})
+	if err != nil {
+		return nil, err
+	}
+	m := devtoolsSelected.FindStringSubmatch(text)
+	if m == nil {
+		return nil, fmt.Errorf("new_page: no selected page in its answer (%.200q)", text)
+	}
+	id, _ := strconv.Atoi(m[1])
+	return callFront(s, mcpCall{"select_page", map[string]any{"pageId": id, "bringToFront": true}}), nil
+}
+
+// playwrightOwnPage opens a tab with browser_tabs new (which makes it
+// current); its front is browser_tabs select (bringToFront) of that index.
+func playwrightOwnPage(ctx context.Context, s *mcpServer, _ int) (func(context.Context) error, error) {
+	text, _, _, _, err := s.call(ctx, mcpCall{"browser_tabs", map[string]any{"action": "new"}})
+	if err != nil {
+		return nil, err
+	}
+	m := playwrightCurrent.FindStringSubmatch(text)
+	if m == nil {
+		return nil, fmt.Errorf("browser_tabs new: no current tab in its answer (%.200q)", text)
+	}
+	idx, _ := strconv.Atoi(m[1])
+	return callFront(s, mcpCall{"browser_tabs", map[string]any{"action": "select", "index": idx}}), nil
+}
+
+// browserchainOwnPage makes cdp-inspect open the conversation's tab (its
+// first call does) on a URL only it has, finds that tab in the browser's
+// /json/list, and brings it to the front with /json/activate: browserchain
+// has no tool that raises a tab, since in the user's own Chrome that would
+// take the window from the user.
+func browserchainOwnPage(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error) {
+	const mark = "data:text/html,browserchain-bench"
+	if _, _, _, _, err := s.call(ctx, mcpCall{"browser_navigate", map[string]any{"url": mark}}); err != nil {
+		return nil, err
+	}
+	var id string
+	err := devtoolsJSON(ctx, port, "/json/list", func(body []byte) error {
+		var targets []struct{ ID, Type, URL string }
+		if err := json.Unmarshal(body, &targets); err != nil {
+			return err
+		}
+		for _, t := range targets {
+			if t.Type == "page" && t.URL == mark {
+				id = t.ID
+			}
+		}
+		if id == "" {
+			return fmt.Errorf("no page at %s in /json/list", mark)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return devtoolsJSON(ctx, port, "/json/activate/"+id, nil)
+	}, nil
+}
+
+// devtoolsJSON GETs path from the browser's DevTools HTTP endpoint and
+// hands the body to read (nil: the status is enough).
+func devtoolsJSON(ctx context.Context, port int, path string, read func([]byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %.200s", path, resp.Status, body)
+	}
+	if read != nil {
+		return read(body)
+	}
+	return nil
+}
 
 const extractJS = "() => document.getElementById('out').textContent"
 
@@ -143,6 +264,7 @@ func mcpPeers(mcpBin, shotDir string) []mcpPeer {
 			extract:    mcpCall{"browser_extract", map[string]any{"selector": "#out"}},
 			screenshot: mcpCall{"browser_screenshot", map[string]any{}},
 			refRE:      bracketRef,
+			ownPage:    browserchainOwnPage,
 		},
 		{
 			name: MCPChromeDevTools,
@@ -161,6 +283,7 @@ func mcpPeers(mcpBin, shotDir string) []mcpPeer {
 			extract:    mcpCall{"evaluate_script", map[string]any{"function": extractJS}},
 			screenshot: mcpCall{"take_screenshot", map[string]any{}},
 			refRE:      uidRef,
+			ownPage:    devtoolsOwnPage,
 		},
 		{
 			name: MCPPlaywright,
@@ -182,6 +305,7 @@ func mcpPeers(mcpBin, shotDir string) []mcpPeer {
 			extract:    mcpCall{"browser_evaluate", map[string]any{"function": extractJS}},
 			screenshot: mcpCall{"browser_take_screenshot", map[string]any{"type": "png", "scale": "css"}},
 			refRE:      bracketRef,
+			ownPage:    playwrightOwnPage,
 		},
 	}
 }
@@ -231,6 +355,8 @@ type mcpServer struct {
 	cmd     *exec.Cmd
 	session *mcp.ClientSession
 	stderr  *tailBuffer
+	// front brings the peer's own page to the front before each round.
+	front func(context.Context) error
 }
 
 // startMCP spawns argv and runs the MCP initialize handshake; it returns the
@@ -275,7 +401,7 @@ func (s *mcpServer) close() {
 // call runs one tool call and returns its text, the bytes it returned to
 // the model and the size of its structured content.
 func (s *mcpServer) call(ctx context.Context, c mcpCall) (text string, n, structured int, d time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
 	defer cancel()
 	t0 := time.Now()
 	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
@@ -310,6 +436,11 @@ func (s *mcpServer) call(ctx context.Context, c mcpCall) (text string, n, struct
 	}
 	return b.String(), n, structured, d, nil
 }
+
+// mcpCallTimeout bounds one tool call of the MCP comparison: a step that
+// takes longer counts as failed (the slowest healthy step, the 5,000-element
+// snapshot, takes about a second).
+const mcpCallTimeout = 20 * time.Second
 
 // MCPOptions are the sample counts of the MCP comparison.
 type MCPOptions struct {
@@ -399,10 +530,20 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 		}
 		if len(missing) > 0 {
 			fail(i, fmt.Errorf("tools/list lacks %s", strings.Join(missing, ", ")))
+			continue
+		}
+		if p.ownPage != nil {
+			front, err := p.ownPage(ctx, s, ch.Port)
+			if err != nil {
+				fail(i, fmt.Errorf("opening a page of its own: %w", err))
+				continue
+			}
+			s.front = front
 		}
 	}
 
 	order := newRounds(len(peers))
+	stopped := make([]bool, len(peers))
 	for n := 0; n < o.Warmup+o.Rounds; n++ {
 		Progress("mcp: round %d of %d", n+1, o.Warmup+o.Rounds)
 		for _, i := range order.next() {
@@ -415,6 +556,16 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if servers[i] != nil && results[i].brokenSteps() {
+				// The same step failed twice: later rounds would spend a
+				// timeout on it each; what was measured stays reported.
+				results[i].Stopped = "after round " + strconv.Itoa(n+1) + ": a step failed in two rounds"
+				Progress("mcp: %s stops %s", peers[i].name, results[i].Stopped)
+				results[i].RSS = treeRSS(servers[i].cmd.Process.Pid)
+				servers[i].close()
+				servers[i] = nil
+				stopped[i] = true
+			}
 		}
 	}
 	for i, s := range servers {
@@ -426,7 +577,7 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 	// sample is the start above.
 	for c := 1; c < o.Cold; c++ {
 		for _, i := range order.next() {
-			if servers[i] == nil {
+			if servers[i] == nil && !stopped[i] {
 				continue
 			}
 			argv, _ := peers[i].command(ch.Port)
@@ -442,13 +593,30 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 	return results, nil
 }
 
-// runMCPScenario runs the scenario once on s; keep records the figures.
+// errSkipped marks a step that did not run because one it needs failed.
+var errSkipped = errors.New("not run: an earlier step of the round failed")
+
+// runMCPScenario runs the scenario once on s; keep records the figures. A
+// failing step is recorded on its row (with the steps that need its answer)
+// and the round goes on with the steps that do not; the error returned is
+// one that leaves the server unusable (its session gone).
 func runMCPScenario(ctx context.Context, s *mcpServer, fix *Fixtures, r *MCPResult, keep bool) error {
 	p := s.peer
+	failed := func(step string, err error) {
+		if !keep {
+			return
+		}
+		m := r.Step(step)
+		m.Failed++
+		if m.Err == "" {
+			m.Err = err.Error()
+		}
+	}
 	record := func(step string, c mcpCall) (string, error) {
 		text, n, st, d, err := s.call(ctx, c)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", step, err)
+			failed(step, err)
+			return "", err
 		}
 		if keep {
 			m := r.Step(step)
@@ -458,46 +626,88 @@ func runMCPScenario(ctx context.Context, s *mcpServer, fix *Fixtures, r *MCPResu
 		}
 		return text, nil
 	}
+	gone := func(err error) bool {
+		return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, context.Canceled) && ctx.Err() != nil
+	}
+	skip := func(steps ...string) {
+		for _, st := range steps {
+			failed(st, errSkipped)
+		}
+	}
+	if s.front != nil {
+		if err := s.front(ctx); err != nil {
+			if gone(err) {
+				return err
+			}
+			skip(MCPSteps...)
+			return nil
+		}
+	}
+	form := []string{StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot}
 	if _, err := record(StepNavigate, p.navigate(fix.URL(PageForm))); err != nil {
-		return err
-	}
-	snap, err := record(StepSnapshot, p.snapshot)
-	if err != nil {
-		return err
-	}
-	field, err := findRef(p.refRE, snap, "textbox", "Display name")
-	if err != nil {
-		return fmt.Errorf("%s: %w", StepSnapshot, err)
-	}
-	button, err := findRef(p.refRE, snap, "button", "Apply")
-	if err != nil {
-		return fmt.Errorf("%s: %w", StepSnapshot, err)
-	}
-	if _, err := record(StepType, p.typeText(field, FormText)); err != nil {
-		return err
-	}
-	if _, err := record(StepClick, p.click(button)); err != nil {
-		return err
-	}
-	out, err := record(StepExtract, p.extract)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(out, FormResult) {
-		return fmt.Errorf("%s: the page shows no %q after type and click (got %.200q)", StepExtract, FormResult, out)
-	}
-	if _, err := record(StepScreenshot, p.screenshot); err != nil {
-		return err
+		if gone(err) {
+			return err
+		}
+		skip(form...)
+	} else {
+		formSteps(s, record, failed, skip)
 	}
 	for _, pg := range []struct{ path, step string }{{PageArticle, StepArticle}, {PageBig, StepBig}} {
 		if _, _, _, _, err := s.call(ctx, p.navigate(fix.URL(pg.path))); err != nil {
-			return fmt.Errorf("navigate %s: %w", pg.path, err)
+			if gone(err) {
+				return err
+			}
+			failed(pg.step, fmt.Errorf("navigate %s: %w", pg.path, err))
+			continue
 		}
-		if _, err := record(pg.step, p.snapshot); err != nil {
+		if _, err := record(pg.step, p.snapshot); err != nil && gone(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// formSteps runs the form page's steps after its navigation: snapshot,
+// type, click, extract (which checks what the page shows) and screenshot.
+func formSteps(s *mcpServer, record func(string, mcpCall) (string, error), failed func(string, error), skip func(...string)) {
+	p := s.peer
+	defer func() { _, _ = record(StepScreenshot, p.screenshot) }()
+	snap, err := record(StepSnapshot, p.snapshot)
+	if err != nil {
+		skip(StepType, StepClick, StepExtract)
+		return
+	}
+	field, err := findRef(p.refRE, snap, "textbox", "Display name")
+	if err == nil {
+		var button string
+		if button, err = findRef(p.refRE, snap, "button", "Apply"); err == nil {
+			if _, err = record(StepType, p.typeText(field, FormText)); err != nil {
+				skip(StepClick, StepExtract)
+				return
+			}
+			if _, err = record(StepClick, p.click(button)); err != nil {
+				skip(StepExtract)
+				return
+			}
+			out, err := record(StepExtract, p.extract)
+			if err == nil && !strings.Contains(out, FormResult) {
+				failed(StepExtract, fmt.Errorf("the page shows no %q after type and click (got %.200q)", FormResult, out))
+			}
+			return
+		}
+	}
+	failed(StepType, fmt.Errorf("%s: %w", StepSnapshot, err))
+	skip(StepClick, StepExtract)
+}
+
+// brokenSteps reports whether a step failed in two kept rounds.
+func (r *MCPResult) brokenSteps() bool {
+	for _, st := range r.Steps {
+		if st.Failed >= 2 && !strings.HasPrefix(st.Err, errSkipped.Error()) {
+			return true
+		}
+	}
+	return false
 }
 
 // treeRSS sums VmRSS (bytes) of pid and its descendants.

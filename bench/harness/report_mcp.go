@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // cell makes s safe inside a Markdown table cell (one line, no bare pipe).
@@ -87,8 +88,13 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 		"%d rounds after warm-up; each round runs the whole scenario once per server, the servers in an order "+
 		"shuffled per round. **Bytes** is what a call returns to the model: the text of its text content plus the "+
 		"base64 of its images; **structured** is the JSON size of `structuredContent` (a client that passes both to "+
-		"the model pays both). Baseline: browserchain.\n\n", ArticleWords, BigElements, rounds)
-	p("| step | server | n | median | p99 | median vs browserchain | bytes (median) | structured (median) |\n|---|---|---|---|---|---|---|---|\n")
+		"the model pays both). Each server drives a page of its own, brought to the front before each of its rounds "+
+		"(Chrome DevTools MCP: `new_page`, then `select_page` with `bringToFront`; Playwright MCP: `browser_tabs` "+
+		"new, then select; browserchain: the tab cdp-inspect opens for its conversation), untimed. A call that "+
+		"errs or takes longer than %s fails its step; **failed** counts the rounds in which the step failed or "+
+		"could not run because a step it needs failed, with the first reason. Baseline: browserchain.\n\n",
+		ArticleWords, BigElements, rounds, mcpCallTimeout)
+	p("| step | server | n | median | p99 | median vs browserchain | bytes (median) | structured (median) | failed |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, step := range MCPSteps {
 		for i := range r.MCP {
 			m := &r.MCP[i]
@@ -96,7 +102,15 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 				continue
 			}
 			st := m.Step(step)
-			if st == nil || len(st.D) == 0 {
+			if st == nil || len(st.D) == 0 && st.Failed == 0 {
+				continue
+			}
+			failed := "0"
+			if st.Failed > 0 {
+				failed = fmt.Sprintf("%d: %s", st.Failed, cell(truncate(st.Err, 160)))
+			}
+			if len(st.D) == 0 {
+				p("| %s | %s | 0 | n/a | n/a | n/a | n/a | n/a | %s |\n", step, m.Server, failed)
 				continue
 			}
 			rel := "×1.00 (baseline)"
@@ -110,8 +124,8 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 			if st.Structured.Max() > 0 {
 				structured = bytesf(st.Structured.Median())
 			}
-			p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", step, m.Server, len(st.D), ms(st.D.Median()), ms(st.D.P99()),
-				rel, bytesf(st.Bytes.Median()), structured)
+			p("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", step, m.Server, len(st.D), ms(st.D.Median()), ms(st.D.P99()),
+				rel, bytesf(st.Bytes.Median()), structured, failed)
 		}
 	}
 	p("\nPer server: its tools (tools/list), its resident memory after the rounds (`VmRSS` of the process and its " +
@@ -129,10 +143,25 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 				total += st.Bytes.Median()
 			}
 		}
-		p("| %s | %d | %s | %s | %s | %d | %s | measured |\n", m.Server, m.Tools, mib(m.RSS), ms(m.Cold.Median()),
-			ms(m.Cold.P99()), len(m.Cold), bytesf(total))
+		status := "measured"
+		if m.Stopped != "" {
+			status = "measured; rounds stopped " + cell(m.Stopped)
+		}
+		p("| %s | %d | %s | %s | %s | %d | %s | %s |\n", m.Server, m.Tools, mib(m.RSS), ms(m.Cold.Median()),
+			ms(m.Cold.P99()), len(m.Cold), bytesf(total), status)
 	}
 	p("\n")
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func toolsCell(n int) string {

@@ -58,6 +58,30 @@ func TestRenderMCPShowsUnavailablePeerAndRatios(t *testing.T) {
 	}
 }
 
+func TestRenderMCPShowsAFailedStepOnItsRow(t *testing.T) {
+	r := &Results{MCP: []MCPResult{
+		{Server: MCPBrowserchain, Tools: 16, Cold: same(1, time.Millisecond),
+			Steps: []MCPStep{{Step: StepScreenshot, D: same(2, 50*time.Millisecond), Bytes: Floats{100, 100}, Structured: Floats{0, 0}}}},
+		{Server: MCPChromeDevTools, Tools: 29, Cold: same(1, time.Millisecond), Stopped: "after round 2: a step failed in two rounds",
+			Steps: []MCPStep{
+				{Step: StepNavigate, D: same(2, 20*time.Millisecond), Bytes: Floats{10, 10}, Structured: Floats{0, 0}},
+				{Step: StepScreenshot, Failed: 2, Err: "take_screenshot: context deadline exceeded"},
+			}},
+	}}
+	var b strings.Builder
+	r.Render(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| " + StepScreenshot + " | " + MCPChromeDevTools + " | 0 | n/a | n/a | n/a | n/a | n/a | 2: take_screenshot: context deadline exceeded |",
+		"| " + StepScreenshot + " | " + MCPBrowserchain + " | 2 | 50.0 ms | 50.0 ms | ×1.00 (baseline) | 100 B | none | 0 |",
+		"| measured; rounds stopped after round 2: a step failed in two rounds |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q\n%s", want, out)
+		}
+	}
+}
+
 func TestRenderGuardRatioAgainstNoPolicy(t *testing.T) {
 	r := &Results{Guard: []GuardResult{
 		{Backend: GuardInspect, D: same(20, 8*time.Millisecond)},
@@ -68,5 +92,19 @@ func TestRenderGuardRatioAgainstNoPolicy(t *testing.T) {
 	want := "| cdp-inspect | allow-list (fixture host) | 20 | 12.0 ms | 12.0 ms | ×1.50 | +4.000 ms |"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("report lacks %q\n%s", want, b.String())
+	}
+}
+
+func TestOwnPageAnswersGiveThePageToRaise(t *testing.T) {
+	devtools := "## Pages\n1: about:blank\n2: bench form (http://127.0.0.1:1/form)\n3: about:blank [selected]\n"
+	if m := devtoolsSelected.FindStringSubmatch(devtools); m == nil || m[1] != "3" {
+		t.Errorf("devtoolsSelected = %v, want page 3", m)
+	}
+	playwright := "### Open tabs\n- 0: [](about:blank)\n- 1: (current) [](about:blank)\n"
+	if m := playwrightCurrent.FindStringSubmatch(playwright); m == nil || m[1] != "1" {
+		t.Errorf("playwrightCurrent = %v, want tab 1", m)
+	}
+	if devtoolsSelected.MatchString("1: about:blank\n") || playwrightCurrent.MatchString("- 0: [](about:blank)\n") {
+		t.Error("a list without a selected or current entry matched")
 	}
 }

@@ -17,10 +17,13 @@
 //   - Navigate waits for Page.loadEventFired / Page.frameStoppedLoading of
 //     the navigated frame; it never polls. HTTP redirects resolve inside the
 //     navigation and the final URL is reported.
-//   - Snapshot renders Accessibility.getFullAXTree of every frame it can read;
-//     each node's ref is "e<backendDOMNodeId>", valid across calls while the
-//     node lives, accepted by Click, Type, Hover, Scroll, SelectOption,
-//     PressKey and Extract.
+//   - Snapshot renders Accessibility.getFullAXTree of every frame it can read
+//     (read concurrently), each child frame under its iframe element, in
+//     document order; each node's ref is "e<backendDOMNodeId>", valid across
+//     calls while the node lives, accepted by Click, Type, Hover, Scroll,
+//     SelectOption, PressKey and Extract. It is complete up to
+//     DefaultSnapshotMaxNodes nodes unless MaxNodes says otherwise; a tree
+//     cut there ends its text with a line that says so.
 //   - Mouse and key input is Input.dispatchMouseEvent / dispatchKeyEvent at
 //     the centre of the element's box (DOM.scrollIntoViewIfNeeded,
 //     DOM.getBoxModel).

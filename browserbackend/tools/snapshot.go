@@ -2,21 +2,26 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 )
 
 // Snapshot limits.
 const (
-	// DefaultSnapshotMaxNodes bounds the rendered nodes when MaxNodes is 0.
-	DefaultSnapshotMaxNodes = 1500
+	// DefaultSnapshotMaxNodes bounds the rendered nodes when MaxNodes is 0:
+	// large enough for a page of several thousand elements to come whole.
+	DefaultSnapshotMaxNodes = 10000
 	// MaxSnapshotNodes is the largest MaxNodes accepted.
-	MaxSnapshotNodes = 10000
+	MaxSnapshotNodes = 50000
+	// snapshotFrameFetches bounds the child frames read at once.
+	snapshotFrameFetches = 8
 )
 
 // SnapshotInput is the browser_snapshot tool input.
@@ -24,7 +29,8 @@ type SnapshotInput struct {
 	BrowserMode string `json:"browser_mode,omitempty"`
 	TimeoutMs   int    `json:"timeout_ms,omitempty"`
 	// MaxNodes bounds the rendered nodes (default DefaultSnapshotMaxNodes,
-	// max MaxSnapshotNodes); the rest is cut and Truncated set.
+	// max MaxSnapshotNodes); the rest is cut, Truncated set and the Text
+	// ends with a line saying so.
 	MaxNodes int `json:"max_nodes,omitempty"`
 }
 
@@ -47,9 +53,13 @@ type SnapshotResult struct {
 	Title string `json:"title"`
 	// Text is the tree as indented lines, e.g.
 	//   - button "Send" [ref=e42]
+	// A child frame's tree follows its iframe element's line, under a line
+	//   - frame "https://…"
+	// one level deeper. When MaxNodes cut the tree, the last line is
+	//   [snapshot cut at N nodes: …]
 	Text  string         `json:"text"`
 	Nodes []SnapshotNode `json:"nodes"`
-	// Truncated is true when MaxNodes cut the tree.
+	// Truncated is true when MaxNodes cut the tree (the Text says so too).
 	Truncated bool `json:"truncated,omitempty"`
 	// SkippedFrames lists child frames whose tree could not be read (for
 	// example an out-of-process cross-site frame), with the reason.
@@ -58,11 +68,19 @@ type SnapshotResult struct {
 }
 
 // Snapshot reads the page's accessibility tree (Accessibility.getFullAXTree,
-// once for the main frame and once per child frame from Page.getFrameTree)
-// and renders the nodes that carry meaning: ignored nodes and nameless
-// generic containers are flattened into their children, inline text boxes are
-// dropped. Every node with a DOM node gets a ref ("e<backendDOMNodeId>") that
-// Click, Type, Hover, SelectOption, Extract … accept.
+// once for the main frame and once per child frame from Page.getFrameTree,
+// the trees read concurrently once the frame tree is known, at most 8 child
+// frames at once, each placed under its
+// iframe element found with DOM.getFrameOwner) and renders the nodes that
+// carry meaning: ignored nodes and nameless generic containers are flattened
+// into their children, inline text boxes are dropped. Every node with a DOM
+// node gets a ref ("e<backendDOMNodeId>") that Click, Type, Hover,
+// SelectOption, Extract … accept. A frame whose tree cannot be read is listed
+// in SkippedFrames; a frame whose iframe element is not in its parent's tree
+// is rendered after the main tree, at depth 0.
+//
+// Errors: CodeInvalidInput for MaxNodes out of range, CodeTimeout when ctx
+// ends while reading, otherwise the backend's error wrapped (TOOL-1).
 func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
 	const op = "snapshot"
 	max := in.MaxNodes
@@ -73,128 +91,222 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 		return SnapshotResult{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
 	}
 	var res SnapshotResult
-	var loc struct{ URL, Title string }
-	if err := p.evaluate(ctx, op, `({URL: location.href, Title: document.title})`, false, &loc); err != nil {
-		return res, err
-	}
-	res.URL, res.Title = loc.URL, loc.Title
-
+	// Page.getFrameTree goes first and alone: the first command of a call
+	// selects the backend and attaches to the conversation's page, and a
+	// failure there (the conversation's tab closed, say) must end the call
+	// rather than race other first commands into selecting again. The
+	// page's location, the main frame's AX tree and each child frame's tree
+	// and owner are then independent: ask for all of them at once.
 	tree, err := cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return res, wrap(op, err)
 	}
-	r := renderer{max: max}
-	main, err := cdp.Call(ctx, p.s, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
-	if err != nil {
-		return res, wrap(op, err)
-	}
-	r.render(main.Nodes, "")
+	var (
+		wg              sync.WaitGroup
+		loc             struct{ URL, Title string }
+		locErr, mainErr error
+		mainTree        axTree
+	)
+	wg.Go(func() { locErr = p.evaluate(ctx, op, `({URL: location.href, Title: document.title})`, false, &loc) })
+	wg.Go(func() {
+		mainErr = p.s.Call(ctx, accessibility.CommandGetFullAXTree, accessibility.GetFullAXTreeParams{}, &mainTree)
+	})
+	// frames[0] is the main frame; its tree joins once read. The slice is
+	// complete before any goroutine takes an element's address.
+	frames := []snapFrame{{parent: -1}}
 	if tree.FrameTree != nil {
-		var walk func(ft *page.FrameTree)
-		walk = func(ft *page.FrameTree) {
-			for _, child := range ft.ChildFrames {
-				if child.Frame == nil {
-					continue
-				}
-				if ctx.Err() != nil || r.truncated {
+		frames = appendChildFrames(frames, tree.FrameTree, 0)
+	}
+	if len(frames) > 1 {
+		sem := make(chan struct{}, snapshotFrameFetches)
+		for i := 1; i < len(frames); i++ {
+			f := &frames[i]
+			wg.Go(func() {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					f.err = ctx.Err()
 					return
 				}
-				sub, err := cdp.Call(ctx, p.s, accessibility.GetFullAXTree,
-					accessibility.GetFullAXTreeParams{FrameID: child.Frame.ID})
-				if err != nil {
-					res.SkippedFrames = append(res.SkippedFrames, child.Frame.URL+": "+err.Error())
-				} else {
-					r.render(sub.Nodes, child.Frame.URL)
+				defer func() { <-sem }()
+				f.err = p.s.Call(ctx, accessibility.CommandGetFullAXTree,
+					accessibility.GetFullAXTreeParams{FrameID: f.id}, &f.tree)
+				if f.err == nil {
+					if o, err := cdp.Call(ctx, p.s, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: f.id}); err == nil {
+						f.owner = o.BackendNodeID
+					}
 				}
-				walk(child)
-			}
+			})
 		}
-		walk(tree.FrameTree)
+	}
+	wg.Wait()
+	frames[0].tree = mainTree
+	for _, err := range []error{locErr, mainErr} {
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading the page", Err: ctx.Err()}
+			}
+			return res, wrap(op, err)
+		}
 	}
 	if ctx.Err() != nil {
 		return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading frames", Err: ctx.Err()}
 	}
+	res.URL, res.Title = loc.URL, loc.Title
+	for _, f := range frames[1:] {
+		if f.err != nil {
+			res.SkippedFrames = append(res.SkippedFrames, f.url+": "+f.err.Error())
+		}
+	}
+	r := newRenderer(max, frames)
+	r.renderFrames()
 	res.Nodes, res.Truncated = r.nodes, r.truncated
 	res.Text = r.b.String()
 	return res, nil
+}
+
+// snapFrame is one frame of a snapshot: the main frame (index 0) or a child
+// frame, with the index of its parent frame and its iframe element.
+type snapFrame struct {
+	id     cdp.FrameID
+	url    string
+	parent int
+	owner  cdp.BackendNodeID
+	tree   axTree
+	err    error
+}
+
+// appendChildFrames appends ft's child frames, depth first in the order of
+// the frame tree, with parent as the index of ft's frame.
+func appendChildFrames(frames []snapFrame, ft *page.FrameTree, parent int) []snapFrame {
+	for _, child := range ft.ChildFrames {
+		if child == nil || child.Frame == nil {
+			continue
+		}
+		frames = append(frames, snapFrame{id: child.Frame.ID, url: child.Frame.URL, parent: parent})
+		frames = appendChildFrames(frames, child, len(frames)-1)
+	}
+	return frames
+}
+
+// ownerKey names an iframe element: the frame whose tree holds it and its
+// backend node id.
+type ownerKey struct {
+	frame int
+	node  cdp.BackendNodeID
 }
 
 type renderer struct {
 	max       int
 	nodes     []SnapshotNode
 	b         strings.Builder
+	scratch   []byte
 	truncated bool
+	frames    []snapFrame
+	owners    map[ownerKey][]int
+	placed    []bool
 }
 
-// skipRoles are dropped with their subtree; flatRoles are replaced by their
-// children unless they carry a name.
-var (
-	skipRoles = map[string]bool{"InlineTextBox": true, "LineBreak": true}
-	flatRoles = map[string]bool{"generic": true, "none": true, "presentation": true, "GenericContainer": true}
-)
-
-func axString(v *accessibility.Value) string {
-	if v == nil || len(v.Value) == 0 {
-		return ""
-	}
-	var s any
-	if json.Unmarshal(v.Value, &s) != nil {
-		return ""
-	}
-	switch x := s.(type) {
-	case string:
-		return strings.Join(strings.Fields(x), " ")
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
-func (r *renderer) render(nodes []*accessibility.Node, frameURL string) {
-	byID := make(map[accessibility.NodeID]*accessibility.Node, len(nodes))
-	for _, n := range nodes {
-		byID[n.NodeID] = n
-	}
-	depth0 := 0
-	if frameURL != "" {
-		r.line(SnapshotNode{Role: "frame", Name: frameURL, Depth: 0})
-		depth0 = 1
-	}
-	var visit func(n *accessibility.Node, depth int)
-	visit = func(n *accessibility.Node, depth int) {
-		if r.truncated {
-			return
+func newRenderer(max int, frames []snapFrame) *renderer {
+	r := &renderer{max: max, frames: frames, placed: make([]bool, len(frames))}
+	total := 0
+	for i, f := range frames {
+		total += len(f.tree.nodes)
+		if i > 0 && f.err == nil && f.owner != 0 {
+			if r.owners == nil {
+				r.owners = map[ownerKey][]int{}
+			}
+			k := ownerKey{f.parent, f.owner}
+			r.owners[k] = append(r.owners[k], i)
 		}
-		role, name := axString(n.Role), axString(n.Name)
-		if skipRoles[role] {
+	}
+	n := min(total, max)
+	r.nodes = make([]SnapshotNode, 0, n)
+	r.b.Grow(n * 40)
+	return r
+}
+
+// renderFrames renders the main frame, each child frame under its iframe
+// element, then the frames whose element was not found.
+func (r *renderer) renderFrames() {
+	r.renderFrame(0, 0)
+	for i := 1; i < len(r.frames); i++ {
+		if !r.placed[i] && r.frames[i].err == nil {
+			r.renderFrame(i, 0)
+		}
+	}
+	if r.truncated {
+		fmt.Fprintf(&r.b, "[snapshot cut at %d nodes: the page has more; pass a larger max_nodes (up to %d) to see it]\n",
+			r.max, MaxSnapshotNodes)
+	}
+}
+
+// skipRole reports roles dropped with their subtree; flatRole those replaced
+// by their children unless they carry a name.
+func skipRole(role string) bool { return role == "InlineTextBox" || role == "LineBreak" }
+
+func flatRole(role string) bool {
+	switch role {
+	case "generic", "none", "presentation", "GenericContainer":
+		return true
+	}
+	return false
+}
+
+// renderFrame renders frame fi's tree with its root nodes at depth; a child
+// frame gets its "frame" line first.
+func (r *renderer) renderFrame(fi, depth int) {
+	r.placed[fi] = true
+	f := &r.frames[fi]
+	frameURL := ""
+	if fi > 0 {
+		frameURL = f.url
+		r.line(SnapshotNode{Role: "frame", Name: f.url, Depth: depth})
+		depth++
+	}
+	t := &f.tree
+	index := make(map[int64]int32, len(t.nodes))
+	for i := range t.nodes {
+		index[t.nodes[i].id] = int32(i)
+	}
+	var visit func(n *axNode, depth int)
+	visit = func(n *axNode, depth int) {
+		if r.truncated || skipRole(n.role) {
 			return
 		}
 		next := depth
-		show := !n.Ignored && !(flatRoles[role] && name == "") && role != "RootWebArea" && role != "WebArea"
-		if role == "StaticText" {
+		role, name := n.role, n.name
+		show := !n.ignored && !(flatRole(role) && name == "") && role != "RootWebArea" && role != "WebArea"
+		if show && role == "StaticText" && n.hasParent {
 			// A text node repeating its parent's name adds nothing.
-			if p := byID[n.ParentID]; p != nil && axString(p.Name) == name {
+			if pi, ok := index[n.parent]; ok && t.nodes[pi].name == name {
 				show = false
 			}
 		}
 		if show {
-			sn := SnapshotNode{Role: role, Name: name, Value: axString(n.Value), Depth: depth, Frame: frameURL}
-			if n.BackendDOMNodeID != 0 && role != "StaticText" {
-				sn.Ref = Ref(n.BackendDOMNodeID)
+			sn := SnapshotNode{Role: role, Name: name, Value: n.value, Depth: depth, Frame: frameURL}
+			if n.backend != 0 && role != "StaticText" {
+				sn.Ref = Ref(n.backend)
 			}
 			r.line(sn)
 			next = depth + 1
 		}
-		for _, id := range n.ChildIDs {
-			if c := byID[id]; c != nil {
-				visit(c, next)
+		for _, id := range t.kids[n.kid0 : n.kid0+n.nkids] {
+			if ci, ok := index[id]; ok {
+				visit(&t.nodes[ci], next)
+			}
+		}
+		if n.backend != 0 && r.owners != nil {
+			for _, child := range r.owners[ownerKey{fi, n.backend}] {
+				if !r.placed[child] {
+					r.renderFrame(child, next)
+				}
 			}
 		}
 	}
-	for _, n := range nodes {
-		if n.ParentID == "" {
-			visit(n, depth0)
+	for i := range t.nodes {
+		if !t.nodes[i].hasParent {
+			visit(&t.nodes[i], depth)
 		}
 	}
 }
@@ -205,21 +317,30 @@ func (r *renderer) line(n SnapshotNode) {
 		return
 	}
 	r.nodes = append(r.nodes, n)
-	r.b.WriteString(strings.Repeat("  ", n.Depth))
-	r.b.WriteString("- ")
+	b := r.scratch[:0]
+	for range n.Depth {
+		b = append(b, "  "...)
+	}
+	b = append(b, "- "...)
 	if n.Role == "StaticText" {
-		r.b.WriteString("text")
+		b = append(b, "text"...)
 	} else {
-		r.b.WriteString(n.Role)
+		b = append(b, n.Role...)
 	}
 	if n.Name != "" {
-		fmt.Fprintf(&r.b, " %q", n.Name)
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, n.Name)
 	}
 	if n.Value != "" {
-		fmt.Fprintf(&r.b, " value=%q", n.Value)
+		b = append(b, " value="...)
+		b = strconv.AppendQuote(b, n.Value)
 	}
 	if n.Ref != "" {
-		fmt.Fprintf(&r.b, " [ref=%s]", n.Ref)
+		b = append(b, " [ref="...)
+		b = append(b, n.Ref...)
+		b = append(b, ']')
 	}
-	r.b.WriteByte('\n')
+	b = append(b, '\n')
+	r.b.Write(b)
+	r.scratch = b
 }

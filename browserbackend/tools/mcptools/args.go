@@ -36,7 +36,7 @@ type NavigateArgs struct {
 
 // SnapshotArgs is the browser_snapshot input.
 type SnapshotArgs struct {
-	MaxNodes int `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 10000; 0 or omitted means 1500. Larger trees are cut and marked truncated."`
+	MaxNodes int `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
 	Common
 }
 

@@ -29,10 +29,8 @@ func navigateText(r tools.NavigateResult) string {
 func snapshotText(r tools.SnapshotResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Page %s — %q (backend %s)\n", r.URL, r.Title, r.Backend)
+	// The tree's text ends with its own line when max_nodes cut it.
 	b.WriteString(r.Text)
-	if r.Truncated {
-		b.WriteString("\n[snapshot truncated: raise max_nodes to see more]")
-	}
 	for _, f := range r.SkippedFrames {
 		fmt.Fprintf(&b, "\n[frame not read: %s]", f)
 	}
