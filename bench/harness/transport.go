@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -231,21 +230,30 @@ func startRemoteExtension(ctx context.Context, root string, s *Server, known map
 		return "", stop, err
 	}
 	defer cdp.Close()
-	if err := cdp.AttachNewTab(ctx, "chrome-extension://"+ExtensionID+"/popup.html"); err != nil {
+	// The popup page, loaded (Page.navigate answers once it is committed),
+	// asks the worker to pair.
+	if err := cdp.AttachNewTab(ctx, "about:blank"); err != nil {
+		return "", stop, err
+	}
+	nav, _ := json.Marshal(map[string]any{"url": "chrome-extension://" + ExtensionID + "/popup.html"})
+	if _, err := cdp.Send(ctx, "Page.navigate", nav); err != nil {
 		return "", stop, err
 	}
 	expr, _ := json.Marshal(map[string]any{"awaitPromise": true, "returnByValue": true,
-		"expression": fmt.Sprintf(`chrome.runtime.sendMessage({type: 'remote.pair', link: %q}).then((r) => (r && r.error) || '')`, link.URL)})
+		"expression": fmt.Sprintf(`new Promise((r) => document.readyState === 'complete' ? r() : addEventListener('load', () => r()))
+			.then(() => chrome.runtime.sendMessage({type: 'remote.pair', link: %q}))
+			.then((r) => (r && r.error) || 'paired')`, link.URL)})
 	out, err := cdp.Send(ctx, "Runtime.evaluate", expr)
 	if err != nil {
 		return "", stop, err
 	}
 	var r struct {
-		Result struct{ Value string }
+		Result           struct{ Value string }
+		ExceptionDetails json.RawMessage
 	}
 	_ = json.Unmarshal(out, &r)
-	if r.Result.Value != "" {
-		return "", stop, errors.New("benchreport: remote pairing: " + r.Result.Value)
+	if r.Result.Value != "paired" {
+		return "", stop, fmt.Errorf("benchreport: remote pairing: %q %s", r.Result.Value, r.ExceptionDetails)
 	}
 	id, err := s.waitNewClient(ctx, wire.InterfaceChromeExtension, known)
 	return id, stop, err

@@ -309,10 +309,16 @@ func run() error {
 		})
 	}
 	if err == nil {
-		err = phase("transport", func() (err error) {
-			// Three browsers of its own, one per extension transport.
-			res.Transport, err = harness.MeasureTransport(ctx, *root, n.rounds, n.warmup)
-			return err
+		err = phase("transport", func() error {
+			// Three browsers of its own, one per extension transport. A
+			// failure leaves the section out rather than the whole report.
+			t, terr := harness.MeasureTransport(ctx, *root, n.rounds, n.warmup)
+			if terr != nil {
+				harness.Progress("transport phase skipped: %v", terr)
+				return nil
+			}
+			res.Transport = t
+			return nil
 		})
 	}
 	if err != nil {
