@@ -95,6 +95,20 @@
 // request pending and the socket open. Closing the socket affects no pending
 // request: a client may always fall back to the POST route.
 //
+// Subscribed mode (SocketOptions.Subscriber set): an auth message with
+// "subscribe":true (plus "interfaceId", "machineName", "lastEventId", the
+// values of GET /v1/events' headers) makes the socket the client's hub
+// stream, answered {"type":"ready","clientId","subscribed":true}. It then
+// carries everything in the remote device socket's framing (package
+// hostproxy/remote; HandleClientFrame is the one handler of both): hub
+// events as {"type":"assistant_event","event":<envelope>}, and from the
+// client results plus {"type":"host_browser_event",…} and
+// {"type":"host_browser_session_invalidated",…}. Its end ends the
+// registration, failing the client's commands in flight as a dropped
+// stream does. A server without a Subscriber answers ready without
+// "subscribed", so a client keeps SSE + POST, which clients that speak only
+// that (the Vellum extension) always use.
+//
 // # Events and tabs (WIRE-4)
 //
 // Events go to the subscribers (SEL-14) of the backends bound to the posting

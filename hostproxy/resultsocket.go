@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 
 	"github.com/coder/websocket"
@@ -20,6 +21,10 @@ import (
 // DefaultSocketAuthTimeout is how long ResultSocketHandler waits for the
 // auth message when SocketOptions.AuthTimeout is zero.
 const DefaultSocketAuthTimeout = 5 * time.Second
+
+// DefaultSocketPingInterval is how often a subscribed result socket pings
+// its client when SocketOptions.PingInterval is zero.
+const DefaultSocketPingInterval = 7 * time.Second
 
 // socketWriteTimeout bounds each reply written on a result socket; a client
 // that does not read its replies for this long loses the socket.
@@ -50,6 +55,24 @@ type SocketOptions struct {
 	// AuthTimeout bounds the wait for the auth message; 0 means
 	// DefaultSocketAuthTimeout (5 s).
 	AuthTimeout time.Duration
+	// Subscriber, when set, offers the subscribed mode: a client that asks
+	// for it in its auth message gets its hub events on the socket and
+	// sends its CDP events and invalidations there too, so one socket
+	// replaces GET /v1/events and every POST (see ResultSocketHandler).
+	// The hub the Proxy publishes to (an *eventhub.InProcess, or a
+	// *natshub.Hub) is one. Nil: results only, as before.
+	Subscriber Subscriber
+	// PingInterval is the liveness ping period of a subscribed socket
+	// (each pong is activity of the client, HUB-5); 0 means
+	// DefaultSocketPingInterval (7 s).
+	PingInterval time.Duration
+}
+
+// Subscriber registers a hub client in process (HUB-1); the subscribed
+// mode of a result socket registers its client through it.
+// *eventhub.InProcess and *natshub.Hub implement it.
+type Subscriber interface {
+	Subscribe(eventhub.SubscribeRequest) (*eventhub.Subscription, error)
 }
 
 // Transport names how a result reached the Proxy, in ResultReceipt.
@@ -76,13 +99,20 @@ type ResultReceipt struct {
 }
 
 // socketMessage is every client → server message of a result socket:
-// {"type":"auth","token","clientId"} first, then
+// {"type":"auth","token","clientId","subscribe"?,"interfaceId"?,
+// "machineName"?,"lastEventId"?} first, then
 // {"type":"result","requestId","content","isError"}.
 type socketMessage struct {
 	Type     string `json:"type"`
 	Token    string `json:"token,omitempty"`
 	ClientID string `json:"clientId,omitempty"`
 	ResultBody
+	// The subscribed mode's request and its registration fields (the
+	// headers of GET /v1/events).
+	Subscribe   bool   `json:"subscribe,omitempty"`
+	InterfaceID string `json:"interfaceId,omitempty"`
+	MachineName string `json:"machineName,omitempty"`
+	LastEventID string `json:"lastEventId,omitempty"`
 }
 
 // socketReply is every server → client message after the auth message.
@@ -93,6 +123,8 @@ type socketReply struct {
 	Status    int    `json:"status,omitempty"`
 	Code      string `json:"code,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Subscribed, on the ready reply, says the socket carries everything.
+	Subscribed bool `json:"subscribed,omitempty"`
 }
 
 // ResultSocketHandler serves GET /v1/host-browser-result/ws: a WebSocket on
@@ -121,6 +153,25 @@ type socketReply struct {
 // Options.MaxBodyBytes closes the socket with status 1009 (message too big).
 // Closing the socket affects no pending request; Close on the Proxy closes
 // every socket (status 1001).
+//
+// Subscribed mode (offered when opts.Subscriber is set): an auth message
+// with "subscribe":true (and optionally "interfaceId", default
+// chrome-extension, "machineName" and "lastEventId", the values GET
+// /v1/events takes from its headers) registers the socket as the client's
+// hub stream, replacing an open one, and is answered
+// {"type":"ready","clientId","subscribed":true}. The socket then carries,
+// in the remote device socket's framing (package hostproxy/remote): every
+// hub event for the client as {"type":"assistant_event","event":<envelope>}
+// (requests and cancels), and from the client results as above plus
+// {"type":"host_browser_event",…} and
+// {"type":"host_browser_session_invalidated",…}, handled as
+// HandleClientFrame describes. The server pings every opts.PingInterval.
+// A failed registration closes with 1008 (another actor's client id, a bad
+// field) or 1013; the registration's end (a newer stream of the client,
+// shedding) closes with 1001 and the socket's end ends the registration,
+// failing the client's commands in flight as a dropped stream does. A
+// server without opts.Subscriber answers ready without "subscribed", and
+// the client keeps its event stream.
 func (p *Proxy) ResultSocketHandler(opts SocketOptions) http.Handler {
 	if opts.Verify == nil {
 		panic("hostproxy: ResultSocketHandler: SocketOptions.Verify is nil")
@@ -168,10 +219,15 @@ func (p *Proxy) ResultSocketHandler(opts SocketOptions) http.Handler {
 
 // serveSocket runs one authenticated result socket until it ends.
 func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketOptions) {
-	clientID, actor, err := p.socketAuth(ctx, c, opts)
+	auth, actor, err := p.socketAuth(ctx, c, opts)
 	if err != nil {
 		p.log.Warn("result socket refused", "reason", err.Error())
 		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
+		return
+	}
+	clientID := auth.ClientID
+	if auth.Subscribe && opts.Subscriber != nil {
+		p.serveSubscribed(ctx, c, opts, auth, actor)
 		return
 	}
 	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID}) {
@@ -252,7 +308,7 @@ func (p *Proxy) decodeSocketMessage(data []byte) (socketMessage, error) {
 }
 
 // socketAuth reads and verifies the auth message.
-func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOptions) (clientID, actor string, err error) {
+func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOptions) (auth socketMessage, actor string, err error) {
 	// A context deadline would drop the connection without a close frame;
 	// the timer closes it with policy violation instead.
 	late := time.AfterFunc(opts.AuthTimeout, func() {
@@ -263,26 +319,27 @@ func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOp
 	c.SetReadLimit(64 << 10)
 	_, data, err := c.Read(ctx)
 	if !late.Stop() {
-		return "", "", errors.New("hostproxy: no auth message in time")
+		return auth, "", errors.New("hostproxy: no auth message in time")
 	}
 	c.SetReadLimit(p.maxBody)
 	if err != nil {
-		return "", "", fmt.Errorf("hostproxy: reading the auth message: %w", err)
+		return auth, "", fmt.Errorf("hostproxy: reading the auth message: %w", err)
 	}
 	actx, cancel := context.WithTimeout(ctx, opts.AuthTimeout)
 	defer cancel()
 	var m socketMessage
 	if err := json.Unmarshal(data, &m); err != nil || m.Type != wire.SocketAuth {
-		return "", "", errors.New("hostproxy: the first message must be {\"type\":\"auth\",\"token\",\"clientId\"}")
+		return auth, "", errors.New("hostproxy: the first message must be {\"type\":\"auth\",\"token\",\"clientId\"}")
 	}
 	if m.Token == "" || m.ClientID == "" {
-		return "", "", errors.New("hostproxy: auth message needs token and clientId")
+		return auth, "", errors.New("hostproxy: auth message needs token and clientId")
 	}
 	actor, err = opts.Verify(actx, m.Token, m.ClientID)
 	if err != nil {
-		return "", "", err
+		return auth, "", err
 	}
-	return m.ClientID, actor, nil
+	m.Token = "" // not kept past the check
+	return m, actor, nil
 }
 
 // readMessage reads one message into buf (reset first) and returns its

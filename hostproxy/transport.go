@@ -52,6 +52,13 @@ func (p *Proxy) DeliverResult(body ResultBody, clientID, actor string, tr Transp
 // events_shed over it. The event counts as activity of the client (HUB-5).
 // Safe for concurrent use.
 func (p *Proxy) DeliverEvent(clientID, actor string, ev browserbackend.Event, budgeted bool) error {
+	return p.deliverEvent(clientID, actor, ev, "", budgeted, string(TransportRemote))
+}
+
+// deliverEvent is DeliverEvent with the tab the event names (decimal
+// digits, or ""; see EventBody.Tab) and the transport named in the shed
+// warning.
+func (p *Proxy) deliverEvent(clientID, actor string, ev browserbackend.Event, tab string, budgeted bool, route string) error {
 	info, ok := p.hub.Client(clientID)
 	if !ok {
 		return &RefusalError{Status: http.StatusNotFound, Code: "unknown_client", Message: fmt.Sprintf("client %q is not connected", clientID)}
@@ -63,12 +70,16 @@ func (p *Proxy) DeliverEvent(clientID, actor string, ev browserbackend.Event, bu
 		if ok, logNow, n := p.events.allow(clientID); !ok {
 			if logNow {
 				p.log.Warn("host_browser events shed over the client's event budget",
-					"route", string(TransportRemote), "clientId", clientID, "shed", n, "shedTotal", p.events.shed.Load())
+					"route", route, "clientId", clientID, "shed", n, "shedTotal", p.events.shed.Load())
 			}
 			return &RefusalError{Status: http.StatusTooManyRequests, Code: "events_shed", Message: "event budget exceeded; the event was dropped"}
 		}
 	}
 	p.hub.Touch(clientID)
+	if tab != "" && ev.SessionID != tab {
+		// A child session's event that also names its tab.
+		p.attr.set(clientID, attrSession, ev.SessionID, tab)
+	}
 	p.publishEvent(clientID, ev)
 	if p.relay != nil {
 		p.relay.RelayEvent(clientID, ev)

@@ -66,7 +66,8 @@ type Chromium struct {
 // StartChromium launches Chromium with a fresh profile and, when extDir is
 // not empty, the unpacked extension in extDir. It returns once the DevTools
 // endpoint is up (DevToolsActivePort written), polling the file every 5 ms.
-func StartChromium(ctx context.Context, extDir string) (*Chromium, error) {
+// extra are further command-line flags.
+func StartChromium(ctx context.Context, extDir string, extra ...string) (*Chromium, error) {
 	dir, err := os.MkdirTemp("", "benchreport-chromium-")
 	if err != nil {
 		return nil, err
@@ -76,6 +77,7 @@ func StartChromium(ctx context.Context, extDir string) (*Chromium, error) {
 	if extDir != "" {
 		args = append(args, "--load-extension="+extDir, "--disable-extensions-except="+extDir)
 	}
+	args = append(args, extra...)
 	args = append(args, "about:blank")
 	cmd := exec.Command(ChromiumPath(), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -27,6 +27,8 @@ type Results struct {
 	MCP         []MCPResult
 	// Scale is the scale phase (nil when not run).
 	Scale *ScaleResult `json:",omitempty"`
+	// Transport is the extension transport phase (§10).
+	Transport []TransportResult `json:",omitempty"`
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
 	Analysis string
 	// Profiles lists the pprof files written by this run.
@@ -176,7 +178,8 @@ func (r *Results) Targets() []Target {
 			fmt.Sprintf("%s vs %s = +%s", ms(d.AcrossReplicas.Median()), ms(d.InProcess.Median()), ms(dd)),
 			dd <= 500*time.Microsecond, false})
 	}
-	return append(ts, r.scaleTargets()...)
+	ts = append(ts, r.scaleTargets()...)
+	return append(ts, r.transportTargets()...)
 }
 
 // Render writes BENCHMARKS.md.
@@ -386,6 +389,7 @@ func (r *Results) Render(out io.Writer) {
 	r.renderGuard(p)
 	r.renderMCP(p)
 	r.renderScale(p)
+	r.renderTransport(p)
 
 	if r.Analysis != "" {
 		p("%s\n", strings.TrimSpace(r.Analysis))

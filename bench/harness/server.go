@@ -50,8 +50,12 @@ type Server struct {
 	// (404), like a server from before it: an extension paired there POSTs
 	// every result.
 	FetchOnlyURL string
+	// SocketURL serves the same runtime with the result socket's subscribed
+	// mode offered (hostproxy.SocketOptions.Subscriber), as the reference
+	// runtime does: an extension paired there runs over one WebSocket.
+	SocketURL string
 
-	srv, fetchOnly *httptest.Server
+	srv, fetchOnly, socket *httptest.Server
 
 	// record turns on reading durationMs from results (the extension's
 	// time inside chrome.debugger.sendCommand) and counting them by
@@ -101,7 +105,22 @@ func StartServer() (*Server, error) {
 	}
 	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
 		Verify: a.VerifyClient, AllowedOrigins: []string{"chrome-extension://" + ExtensionID}, LoopbackOnly: true})))
+	subscribed := a.LocalOnly(s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
+		Verify: a.VerifyClient, AllowedOrigins: []string{"chrome-extension://" + ExtensionID}, LoopbackOnly: true,
+		Subscriber: s.Hub}))
 	s.srv, err = loopbackServer(mux)
+	if err == nil {
+		s.socket, err = loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == wire.PathHostBrowserResultSocket {
+				subscribed.ServeHTTP(w, r)
+				return
+			}
+			mux.ServeHTTP(w, r)
+		}))
+		if err != nil {
+			s.srv.Close()
+		}
+	}
 	if err == nil {
 		s.fetchOnly, err = loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == wire.PathHostBrowserResultSocket {
@@ -112,6 +131,7 @@ func StartServer() (*Server, error) {
 		}))
 		if err != nil {
 			s.srv.Close()
+			s.socket.Close()
 		}
 	}
 	if err != nil {
@@ -119,7 +139,7 @@ func StartServer() (*Server, error) {
 		s.Hub.Close()
 		return nil, err
 	}
-	s.URL, s.FetchOnlyURL = s.srv.URL, s.fetchOnly.URL
+	s.URL, s.FetchOnlyURL, s.SocketURL = s.srv.URL, s.fetchOnly.URL, s.socket.URL
 	return s, nil
 }
 
@@ -127,7 +147,7 @@ func StartServer() (*Server, error) {
 func (s *Server) Close() {
 	s.Proxy.Close()
 	s.Hub.Close()
-	for _, srv := range []*httptest.Server{s.srv, s.fetchOnly} {
+	for _, srv := range []*httptest.Server{s.srv, s.fetchOnly, s.socket} {
 		srv.CloseClientConnections()
 		srv.Close()
 	}
@@ -147,7 +167,12 @@ func (s *Server) onResult(r hostproxy.ResultReceipt) {
 		DurationMs *float64 `json:"durationMs"`
 		HandledMs  *float64 `json:"handledMs"`
 	}
-	ok := json.Unmarshal(r.Raw, &p) == nil && p.DurationMs != nil && p.HandledMs != nil
+	// The remote mode reports durationMs only; its handled time is then
+	// unknown and stands at durationMs.
+	ok := json.Unmarshal(r.Raw, &p) == nil && p.DurationMs != nil
+	if ok && p.HandledMs == nil {
+		p.HandledMs = p.DurationMs
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ok {

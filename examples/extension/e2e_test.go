@@ -327,11 +327,11 @@ func TestReconnectRefreshesAShortLivedTokenWithTheDeviceBoundRefreshToken(t *tes
 	assert.Equal(t, ext.ClientID, again.ClientID)
 	s.workerEval(t, "vellum.whenConnected(2)")
 	assert.NotEmpty(t, s.logs.matching("auth: token refreshed", "clientId="+ext.ClientID))
-	var stats struct{ Pairings, Refreshes, Subscribes int }
+	var stats struct{ Pairings, Refreshes, Subscribes, SocketStreams int }
 	require.NoError(t, json.Unmarshal(s.workerEval(t, "vellum.stats"), &stats))
 	assert.Equal(t, 1, stats.Pairings)
 	assert.Equal(t, 1, stats.Refreshes)
-	assert.Equal(t, 2, stats.Subscribes)
+	assert.Equal(t, 2, stats.Subscribes+stats.SocketStreams, "two connections (event streams or subscribed sockets)")
 	assert.Len(t, s.logs.matching("auth: client paired"), 1, "no second pairing: the refresh token was used")
 
 	c := s.rt.Selector.Client(s.invocation("conv-refresh"))

@@ -117,9 +117,10 @@ type stack struct {
 
 	mu      sync.Mutex
 	results []resultPost
-	posted  chan struct{} // closed and replaced at every recorded post
-	unreg   atomic.Int32  // extension registrations that ended
-	created sync.Map      // request id → time.Time the proxy created it
+	posted  chan struct{}  // closed and replaced at every recorded post
+	unreg   atomic.Int32   // extension registrations that ended
+	created sync.Map       // request id → time.Time the proxy created it
+	routes  map[string]int // "METHOD path" → requests the server received (under mu)
 }
 
 type stackOptions struct {
@@ -134,11 +135,14 @@ type stackOptions struct {
 	// socketTried, when set, is closed at the first handshake on the
 	// result socket route.
 	socketTried chan struct{}
+	// resultsOnly serves the result socket without its subscribed mode
+	// (runtime.Config.NoSubscribedSocket).
+	resultsOnly bool
 }
 
 func startStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
-	s := &stack{logs: &records{}, ids: make(chan string, 1024), posted: make(chan struct{})}
+	s := &stack{logs: &records{}, ids: make(chan string, 1024), posted: make(chan struct{}), routes: map[string]int{}}
 	if o.origins == nil {
 		o.origins = []string{ExtensionOrigin}
 	}
@@ -146,12 +150,13 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	_, _ = rand.Read(key)
 	var n atomic.Int64
 	rt, err := runtime.New(runtime.Config{
-		Key:            key,
-		AllowedOrigins: o.origins,
-		Logger:         slog.New(s.logs),
-		Fallbacks:      o.fallbacks,
-		RequestTimeout: o.timeout,
-		TokenTTL:       o.tokenTTL,
+		Key:                key,
+		AllowedOrigins:     o.origins,
+		Logger:             slog.New(s.logs),
+		Fallbacks:          o.fallbacks,
+		RequestTimeout:     o.timeout,
+		TokenTTL:           o.tokenTTL,
+		NoSubscribedSocket: o.resultsOnly,
 		OnResult: func(r hostproxy.ResultReceipt) {
 			if r.Transport == hostproxy.TransportWebSocket { // record() sees the posts
 				s.add(r.Raw, http.StatusOK, hostproxy.TransportWebSocket, time.Now())
@@ -205,9 +210,13 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	return s
 }
 
-// record wraps h to keep every result post (request id, status, durationMs).
+// record wraps h to count every request by method and path and to keep
+// every result post (request id, status, durationMs).
 func (s *stack) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.routes[r.Method+" "+r.URL.Path]++
+		s.mu.Unlock()
 		if r.URL.Path != wire.PathHostBrowserResult {
 			h.ServeHTTP(w, r)
 			return
@@ -259,6 +268,25 @@ func (s *stack) waitPosts(t testing.TB, id string, n int) []resultPost {
 			t.Fatalf("fewer than %d result posts for %s", n, id)
 		}
 	}
+}
+
+// requests returns how many requests the server received for each
+// "METHOD path".
+func (s *stack) requests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.routes))
+	for k, v := range s.routes {
+		out[k] = v
+	}
+	return out
+}
+
+// allResults returns every result the server recorded.
+func (s *stack) allResults() []resultPost {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]resultPost(nil), s.results...)
 }
 
 func (s *stack) resultsFor(id string) []resultPost {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
 )
 
@@ -18,6 +19,10 @@ type relayStats struct {
 	ResultsOverFetch  int `json:"resultsOverFetch"`
 	SocketReady       int `json:"socketReady"`
 	SocketFailures    int `json:"socketFailures"`
+	SocketStreams     int `json:"socketStreams"`
+	EventsOverSocket  int `json:"eventsOverSocket"`
+	EventsOverFetch   int `json:"eventsOverFetch"`
+	Suppressed        int `json:"suppressed"`
 }
 
 func (s *stack) relayStats(t *testing.T) relayStats {
@@ -28,7 +33,9 @@ func (s *stack) relayStats(t *testing.T) relayStats {
 }
 
 func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
-	s := startStack(t, stackOptions{})
+	// A server whose socket carries results only: the extension keeps the
+	// event stream and sends its results on the socket.
+	s := startStack(t, stackOptions{resultsOnly: true})
 	s.waitExtension(t)
 	s.workerEval(t, "vellum.whenResultSocket(1)")
 	c := s.rt.Selector.Client(s.invocation("conv-socket"))
@@ -52,6 +59,8 @@ func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
 	assert.Equal(t, 1, st.SocketReady)
 	assert.GreaterOrEqual(t, st.ResultsOverSocket, 1)
 	assert.Zero(t, st.ResultsOverFetch, "no result needed a POST")
+	assert.Zero(t, st.SocketStreams, "the socket offered no subscribed mode")
+	assert.Positive(t, s.requests()["GET "+wire.PathEvents], "the commands came over the event stream")
 }
 
 func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {

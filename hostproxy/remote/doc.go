@@ -36,6 +36,13 @@
 //	go hs.ServeTLS(limit.Listener(ln), "", "")
 //	link, err := srv.CreateLink(ctx, "user-7") // hand link.URL to the user, once
 //
+// SocketHandler takes over its connection for the WebSocket, so mount it
+// where it gets the server's own http.ResponseWriter (or a wrapper that
+// implements http.Hijacker or unwraps to one with Unwrap, as
+// http.ResponseController expects). Behind a middleware whose recording
+// writer hides the connection, every upgrade is refused with 500
+// not_hijackable and an error is logged; the browser only reports 1006.
+//
 // The pairing exchange: the extension cuts the secret from the link's
 // fragment (it never travels in a URL) and POSTs PATH/authorize with
 // Authorization: Bearer SECRET and {"action":"pair","next_token","label"};

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -189,11 +189,27 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // in flight with a transport error, on revocation or expiry (status 4401),
 // a failed grant read (1011), a newer socket of the device (4409), or Close
 // (1001).
+//
+// The upgrade takes over the connection, so the handler must get the
+// server's own http.ResponseWriter, or a wrapper that implements
+// http.Hijacker or has an Unwrap() http.ResponseWriter method leading to
+// one (http.ResponseController's convention). Given a writer that leads to
+// no http.Hijacker (a middleware's recording writer, say), it refuses every
+// upgrade with 500 not_hijackable and logs an error naming the cause,
+// before reading the store; a browser reports that refusal as close code
+// 1006, so the server log is where it shows.
 func (s *Server) SocketHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
 			s.refuse(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use GET with a WebSocket upgrade")
+			return
+		}
+		if !hijackable(w) {
+			s.log.Error("remote socket cannot upgrade: the http.ResponseWriter it was given cannot be hijacked; "+
+				"mount SocketHandler without a wrapping writer, or give the wrapper Hijack or Unwrap",
+				"writer", fmt.Sprintf("%T", w))
+			s.refuse(w, r, http.StatusInternalServerError, "not_hijackable", "the server cannot upgrade this connection")
 			return
 		}
 		if r.URL.RawQuery != "" {
@@ -235,6 +251,7 @@ func (s *Server) SocketHandler() http.Handler {
 		// refuse every extension.
 		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{proto}, InsecureSkipVerify: true})
 		if err != nil {
+			s.log.Warn("remote socket upgrade failed", "deviceId", dev.DeviceID, "peer", r.RemoteAddr, "error", err)
 			return // Accept has answered
 		}
 		if old != nil {
@@ -301,18 +318,6 @@ type serverFrame struct {
 	Code      string          `json:"code,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	Event     json.RawMessage `json:"event,omitempty"`
-}
-
-// clientFrame is every client → server frame.
-type clientFrame struct {
-	Type     string `json:"type"`
-	ClientID string `json:"clientId,omitempty"`
-	hostproxy.ResultBody
-	Method    string          `json:"method,omitempty"`
-	Params    json.RawMessage `json:"params,omitempty"`
-	SessionID string          `json:"sessionId,omitempty"`
-	TargetID  string          `json:"targetId,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
 }
 
 func (c *conn) write(f serverFrame) bool {
@@ -402,47 +407,15 @@ func (c *conn) read() {
 	}
 }
 
-// handle acts on one client frame and returns the reply, if one is due.
+// handle acts on one client frame and returns the reply, if one is due:
+// the frames and their checks are the proxy's (hostproxy.HandleClientFrame),
+// with the device's client id and actor as the binding.
 func (c *conn) handle(data []byte) (serverFrame, bool) {
-	var f clientFrame
-	if err := json.Unmarshal(data, &f); err != nil {
-		return serverFrame{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "malformed_body", Error: "remote: the frame is not a JSON object"}, true
+	r, ok := c.s.proxy.HandleClientFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
+	if r.Code == "client_mismatch" {
+		c.s.log.Warn("remote frame names another client", "deviceId", c.dev.DeviceID)
 	}
-	if f.ClientID != "" && f.ClientID != c.dev.BrowserID {
-		// A client may not speak for another device (REM-4).
-		c.s.log.Warn("remote frame names another client", "deviceId", c.dev.DeviceID, "type", f.Type)
-		return serverFrame{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusForbidden, Code: "client_mismatch",
-			Error: "remote: this socket speaks only for client " + c.dev.BrowserID}, true
-	}
-	var err error
-	switch f.Type {
-	case wire.RemoteHello:
-		return serverFrame{}, false
-	case wire.SocketResult:
-		err = c.s.proxy.DeliverResult(f.ResultBody, c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
-		if err == nil {
-			return serverFrame{Type: wire.SocketAccepted, RequestID: f.RequestID}, true
-		}
-	case wire.RemoteEvent:
-		if f.Method == "" {
-			return serverFrame{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "missing_method", Error: "remote: an event needs a method"}, true
-		}
-		err = c.s.proxy.DeliverEvent(c.dev.BrowserID, c.dev.Actor, browserbackend.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}, true)
-	case wire.RemoteSessionInvalidated:
-		params, _ := json.Marshal(hostproxy.InvalidationBody{SessionID: f.SessionID, TargetID: f.TargetID, Reason: f.Reason})
-		err = c.s.proxy.DeliverEvent(c.dev.BrowserID, c.dev.Actor,
-			browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: f.SessionID}, false)
-	default:
-		return serverFrame{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "bad_type", Error: "remote: unknown frame type"}, true
-	}
-	if err == nil {
-		return serverFrame{}, false
-	}
-	var rej *hostproxy.RefusalError
-	if errors.As(err, &rej) {
-		return serverFrame{Type: wire.SocketError, RequestID: f.RequestID, Status: rej.Status, Code: rej.Code, Error: rej.Error()}, true
-	}
-	return serverFrame{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusInternalServerError, Code: "internal", Error: err.Error()}, true
+	return serverFrame{Type: r.Type, RequestID: r.RequestID, Status: r.Status, Code: r.Code, Error: r.Error}, ok
 }
 
 func loopbackPeer(host string) bool {
@@ -451,4 +424,20 @@ func loopbackPeer(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// hijackable reports whether w, or a writer its Unwrap chain leads to, is an
+// http.Hijacker: what the WebSocket upgrade needs.
+func hijackable(w http.ResponseWriter) bool {
+	for w != nil {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }

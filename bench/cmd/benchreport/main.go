@@ -114,7 +114,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale,transport); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -306,6 +306,19 @@ func run() error {
 				return err
 			}
 			return sc.Err()
+		})
+	}
+	if err == nil {
+		err = phase("transport", func() error {
+			// Three browsers of its own, one per extension transport. A
+			// failure leaves the section out rather than the whole report.
+			t, terr := harness.MeasureTransport(ctx, *root, n.rounds, n.warmup)
+			if terr != nil {
+				harness.Progress("transport phase skipped: %v", terr)
+				return nil
+			}
+			res.Transport = t
+			return nil
 		})
 	}
 	if err != nil {

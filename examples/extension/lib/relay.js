@@ -1,7 +1,10 @@
-// The relay: pairs with the assistant runtime, keeps one SSE subscription
-// to GET /v1/events, runs the host_browser_request commands it receives and
-// sends their results back — over the result WebSocket when it is open, else
-// with a POST — and forwards CDP events and tab invalidations (PXY-8, PXY-9).
+// The relay: pairs with the assistant runtime, subscribes, runs the
+// host_browser_request commands it receives and sends their results back,
+// and forwards CDP events and tab invalidations (PXY-8, PXY-9). When the
+// server offers it, one WebSocket (the result socket in its subscribed mode)
+// carries all of that; otherwise an SSE subscription to GET /v1/events
+// brings the commands, results go over the result socket when it is open or
+// by POST, and events by POST.
 
 import { SSEParser } from './sse.js';
 import { executeToContent, setSink } from './executor.js';
@@ -23,6 +26,8 @@ const FAILURES_BEFORE_ERROR = 8;
 const RESULT_SOCKET_PATH = '/v1/host-browser-result/ws';
 const SOCKET_RETRY_BASE_MS = 1000;
 const SOCKET_RETRY_CAP_MS = 30 * 1000;
+/** A socket not ready this long after it was opened is closed (a failed attempt). */
+const SOCKET_READY_MS = 10 * 1000;
 /** Bounds of the bookkeeping sets. */
 const MAX_REMEMBERED = 1000;
 const MAX_EVENT_QUEUE = 2000;
@@ -41,6 +46,8 @@ export const stats = {
   subscribes: 0, resultsTooLarge: 0,
   // Results by transport, and the result socket's openings and failures.
   resultsOverSocket: 0, resultsOverFetch: 0, socketReady: 0, socketFailures: 0, socketFallbacks: 0,
+  // Connections served wholly by the socket; events and invalidations by transport.
+  socketStreams: 0, eventsOverSocket: 0, eventsOverFetch: 0, eventsRefused: 0,
 };
 const connectWaiters = []; // [n, resolve]
 const suppressWaiters = new Map(); // requestId → resolve
@@ -164,12 +171,14 @@ async function loop(my, settings) {
     let retryAfter = 0;
     try {
       const creds = await credentials(settings);
-      await subscribe(my, settings, creds, () => {
+      const onOpen = () => {
         failures = 0;
         repaired = false;
         connected();
         setHealth(Health.CONNECTED, settings.serverUrl);
-      });
+      };
+      // One socket for everything when the server offers it; else SSE + POST.
+      if (!(await serveOverSocket(my, settings, creds, onOpen))) await subscribe(my, settings, creds, onOpen);
       if (gen !== my) return;
       await setHealth(Health.RECONNECTING, 'stream closed by the server');
     } catch (e) {
@@ -282,7 +291,7 @@ async function subscribe(my, settings, creds, onOpen) {
   const mine = { serverUrl: settings.serverUrl, token: creds.token, clientId };
   conn = mine;
   onOpen();
-  openResultSocket(mine);
+  openResultSocket(mine, false);
   let stall;
   const arm = () => { clearTimeout(stall); stall = setTimeout(() => ctrl.abort(), STALL_MS); };
   arm();
@@ -316,6 +325,10 @@ async function subscribe(my, settings, creds, onOpen) {
 function dispatch(data) {
   let env;
   try { env = JSON.parse(data); } catch { return; } // a malformed frame is skipped
+  dispatchEnvelope(env);
+}
+
+function dispatchEnvelope(env) {
   const msg = env && env.message;
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'host_browser_request') handleRequest(msg, env);
@@ -367,19 +380,33 @@ function suppress(id) {
   if (w) { suppressWaiters.delete(id); w(true); }
 }
 
-// ---- the result socket ----
+// ---- the socket ----
 //
-// One WebSocket per connection carries the results: a message on an open
-// socket costs the worker a fraction of a fetch. It authenticates with its
-// first message (a WebSocket cannot carry an Authorization header) and
-// answers every result with {"type":"accepted"} or {"type":"error",status}.
-// It is opened after the event stream and, after a failure, again at a later
-// result (never sooner than the retry delay); until it is ready, and for any
-// result the socket could not deliver, the result is POSTed as before. Its
-// traffic counts as extension activity for the worker's lifetime (Chrome
-// 116+), like the keepalive's API calls.
+// One WebSocket per connection, GET /v1/host-browser-result/ws. It
+// authenticates with its first message (a WebSocket cannot carry an
+// Authorization header), {"type":"auth","token","clientId"}, and answers
+// every result with {"type":"accepted"} or {"type":"error",status}. A
+// message on an open socket costs the worker a fraction of a fetch.
+//
+// Subscribed mode: at connect the relay asks for everything
+// ("subscribe":true, with its Last-Event-ID). A server that offers it
+// answers {"type":"ready","subscribed":true} and the socket replaces the
+// event stream and every POST: hub events arrive as
+// {"type":"assistant_event","event":<envelope>}, and CDP events and
+// invalidations leave as {"type":"host_browser_event",…} and
+// {"type":"host_browser_session_invalidated",…} — the remote socket's
+// framing. A server that answers ready without "subscribed" gets the
+// results only, and the relay subscribes to GET /v1/events as before; a
+// server without the route (the handshake fails) gets SSE + POST.
+//
+// Results-only mode: opened after the event stream and, after a failure,
+// again at a later result (never sooner than the retry delay); until it is
+// ready, and for any result the socket could not deliver, the result is
+// POSTed. Its traffic counts as extension activity for the worker's
+// lifetime (Chrome 116+), like the keepalive's API calls.
 
-let sock = null;        // {ws, conn, ready, unacked: Map(requestId → {body, resolve, reject})}
+// {ws, conn, ready, subscribed, unacked: Map(requestId → {body, resolve, reject}), opened, closed}
+let sock = null;
 let sockFailures = 0;   // failed attempts in a row (no ready)
 let sockRetryAt = 0;    // performance.now() before which no new attempt is made
 
@@ -387,43 +414,92 @@ function sameConn(a, b) {
   return a && b && a.serverUrl === b.serverUrl && a.token === b.token && a.clientId === b.clientId;
 }
 
-/** Opens the result socket for c unless one is open or opening for it. */
-function openResultSocket(c) {
-  if (sock && sameConn(sock.conn, c)) return;
+/**
+ * Serves one connection over the subscribed socket when the server offers
+ * it: resolves true once that socket has closed, false when the caller
+ * must subscribe over SSE instead (no socket, or a results-only one, which
+ * stays open for the results).
+ */
+async function serveOverSocket(my, settings, creds, onOpen) {
+  if (performance.now() < sockRetryAt) return false;
+  if (sock && !sock.subscribed) closeResultSocket(); // a results-only socket of the last connection
+  const { clientId } = await identity();
+  const c = { serverUrl: settings.serverUrl, token: creds.token, clientId };
+  const me = openResultSocket(c, true, await loadLastEventId());
+  if (!me || !(await me.opened) || !me.subscribed) return false;
+  if (gen !== my) { me.ws.close(1000, 'relay stopped'); return true; }
+  conn = c;
+  stats.socketStreams++;
+  onOpen();
+  await me.closed;
+  if (conn === c) conn = null;
+  return true;
+}
+
+/**
+ * Opens the socket for c unless one is open or opening for it; subscribe
+ * asks for the subscribed mode. Returns the socket's record, or null.
+ */
+function openResultSocket(c, subscribe, lastEventId = '') {
+  if (sock && sameConn(sock.conn, c)) return sock;
   closeResultSocket();
-  if (performance.now() < sockRetryAt) return;
+  if (performance.now() < sockRetryAt) return null;
   let ws;
   try {
     ws = new WebSocket(c.serverUrl.replace(/^http/, 'ws') + RESULT_SOCKET_PATH);
   } catch {
     socketFailed();
-    return;
+    return null;
   }
-  const me = { ws, conn: c, ready: false, unacked: new Map() };
+  let opened, closed;
+  const me = {
+    ws, conn: c, ready: false, subscribed: false, unacked: new Map(),
+    opened: new Promise((r) => { opened = r; }), closed: new Promise((r) => { closed = r; }),
+  };
   sock = me;
-  ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', token: c.token, clientId: c.clientId }));
+  const late = setTimeout(() => { if (!me.ready) ws.close(); }, SOCKET_READY_MS);
+  ws.onopen = () => {
+    const auth = { type: 'auth', token: c.token, clientId: c.clientId };
+    if (subscribe) Object.assign(auth, { subscribe: true, interfaceId: INTERFACE_ID, lastEventId: lastEventId || '' });
+    ws.send(JSON.stringify(auth));
+  };
   ws.onmessage = (e) => {
     let m;
     try { m = JSON.parse(e.data); } catch { return; }
     if (m.type === 'ready') {
+      clearTimeout(late);
       me.ready = true;
+      me.subscribed = subscribe && m.subscribed === true;
       sockFailures = 0;
       stats.socketReady++;
       for (let i = socketWaiters.length - 1; i >= 0; i--) {
         const [n, resolve] = socketWaiters[i];
         if (stats.socketReady >= n) { socketWaiters.splice(i, 1); resolve(stats.socketReady); }
       }
+      opened(true);
+      return;
+    }
+    if (m.type === 'assistant_event') {
+      if (!me.subscribed || sock !== me) return;
+      const env = m.event;
+      if (env && env.id) saveLastEventId(env.id).catch(() => {});
+      dispatchEnvelope(env);
       return;
     }
     const u = me.unacked.get(m.requestId);
-    if (!u) return;
+    if (!u) {
+      if (m.type === 'error') stats.eventsRefused++; // an event or invalidation the server refused
+      return;
+    }
     me.unacked.delete(m.requestId);
     if (m.type === 'accepted') { stats.resultsOverSocket++; u.resolve(); }
     else u.reject(Object.assign(new Error(`result refused (${m.status}): ${m.error}`), { status: m.status })); // a POST would be refused alike
   };
   ws.onclose = () => {
+    clearTimeout(late);
     if (sock === me) sock = null;
     if (!me.ready) socketFailed();
+    opened(false);
     // Results the server did not acknowledge go by POST (a duplicate is
     // answered 404 and changes nothing).
     for (const u of me.unacked.values()) {
@@ -431,7 +507,9 @@ function openResultSocket(c) {
       postResult(u.body).then(u.resolve, u.reject);
     }
     me.unacked.clear();
+    closed();
   };
+  return me;
 }
 
 function socketFailed() {
@@ -461,7 +539,7 @@ function sendResult(body) {
       }
     });
   }
-  if (conn && !s) openResultSocket(conn); // lazily, for the next result
+  if (conn && !s) openResultSocket(conn, false); // lazily, for the next result
   return postResult(body);
 }
 
@@ -528,6 +606,7 @@ let draining = false;
 
 function enqueue(path, body) {
   if (!conn) return;
+  if (!draining && queue.length === 0 && sendFrame(path, body)) return;
   if (queue.length >= MAX_EVENT_QUEUE) { queue.shift(); stats.eventsDropped++; }
   queue.push([path, body]);
   if (!draining) drain();
@@ -537,9 +616,27 @@ async function drain() {
   draining = true;
   while (queue.length > 0) {
     const [path, body] = queue.shift();
-    try { await post(path, body); } catch { stats.eventsDropped++; }
+    if (sendFrame(path, body)) continue;
+    try { await post(path, body); stats.eventsOverFetch++; } catch { stats.eventsDropped++; }
   }
   draining = false;
+}
+
+/** The frame type of each POST route a subscribed socket replaces. */
+const FRAME_TYPES = {
+  '/v1/host-browser-event': 'host_browser_event',
+  '/v1/host-browser-session-invalidated': 'host_browser_session_invalidated',
+};
+
+/** Sends an event or invalidation on the subscribed socket; false when there is none. */
+function sendFrame(path, body) {
+  const s = sock;
+  if (!s || !s.subscribed || s.ws.readyState !== WebSocket.OPEN || !sameConn(s.conn, conn)) return false;
+  try {
+    s.ws.send(JSON.stringify({ ...body, type: FRAME_TYPES[path] }));
+  } catch { return false; }
+  stats.eventsOverSocket++;
+  return true;
 }
 
 const sink = {

@@ -469,7 +469,9 @@ function send(me, frame) {
 
 const sink = {
   event(ev) {
-    if (send(cur, { type: 'host_browser_event', method: ev.method, params: ev.params, sessionId: ev.sessionId })) stats.events++;
+    // The POST body's fields (cdpSessionId for a child session, tabId): the
+    // server attributes the event to its tab as for a local event (WIRE-4).
+    if (send(cur, { ...ev, type: 'host_browser_event' })) stats.events++;
   },
   invalidate(inv) {
     if (send(cur, { type: 'host_browser_session_invalidated', ...inv })) stats.invalidations++;

@@ -12,7 +12,8 @@
 //	POST /v1/ping                        liveness ping (bearer token)
 //	POST /v1/host-browser-result         command results (bearer token)
 //	GET  /v1/host-browser-result/ws      result socket: a WebSocket whose first message carries the token
-//	                                     (loopback only, allowed extension origins; hostproxy.ResultSocketHandler)
+//	                                     (loopback only, allowed extension origins; hostproxy.ResultSocketHandler);
+//	                                     in its subscribed mode it carries requests, cancels, results and events
 //	POST /v1/host-browser-event          CDP events (bearer token)
 //	POST /v1/host-browser-session-invalidated
 //	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)

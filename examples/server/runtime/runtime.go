@@ -63,6 +63,11 @@ type Config struct {
 	Logger *slog.Logger
 	// HubOptions are passed to eventhub.New. Ignored with Distributed.
 	HubOptions []eventhub.Option
+	// NoSubscribedSocket serves the result socket for results only, without
+	// its subscribed mode (hostproxy.SocketOptions.Subscriber), as a server
+	// from before that mode: clients then keep GET /v1/events and the event
+	// POSTs.
+	NoSubscribedSocket bool
 	// Distributed, when set, makes this runtime one replica of several
 	// sharing a NATS broker (DHUB-1): its streams, roster, requests and
 	// results go through that hub (created by the caller with natshub.New;
@@ -222,8 +227,19 @@ func New(cfg Config) (*Runtime, error) {
 	// cannot set headers on a WebSocket), so it sits outside Middleware;
 	// like pairing it is local-only, and its handshake is rate-limited
 	// like any unauthenticated request.
+	// It also offers the subscribed mode (one socket for requests, cancels,
+	// results and events), registering through the hub the events route
+	// uses; a client that does not ask for it keeps GET /v1/events.
+	var socketSub hostproxy.Subscriber = hub
+	if s, ok := cluster.(hostproxy.Subscriber); ok {
+		socketSub = s
+	}
+	if cfg.NoSubscribedSocket {
+		socketSub = nil
+	}
 	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
-		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true}))))
+		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true,
+			Subscriber: socketSub}))))
 	rt.Handler = mux
 	return rt, nil
 }

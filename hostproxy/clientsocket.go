@@ -1,0 +1,212 @@
+package hostproxy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
+	"github.com/browserchain/browserchain/eventhub/wire"
+)
+
+// clientFrame is every client → server frame of a client socket: the
+// remote device socket (package hostproxy/remote) and the result socket in
+// its subscribed mode (ResultSocketHandler). Its fields are the union of
+// ResultBody, EventBody and InvalidationBody, so a frame is the matching
+// POST body plus its "type".
+type clientFrame struct {
+	Type     string `json:"type"`
+	ClientID string `json:"clientId,omitempty"`
+	ResultBody
+	Method       string          `json:"method,omitempty"`
+	Params       json.RawMessage `json:"params,omitempty"`
+	CDPSessionID string          `json:"cdpSessionId,omitempty"`
+	SessionID    string          `json:"sessionId,omitempty"`
+	TabID        json.RawMessage `json:"tabId,omitempty"`
+	TargetID     string          `json:"targetId,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+}
+
+// FrameReply is the server's answer to one client frame:
+// {"type":"accepted","requestId"} for a delivered result, or
+// {"type":"error","requestId"?,"status","code","error"} with the status and
+// code the matching POST route would have answered.
+type FrameReply struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// HandleClientFrame acts on one JSON frame that a client socket bound to
+// clientID and actor received, as the POST routes act on their bodies
+// (PXY-4, WIRE-4, REM-4). The frames, by "type":
+//
+//   - "result" {"requestId","content","isError"}: DeliverResult; answered
+//     accepted, or error with the route's status and code;
+//   - "host_browser_event" {"method","params","cdpSessionId"?,"sessionId"?,
+//     "tabId"?}: delivered as POST /v1/host-browser-event delivers it,
+//     charged to the client's event budget; answered only when refused
+//     (400 missing_method, 404, 403, 429 events_shed);
+//   - "host_browser_session_invalidated" {"sessionId"?,"targetId"?,
+//     "reason"?}: delivered as a Target.detachedFromTarget event; answered
+//     only when refused;
+//   - "hello": no effect (a client may name the client id it believes it
+//     has).
+//
+// A frame whose "clientId" names another client is refused (403
+// client_mismatch) whatever its type: a socket speaks only for its own
+// client. Malformed JSON is 400 malformed_body, any other type 400
+// bad_type. ok is false when no reply is due. tr labels results in
+// Options.OnResult. Safe for concurrent use.
+func (p *Proxy) HandleClientFrame(clientID, actor string, tr Transport, data []byte) (reply FrameReply, ok bool) {
+	var f clientFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		return FrameReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
+			Error: "hostproxy: the frame is not a JSON object"}, true
+	}
+	if f.ClientID != "" && f.ClientID != clientID {
+		p.log.Warn("socket frame names another client", "transport", string(tr), "clientId", clientID, "type", f.Type)
+		return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusForbidden, Code: "client_mismatch",
+			Error: "hostproxy: this socket speaks only for client " + clientID}, true
+	}
+	var err error
+	switch f.Type {
+	case wire.RemoteHello:
+		return FrameReply{}, false
+	case wire.SocketResult:
+		if err = p.DeliverResult(f.ResultBody, clientID, actor, tr, data); err == nil {
+			return FrameReply{Type: wire.SocketAccepted, RequestID: f.RequestID}, true
+		}
+	case wire.RemoteEvent:
+		if f.Method == "" {
+			return FrameReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "missing_method",
+				Error: "hostproxy: an event needs a method"}, true
+		}
+		body := EventBody{Method: f.Method, CDPSessionID: f.CDPSessionID, SessionID: f.SessionID, TabID: f.TabID}
+		err = p.deliverEvent(clientID, actor, browserbackend.Event{Method: f.Method, Params: f.Params, SessionID: body.Session()},
+			body.Tab(), true, string(tr))
+	case wire.RemoteSessionInvalidated:
+		params, _ := json.Marshal(InvalidationBody{SessionID: f.SessionID, TargetID: f.TargetID, Reason: f.Reason})
+		err = p.deliverEvent(clientID, actor,
+			browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: f.SessionID}, "", false, string(tr))
+	default:
+		return FrameReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "bad_type",
+			Error: fmt.Sprintf("hostproxy: unknown frame type %q", truncate(f.Type, 64))}, true
+	}
+	if err == nil {
+		return FrameReply{}, false
+	}
+	if rej, isRej := err.(*RefusalError); isRej {
+		return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: rej.Status, Code: rej.Code, Error: rej.Error()}, true
+	}
+	return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusInternalServerError, Code: "internal", Error: err.Error()}, true
+}
+
+// envelopeFrame frames one hub event on a client socket, as the remote
+// device socket does: {"type":"assistant_event","event":<envelope>}.
+type envelopeFrame struct {
+	Type  string          `json:"type"`
+	Event json.RawMessage `json:"event"`
+}
+
+// serveSubscribed runs a result socket in its subscribed mode (see
+// ResultSocketHandler) until the socket, the registration or ctx ends.
+func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts SocketOptions, auth socketMessage, actor string) {
+	clientID := auth.ClientID
+	sub, err := opts.Subscriber.Subscribe(eventhub.SubscribeRequest{
+		ClientID: clientID, InterfaceID: cmp.Or(auth.InterfaceID, wire.InterfaceChromeExtension),
+		MachineName: auth.MachineName, Actor: actor, LastEventID: auth.LastEventID,
+	})
+	if err != nil {
+		p.log.Warn("result socket could not register with the hub", "clientId", clientID, "error", err)
+		status := websocket.StatusPolicyViolation
+		if errors.Is(err, eventhub.ErrClosed) || errors.Is(err, eventhub.ErrCapacity) {
+			status = websocket.StatusTryAgainLater
+		}
+		c.Close(status, truncate("hostproxy: hub registration failed: "+err.Error(), 120))
+		return
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, Subscribed: true}) {
+		return
+	}
+	p.hub.Touch(clientID)
+	ping := cmp.Or(opts.PingInterval, DefaultSocketPingInterval)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the client's hub events
+		defer wg.Done()
+		for {
+			env, err := sub.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil { // replaced, shed or hub closed
+					c.Close(websocket.StatusGoingAway, "hostproxy: hub registration ended")
+				}
+				return
+			}
+			ev, _ := json.Marshal(env)
+			data, _ := json.Marshal(envelopeFrame{Type: wire.RemoteEnvelope, Event: ev})
+			if !p.write(ctx, c, data) {
+				return
+			}
+		}
+	}()
+	go func() { // liveness: each pong is activity (HUB-5)
+		defer wg.Done()
+		t := time.NewTicker(ping)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, socketWriteTimeout)
+			err := c.Ping(pctx)
+			pcancel()
+			if err != nil {
+				return
+			}
+			p.hub.Touch(clientID)
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+	var buf bytes.Buffer
+	for {
+		data, err := readMessage(ctx, c, &buf)
+		if err != nil {
+			return // closed by the client, too big (1009 sent), or ctx done
+		}
+		p.hub.Touch(clientID)
+		if r, ok := p.HandleClientFrame(clientID, actor, TransportWebSocket, data); ok {
+			out, _ := json.Marshal(r)
+			if !p.write(ctx, c, out) {
+				return
+			}
+		}
+		if buf.Cap() > 1<<20 {
+			buf = bytes.Buffer{} // do not keep a screenshot-sized buffer per idle socket
+		}
+	}
+}
+
+// write writes one text message; false when the socket is done.
+func (p *Proxy) write(ctx context.Context, c *websocket.Conn, data []byte) bool {
+	wctx, cancel := context.WithTimeout(ctx, socketWriteTimeout)
+	defer cancel()
+	return c.Write(wctx, websocket.MessageText, data) == nil
+}
