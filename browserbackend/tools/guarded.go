@@ -56,6 +56,9 @@ type watch struct {
 	// are set before the handlers run.
 	self        target.ID
 	discovering bool
+	// hold keeps the page's popups from loading before they are checked;
+	// nil on a backend without a browser session (popups.go).
+	hold *popupHold
 
 	wg    sync.WaitGroup
 	stops []func()
@@ -148,6 +151,7 @@ func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op str
 	if infoErr == nil && info.TargetInfo != nil {
 		w.self = info.TargetInfo.TargetID
 	}
+	w.hold = startHold(ctx, w)
 	w.loop(navs, func([]byte) { w.navigated() })
 	for _, ch := range []<-chan []byte{stopped, loaded, within} {
 		w.loop(ch, func([]byte) {
@@ -224,6 +228,11 @@ func (w *watch) firstViolation(win *window) error {
 func (w *watch) onPaused(raw []byte) {
 	var ev fetch.EventRequestPaused
 	if decodeValue(raw, &ev) != nil || ev.Request == nil {
+		return
+	}
+	if w.hold.isHeld(string(ev.FrameID)) {
+		// A held popup's request (the Client's subscription sees every
+		// session's events): its own handler decides it.
 		return
 	}
 	w.navigated()
@@ -360,6 +369,7 @@ func (p *Page) awaitNavigation(ctx context.Context, op string, action func() err
 func (w *watch) stop(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
+	w.hold.stop(cctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
