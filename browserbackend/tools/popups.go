@@ -75,7 +75,10 @@ func startHold(ctx context.Context, w *watch) *popupHold {
 		Filter: target.Filter{{Type: "page"}},
 	})
 	if err != nil {
-		// Nothing was attached; the subscription ends with the watch.
+		// Nothing was attached. The subscription ends with the watch;
+		// until then its events (none of this hold's) are drained, so that
+		// its forwarder never blocks the watch's stop.
+		w.loop(attached, func([]byte) {})
 		return nil
 	}
 	w.loop(attached, func(raw []byte) {
