@@ -30,8 +30,10 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 // watch is the in-browser half of GRD-2: while it runs, every document
 // request of the page (each redirect hop included) is paused by CDP Fetch
 // and continued only when the guard allows its URL, else failed with
-// BlockedByClient; popups the page opens are checked as they appear and
-// closed when off the list. Refusals are recorded in the windows of the
+// BlockedByClient; popups the page opens are held before their first
+// request where the backend has a browser session (popupHold: cdp-inspect,
+// host-bridge), and everywhere checked as they appear and closed when off
+// the list. Refusals are recorded in the windows of the
 // tool calls in progress (begin). watch speaks plain CDP on the call's
 // session, so it works on every backend (through chrome.debugger on the
 // extension).
