@@ -206,14 +206,15 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 		}
 		assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request from the popup")
 	})
+	if !pc.held {
+		// The popup above may still be open and off the list: the next
+		// call's check would find it first.
+		return
+	}
 	t.Run("target=_blank link", func(t *testing.T) {
 		open()
 		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#blank"}})
 		assertForbidden(t, err, gs.blocked+"/blank")
-		if !pc.held {
-			t.Logf("blocked server requests after a target=_blank link: %d", gs.blockedHits.Load())
-			return
-		}
 		if pc.user != nil {
 			pc.user.waitPopupsGone(gs.allowed + "/page")
 		}
@@ -246,9 +247,7 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 			pc.user.call("Target.closeTarget", map[string]any{"targetId": created.TargetID}, "")
 		})
 	}
-	if pc.held {
-		assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request at all")
-	}
+	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request at all")
 }
 
 func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
