@@ -17,6 +17,17 @@ type Command struct {
 	SessionID string          `json:"sessionId,omitempty"`
 }
 
+// BrowserSessionID is the Command.SessionID that addresses the browser
+// target itself rather than a page: the command runs on the root session of
+// the backend's browser-level connection (CDP sends it without a sessionId),
+// and the events that session receives (Target.attachedToTarget of an
+// auto-attach, for example) come with the page's own events. cdp-inspect and
+// the desktop bridge (host-bridge, which runs commands as cdp-inspect does)
+// serve it; the local and extension backends refuse it (local: ClassPolicy,
+// not_supported; chrome.debugger cannot attach at browser level). The
+// guards use it to hold the windows a page opens before they load (GRD-2).
+const BrowserSessionID = "browser"
+
 // CheckParams checks a command's params before anything is sent: they must be
 // absent, null, or one JSON object (CDP's params member). Anything else is a
 // ClassPolicy *Error with code CodeInvalidParams; a browser or a client would

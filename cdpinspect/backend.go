@@ -323,8 +323,10 @@ func (b *Backend) onEnd() {
 }
 
 // Send implements browserbackend.ScopedClient. A command without SessionID
-// runs on the attached page's session. When ctx has no deadline, the
-// command timeout (default 30 s) applies.
+// runs on the attached page's session; one with
+// browserbackend.BrowserSessionID runs on the connection's root (browser)
+// session, whose events Subscribe delivers with an empty SessionID. When ctx
+// has no deadline, the command timeout (default 30 s) applies.
 //
 // A tab whose renderer crashed (under a command, or before the Backend
 // attached) is lost until a Page.navigate, which Chrome serves by giving the
@@ -347,7 +349,10 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 		return nil, b.closedErr(cmd.Method)
 	}
 	sid := cmd.SessionID
-	if sid == "" {
+	switch sid {
+	case bb.BrowserSessionID:
+		sid = "" // the connection's root session: the browser target
+	case "":
 		if b.detached.Load() {
 			return nil, sessionGoneErr(cmd.Method)
 		}

@@ -153,6 +153,11 @@ func (b *Backend) Send(ctx context.Context, cmd browserbackend.Command) (json.Ra
 	req.TargetClientID = clientID
 	var perr error
 	switch {
+	case cmd.SessionID == browserbackend.BrowserSessionID:
+		// The browser target is no tab: claiming it would make this
+		// backend one that owns a tab, and so cut it off from its page's
+		// events while it owns no other. The bridge posts the browser
+		// session's events under its page's target id.
 	case cmd.SessionID != "":
 		if b.claim(clientID, cmd.SessionID) {
 			perr = b.probeTab(ctx, req)

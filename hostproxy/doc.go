@@ -114,7 +114,9 @@
 // Events go to the subscribers (SEL-14) of the backends bound to the posting
 // client, but only to those of the tab the event belongs to. A backend owns
 // the tabs its commands name in cdpSessionId (a tab id in decimal digits, a
-// CDP target id, or a flat child session id); a session invalidation is
+// CDP target id, or a flat child session id; not
+// browserbackend.BrowserSessionID, which names the browser, whose events the
+// reference bridge posts under its page's target id); a session invalidation is
 // delivered as a Target.detachedFromTarget event carrying that sessionId.
 // An event is attributed to a tab, in this order:
 //

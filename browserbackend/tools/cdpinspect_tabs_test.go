@@ -99,6 +99,42 @@ type pageTarget struct {
 	TargetID string `json:"targetId"`
 	Type     string `json:"type"`
 	URL      string `json:"url"`
+	OpenerID string `json:"openerId"`
+}
+
+// waitPopupsGone waits until every page opened by the page at openerURL is
+// destroyed.
+func (r *rawCDP) waitPopupsGone(openerURL string) {
+	r.t.Helper()
+	pages := r.pages()
+	for _, opener := range pages {
+		if opener.URL != openerURL {
+			continue
+		}
+		for _, p := range pages {
+			if p.OpenerID == opener.TargetID {
+				r.waitDestroyed(p.TargetID)
+			}
+		}
+	}
+}
+
+// evalAwait evaluates expr (awaiting a promise) in the page of targetID,
+// on a session of the test's own, and returns the string value.
+func (r *rawCDP) evalAwait(targetID, expr string) string {
+	r.t.Helper()
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(r.t, json.Unmarshal(r.call("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, ""), &att))
+	defer r.call("Target.detachFromTarget", map[string]any{"sessionId": att.SessionID}, "")
+	var res struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	require.NoError(r.t, json.Unmarshal(r.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, att.SessionID), &res))
+	return res.Result.Value
 }
 
 // pages lists the page targets in Target.getTargets order.

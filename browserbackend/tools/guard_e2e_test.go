@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -33,6 +34,14 @@ type guardSites struct {
 	allowed, blocked string // base URLs by name
 	blockedHits      atomic.Int64
 	policy           guard.Policy
+	// user is a site of "the user's" own (not under the policy): the tab
+	// they open while a call runs loads /tab from it.
+	user string
+	// holding receives when /hold on allowed.test has a request, which it
+	// answers once release is closed (closeRelease).
+	holding      chan struct{}
+	release      chan struct{}
+	closeRelease func()
 	// loginPassword is the password the login form last posted.
 	loginPassword atomic.Value
 }
@@ -59,9 +68,29 @@ func startGuardSites(t *testing.T) *guardSites {
 		page(w, "Allowed", fmt.Sprintf(`<a id="link" href="%[1]s/link">a link</a>
 <button id="loc" onclick="location = '%[1]s/script'">by script</button>
 <button id="pop" onclick="window.open('%[1]s/popup')">a popup</button>
+<a id="blank" href="%[1]s/blank" target="_blank">a new window</a>
 <form method="post" action="%[1]s/post"><input name="q" value="x"><button id="post">Go</button></form>
 <a id="ok" href="/page?again">same site</a>`, gs.blocked))
 	})
+	gs.holding, gs.release = make(chan struct{}, 1), make(chan struct{})
+	gs.closeRelease = sync.OnceFunc(func() { close(gs.release) })
+	t.Cleanup(gs.closeRelease)
+	allowed.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case gs.holding <- struct{}{}:
+		default:
+		}
+		select {
+		case <-gs.release:
+		case <-r.Context().Done():
+		}
+		page(w, "Held", "<p>answered once released</p>")
+	})
+	user := http.NewServeMux()
+	user.HandleFunc("/tab", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "The user's tab", "<p>the user's own page</p>")
+	})
+	gs.user = chromiumtest.LoopbackServer(t, user).URL
 	allowed.HandleFunc("/writes", func(w http.ResponseWriter, r *http.Request) {
 		page(w, "Shop", `<button id="buy">Buy now</button> <button id="delete">Delete account</button>
 <button id="send" onclick="this.textContent='sent'">Send</button> <a id="confirm" href="/writes?confirmed">Confirm order</a>
@@ -119,8 +148,19 @@ func assertForbidden(t *testing.T, err error, wantURL string) {
 	assert.Equal(t, guard.RuleAllowedDomains, ge.Rule, "and the rule")
 }
 
+// popupChecks says what guardNavigationScenario can hold a backend to
+// about windows a page opens.
+type popupChecks struct {
+	// held: the backend holds a popup until its first request is checked,
+	// so the blocked server receives none (GRD-2).
+	held bool
+	// user is a raw CDP client of the browser standing for the user: it
+	// opens a tab of its own while a call runs (nil: not checked).
+	user *rawCDP
+}
+
 // guardNavigationScenario is the GRD-2 scenario of issue 13 on one backend.
-func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools, inv browserbackend.Invocation, gs *guardSites) {
+func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools, inv browserbackend.Invocation, gs *guardSites, pc popupChecks) {
 	open := func() {
 		_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/page"})
 		require.NoError(t, err, "an allowed page loads")
@@ -155,8 +195,59 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 		open()
 		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
 		assertForbidden(t, err, gs.blocked+"/popup")
-		t.Logf("blocked server requests after window.open: %d", gs.blockedHits.Load())
+		if !pc.held {
+			t.Logf("blocked server requests after window.open: %d", gs.blockedHits.Load())
+			return
+		}
+		if pc.user != nil {
+			// The popup is closed once its request was failed: when it is
+			// gone, that request can no longer reach the server.
+			pc.user.waitPopupsGone(gs.allowed + "/page")
+		}
+		assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request from the popup")
 	})
+	if !pc.held {
+		// The popup above may still be open and off the list: the next
+		// call's check would find it first.
+		return
+	}
+	t.Run("target=_blank link", func(t *testing.T) {
+		open()
+		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#blank"}})
+		assertForbidden(t, err, gs.blocked+"/blank")
+		if pc.user != nil {
+			pc.user.waitPopupsGone(gs.allowed + "/page")
+		}
+		assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request from the new window")
+	})
+	if pc.user != nil {
+		t.Run("a tab the user opens during a call", func(t *testing.T) {
+			// The call is a navigate whose answer waits until the user's
+			// tab has loaded: a tab left waiting for a debugger would
+			// never load, and this subtest would fail at its deadline.
+			done := make(chan error, 1)
+			go func() {
+				_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/hold"})
+				done <- err
+			}()
+			select {
+			case <-gs.holding:
+			case err := <-done:
+				require.FailNow(t, "the call ended before its page answered", "%v", err)
+			}
+			var created struct {
+				TargetID string `json:"targetId"`
+			}
+			require.NoError(t, json.Unmarshal(pc.user.call("Target.createTarget", map[string]any{"url": gs.user + "/tab"}, ""), &created))
+			assert.Equal(t, "The user's tab", pc.user.evalAwait(created.TargetID,
+				`new Promise(r => document.readyState === "complete" ? r(document.title) : addEventListener("load", () => r(document.title)))`),
+				"the user's tab loads while the call runs")
+			gs.closeRelease()
+			require.NoError(t, <-done, "the call itself succeeds")
+			pc.user.call("Target.closeTarget", map[string]any{"targetId": created.TargetID}, "")
+		})
+	}
+	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request at all")
 }
 
 func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
@@ -166,7 +257,7 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
-		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs)
+		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs, popupChecks{})
 	})
 	t.Run("local, kept clients", func(t *testing.T) {
 		// One Client per conversation: the interception is enabled once
@@ -177,15 +268,16 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy), KeepClients: true})
 		t.Cleanup(tl.Shutdown)
-		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local-kept", InterfaceID: "cli"}, gs)
+		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local-kept", InterfaceID: "cli"}, gs, popupChecks{})
 	})
 	t.Run("host-bridge", func(t *testing.T) {
 		gs := startGuardSites(t)
 		h := startRuntime(t)
-		startBridge(t, h, chromiumtest.WithArgs(hostRules))
+		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
+		runBridgeOn(t, h, b, false)
 		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
 		// auto: no extension is connected, so the desktop bridge serves.
-		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-bridge"), gs)
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-bridge"), gs, popupChecks{held: true, user: dialRaw(t, b)})
 	})
 	t.Run("extension", func(t *testing.T) {
 		gs := startGuardSites(t)
@@ -195,7 +287,7 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		chromiumtest.Start(t, chromiumtest.WithExtension(dst), chromiumtest.WithArgs(hostRules))
 		h.waitClient(t, wire.InterfaceChromeExtension)
 		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
-		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-ext"), gs)
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-ext"), gs, popupChecks{})
 	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		gs := startGuardSites(t)
@@ -210,7 +302,7 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		// Per invocation: the policy comes with the ctx, not the Options.
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
-		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp", InterfaceID: "cli"}, gs)
+		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b)})
 	})
 	t.Run("cdp-inspect, kept clients", func(t *testing.T) {
 		gs := startGuardSites(t)
@@ -222,7 +314,7 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), KeepClients: true})
 		t.Cleanup(tl.Shutdown)
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
-		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs)
+		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b)})
 	})
 }
 

@@ -30,8 +30,10 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 // watch is the in-browser half of GRD-2: while it runs, every document
 // request of the page (each redirect hop included) is paused by CDP Fetch
 // and continued only when the guard allows its URL, else failed with
-// BlockedByClient; popups the page opens are checked as they appear and
-// closed when off the list. Refusals are recorded in the windows of the
+// BlockedByClient; popups the page opens are held before their first
+// request where the backend has a browser session (popupHold: cdp-inspect,
+// host-bridge), and everywhere checked as they appear and closed when off
+// the list. Refusals are recorded in the windows of the
 // tool calls in progress (begin). watch speaks plain CDP on the call's
 // session, so it works on every backend (through chrome.debugger on the
 // extension).
@@ -56,6 +58,9 @@ type watch struct {
 	// are set before the handlers run.
 	self        target.ID
 	discovering bool
+	// hold keeps the page's popups from loading before they are checked;
+	// nil on a backend without a browser session (popups.go).
+	hold *popupHold
 
 	wg    sync.WaitGroup
 	stops []func()
@@ -148,6 +153,7 @@ func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op str
 	if infoErr == nil && info.TargetInfo != nil {
 		w.self = info.TargetInfo.TargetID
 	}
+	w.hold = startHold(ctx, w)
 	w.loop(navs, func([]byte) { w.navigated() })
 	for _, ch := range []<-chan []byte{stopped, loaded, within} {
 		w.loop(ch, func([]byte) {
@@ -224,6 +230,11 @@ func (w *watch) firstViolation(win *window) error {
 func (w *watch) onPaused(raw []byte) {
 	var ev fetch.EventRequestPaused
 	if decodeValue(raw, &ev) != nil || ev.Request == nil {
+		return
+	}
+	if w.hold.isHeld(string(ev.FrameID)) {
+		// A held popup's request (the Client's subscription sees every
+		// session's events): its own handler decides it.
 		return
 	}
 	w.navigated()
@@ -360,6 +371,7 @@ func (p *Page) awaitNavigation(ctx context.Context, op string, action func() err
 func (w *watch) stop(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
+	w.hold.stop(cctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -702,7 +702,11 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 			continue
 		}
 		sid := ev.SessionID
-		if sid == page {
+		if sid == page || (sid == "" && target != "") {
+			// The browser (root) session's events go with the page's: the
+			// connection serves this page alone, and an auto-attach it
+			// turned on (browserbackend.BrowserSessionID) reports the
+			// targets it holds there (Target.attachedToTarget).
 			sid = target
 		}
 		body, _ := json.Marshal(hostproxy.EventBody{Method: ev.Method, Params: ev.Params, SessionID: sid})

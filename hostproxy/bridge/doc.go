@@ -22,8 +22,10 @@
 //
 // CDP events of an attached page are forwarded to /v1/host-browser-event
 // with the page's target id as sessionId, so the server routes them to the
-// conversation working in that tab (WIRE-4); events of other flat sessions
-// keep theirs, and a detached flat session is posted to
+// conversation working in that tab (WIRE-4), and so are the events of the
+// connection's browser (root) session, which serves that page alone (the
+// Target.attachedToTarget of an auto-attach the guards turn on through
+// browserbackend.BrowserSessionID); events of other flat sessions keep theirs, and a detached flat session is posted to
 // /v1/host-browser-session-invalidated. Heartbeat tokens are echoed to
 // /v1/ping so the hub sees the bridge reading (HUB-5).
 //
