@@ -39,6 +39,7 @@ const (
 	endGrantCheck
 	endReplaced
 	endHub
+	endDisconnect
 )
 
 func (k endKind) status() websocket.StatusCode {
@@ -65,6 +66,8 @@ type conn struct {
 	sub  *eventhub.Subscription
 	why  string
 	kind endKind
+
+	ui uiCalls // the UI channel's requests waiting for their answer (REM-9)
 }
 
 // end closes the socket: first the hub registration (so the proxy fails the
@@ -145,6 +148,22 @@ func (s *Server) Online() []string {
 		}
 	}
 	return out
+}
+
+// Disconnect closes the device's open socket with status 1001 (going
+// away), without revoking it: the extension reconnects with its
+// credential. The socket's commands in flight fail with a transport error
+// and the extension releases the tabs of its tasks (REM-8). It reports
+// whether the device had a socket. Safe for concurrent use.
+func (s *Server) Disconnect(deviceID string) bool {
+	s.mu.Lock()
+	c := s.slots[deviceID]
+	s.mu.Unlock()
+	if c == nil || c.ended() {
+		return false
+	}
+	c.end(endDisconnect, "disconnected by the server")
+	return true
 }
 
 // deviceToken returns the token of the one bsk-auth subprotocol of r
@@ -412,6 +431,10 @@ func (c *conn) handle(data []byte) (serverFrame, bool) {
 	}
 	var err error
 	switch f.Type {
+	case "":
+		// No type: the answer to a UI channel request (REM-9).
+		c.ui.answer(data)
+		return serverFrame{}, false
 	case wire.RemoteHello:
 		return serverFrame{}, false
 	case wire.SocketResult:
