@@ -68,7 +68,9 @@ func titleOf(t *testing.T, c *browserbackend.Client, tabID int) string {
 }
 
 func mustValue(t *testing.T, raw json.RawMessage) json.RawMessage {
-	var ev struct{ Result struct{ Value json.RawMessage } }
+	var ev struct {
+		Result struct{ Value json.RawMessage }
+	}
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	return ev.Result.Value
 }

@@ -81,7 +81,10 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 	assert.Equal(t, UIReasonPreviewBusy, be.Detail)
 	assert.Equal(t, wire.UITaskFocus, be.Method)
 
-	go func() { _, err := f.srv.UICall(ctx, deviceID, "ui.other", map[string]string{"session_id": "conv-1"}); errs <- err }()
+	go func() {
+		_, err := f.srv.UICall(ctx, deviceID, "ui.other", map[string]string{"session_id": "conv-1"})
+		errs <- err
+	}()
 	req = d.nextUI()
 	d.send(map[string]any{"id": req.ID, "error": map[string]any{"code": "unknown_method", "message": "no"}})
 	require.ErrorAs(t, <-errs, &be)
