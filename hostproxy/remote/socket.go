@@ -204,7 +204,9 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // "sessionId"?} and {"type":"host_browser_session_invalidated",…} (answered
 // only when refused). Every result, event and invalidation is bound to the
 // device's client id and actor; a frame whose clientId names another client
-// is refused with client_mismatch. The socket closes, failing its commands
+// is refused with client_mismatch. A frame without a type is the answer to
+// a UI channel request (REM-9, see UICall); one nobody waits for is
+// dropped. The socket closes, failing its commands
 // in flight with a transport error, on revocation or expiry (status 4401),
 // a failed grant read (1011), a newer socket of the device (4409), or Close
 // (1001).
