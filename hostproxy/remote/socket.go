@@ -345,7 +345,10 @@ func (c *conn) writeRaw(data []byte) bool {
 	c.mu.Lock()
 	ws := c.ws
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+	// Not c.ctx: the library cuts the connection when a write's context
+	// ends mid-frame, so a socket ending while a frame is written would
+	// lose its close status (the client sees 1006, not 4409 or 4401).
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := ws.Write(ctx, websocket.MessageText, data); err != nil {
 		c.end(endGoingAway, "write failed")
