@@ -123,3 +123,15 @@ const (
 	// {"type":"assistant_event","event":<envelope>}.
 	RemoteEnvelope = EventTypeAssistant
 )
+
+// The UI channel of a remote device socket (REM-9): request frames
+// {"id","method","params":{"session_id"}} the server sends and the extension
+// answers with {"id","result"} or {"id","error":{"code","message","data":{"reason"}}}.
+const (
+	// UIMethodPrefix starts every UI channel method.
+	UIMethodPrefix = "ui."
+	// UITaskPreview asks for a JPEG (≤ 640 px wide) of the task's tab.
+	UITaskPreview = "ui.task_preview"
+	// UITaskFocus activates the task's tab and raises its window.
+	UITaskFocus = "ui.task_focus"
+)

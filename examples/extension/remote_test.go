@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -451,6 +452,9 @@ func TestRemote_ReconnectAfterAWorkerRestartReplaysNoCommand(t *testing.T) {
 	defer c.Close()
 	res := sendAsync(context.Background(), c, "Runtime.evaluate", fx.gatedEval("replay", 1))
 	waitClosed(t, fx.gate("replay").started, "the page to start the command")
+	var claims map[string]struct{ Conv, Kind string }
+	require.NoError(t, json.Unmarshal(rs.workerEval(t, "chrome.storage.session.get('remoteTabs').then((x) => x.remoteTabs)"), &claims))
+	require.Len(t, claims, 1, "the conversation's background tab is the task's")
 
 	rs.killWorker(t, dev.ClientID)
 	r := waitResult(t, res)
@@ -461,6 +465,13 @@ func TestRemote_ReconnectAfterAWorkerRestartReplaysNoCommand(t *testing.T) {
 	popup := rs.openExtPage(t, "popup.html") // wakes the worker
 	rs.waitConnected(t, popup)
 	rs.waitExtension(t)
+	// The restarted worker released the claims the killed one left (REM-8).
+	rs.workerEval(t, "vellumRemote.whenReleased(1)")
+	for id, c := range claims {
+		assert.Equal(t, "created", c.Kind)
+		assert.Equal(t, "false", string(rs.workerEval(t, "chrome.tabs.query({}).then((ts) => ts.some((x) => String(x.id) === "+strconv.Quote(id)+"))")),
+			"the tab the killed worker's task created is closed")
+	}
 	cr := rs.run(t, "remote-after", "'fresh'")
 	assert.Equal(t, "fresh", evalValue(t, cr.Result))
 	var stats struct{ Requests, Connects int }

@@ -52,6 +52,9 @@
 // {"action":"renew","next_token"}.
 //
 // The browser side is the reference extension's remote mode (REM-7,
-// examples/extension/lib/remote.js). Not written yet: tab ownership for
-// remote tasks and the UI channel (REM-8, REM-9).
+// examples/extension/lib/remote.js), which also enforces the tab ownership
+// of remote tasks (REM-8; a refused command has the code CodeTabNotOwned)
+// and serves the UI channel (REM-9): TaskPreview, TaskFocus and UICall send
+// ui.* requests on a device's socket and wait for the extension's answer.
+// Disconnect drops a device's socket without revoking it.
 package remote

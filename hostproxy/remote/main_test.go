@@ -214,6 +214,7 @@ type device struct {
 	clientID string
 	deviceID string
 	frames   chan serverFrame
+	ui       chan []byte // UI channel requests (frames without a type)
 	done     chan struct{}
 	closeErr error
 }
@@ -225,7 +226,7 @@ func (f *fixture) dial(token string) *device {
 	require.NoError(f.t, err)
 	require.Equal(f.t, wire.SubprotocolAuthPrefix+token, resp.Header.Get("Sec-WebSocket-Protocol"), "the subprotocol is echoed")
 	ws.SetReadLimit(hostproxyMaxBody)
-	d := &device{t: f.t, ws: ws, frames: make(chan serverFrame, 64), done: make(chan struct{})}
+	d := &device{t: f.t, ws: ws, frames: make(chan serverFrame, 64), ui: make(chan []byte, 16), done: make(chan struct{})}
 	ready := d.readFrame()
 	require.Equal(f.t, wire.SocketReady, ready.Type)
 	d.clientID, d.deviceID = ready.ClientID, ready.DeviceID
@@ -255,6 +256,10 @@ func (d *device) loop() {
 		}
 		var fr serverFrame
 		if json.Unmarshal(data, &fr) == nil {
+			if fr.Type == "" {
+				d.ui <- data
+				continue
+			}
 			d.frames <- fr
 		}
 	}

@@ -39,6 +39,7 @@ const (
 	endGrantCheck
 	endReplaced
 	endHub
+	endDisconnect
 )
 
 func (k endKind) status() websocket.StatusCode {
@@ -65,6 +66,8 @@ type conn struct {
 	sub  *eventhub.Subscription
 	why  string
 	kind endKind
+
+	ui uiCalls // the UI channel's requests waiting for their answer (REM-9)
 }
 
 // end closes the socket: first the hub registration (so the proxy fails the
@@ -147,6 +150,22 @@ func (s *Server) Online() []string {
 	return out
 }
 
+// Disconnect closes the device's open socket with status 1001 (going
+// away), without revoking it: the extension reconnects with its
+// credential. The socket's commands in flight fail with a transport error
+// and the extension releases the tabs of its tasks (REM-8). It reports
+// whether the device had a socket. Safe for concurrent use.
+func (s *Server) Disconnect(deviceID string) bool {
+	s.mu.Lock()
+	c := s.slots[deviceID]
+	s.mu.Unlock()
+	if c == nil || c.ended() {
+		return false
+	}
+	c.end(endDisconnect, "disconnected by the server")
+	return true
+}
+
 // deviceToken returns the token of the one bsk-auth subprotocol of r
 // (REM-4): every Sec-WebSocket-Protocol value, split at commas, must be that
 // one value.
@@ -185,7 +204,9 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // "sessionId"?} and {"type":"host_browser_session_invalidated",…} (answered
 // only when refused). Every result, event and invalidation is bound to the
 // device's client id and actor; a frame whose clientId names another client
-// is refused with client_mismatch. The socket closes, failing its commands
+// is refused with client_mismatch. A frame without a type is the answer to
+// a UI channel request (REM-9, see UICall); one nobody waits for is
+// dropped. The socket closes, failing its commands
 // in flight with a transport error, on revocation or expiry (status 4401),
 // a failed grant read (1011), a newer socket of the device (4409), or Close
 // (1001).
@@ -411,6 +432,14 @@ func (c *conn) read() {
 // the frames and their checks are the proxy's (hostproxy.HandleClientFrame),
 // with the device's client id and actor as the binding.
 func (c *conn) handle(data []byte) (serverFrame, bool) {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(data, &probe) == nil && probe.Type == "" {
+		// No type: the answer to a UI channel request (REM-9).
+		c.ui.answer(data)
+		return serverFrame{}, false
+	}
 	r, ok := c.s.proxy.HandleClientFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
 	if r.Code == "client_mismatch" {
 		c.s.log.Warn("remote frame names another client", "deviceId", c.dev.DeviceID)

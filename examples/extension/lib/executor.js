@@ -187,12 +187,13 @@ function learnSessions(tabId, method, res) {
 }
 
 /** The tab sessionless commands of conv go to (created when missing). */
-async function tabFor(conv) {
+async function tabFor(conv, guard) {
   const p = await pins();
   // tabs.onRemoved unpins closed tabs, so a pin names a live tab; a tab
   // that vanished in between fails in sendCommand as cdp_session_not_found.
   if (p[conv] != null) return p[conv];
   const tab = await chrome.tabs.create({ url: 'about:blank', active: false });
+  if (guard) await guard.created(conv, tab.id);
   await pin(conv, tab.id);
   return tab.id;
 }
@@ -214,10 +215,11 @@ const vellum = {
     const tabs = await chrome.tabs.query({});
     return { tabs: tabs.map(tabInfo) };
   },
-  async 'Vellum.createTab'(params, conv) {
+  async 'Vellum.createTab'(params, conv, guard) {
     // As the Vellum extension does it: an active about:blank whatever url
     // and active say (WIRE-3); the caller navigates the tab afterwards.
     const tab = await chrome.tabs.create({ url: 'about:blank', active: true });
+    if (guard) await guard.created(conv, tab.id);
     await pin(conv, tab.id);
     return { tabId: String(tab.id), clientId: (await identity()).clientId };
   },
@@ -228,33 +230,39 @@ const vellum = {
     if (!t) throw new CommandError('target_not_found', `no tab matches ${pattern}`);
     return { tabId: String(t.id), url: t.url || t.pendingUrl || '', title: t.title || '' };
   },
-  async 'Vellum.selectTab'(params, conv) {
+  async 'Vellum.selectTab'(params, conv, guard) {
     const tab = await existingTab(needTab(params));
+    if (guard) await guard.borrow(conv, tab.id);
     await pin(conv, tab.id);
     return {};
   },
-  async 'Vellum.closeTab'(params, conv) {
+  async 'Vellum.closeTab'(params, conv, guard) {
     const tabId = needTab(params, (await pins())[conv]);
     await existingTab(tabId);
+    if (guard) await guard.check(conv, tabId);
     await chrome.tabs.remove(tabId);
+    if (guard) await guard.closed(tabId);
     await unpinTab(tabId);
     return { closed: true, tabId: params.tabId ?? tabId, clientId: (await identity()).clientId };
   },
-  async 'Vellum.attach'(params, conv) {
+  async 'Vellum.attach'(params, conv, guard) {
     const tabId = needTab(params, (await pins())[conv]);
     await existingTab(tabId);
+    if (guard) await guard.borrow(conv, tabId);
     await ensureAttached(tabId);
     await pin(conv, tabId);
     return { attached: true, target: { tabId } };
   },
-  async 'Vellum.detach'(params, conv) {
+  async 'Vellum.detach'(params, conv, guard) {
     const tabId = needTab(params, (await pins())[conv]);
+    if (guard) await guard.check(conv, tabId);
     attached.delete(tabId);
     try {
       await chrome.debugger.detach({ tabId });
     } catch (e) {
       if (!/not attached/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
     }
+    if (guard) await guard.returned(conv, tabId);
     return { detached: true, target: { tabId } };
   },
 };
@@ -272,9 +280,9 @@ async function tabOfTarget(targetId) {
  * the wire carries it: {content, isError}, content being the JSON text of
  * the CDP result or of the error ({code, message}); it never rejects.
  */
-export async function executeToContent(msg, timing) {
+export async function executeToContent(msg, timing, guard) {
   try {
-    return { content: JSON.stringify(await execute(msg, timing)), isError: false };
+    return { content: JSON.stringify(await execute(msg, timing, guard)), isError: false };
   } catch (e) {
     const err = e instanceof CommandError ? e : new CommandError('transport_error', String((e && e.message) || e));
     return { content: JSON.stringify(err.toContent()), isError: true };
@@ -284,16 +292,18 @@ export async function executeToContent(msg, timing) {
 /**
  * Executes one host_browser_request message. Resolves to the CDP result
  * object, or rejects with a CommandError. timing.ms receives the time spent
- * in chrome.debugger.sendCommand.
+ * in chrome.debugger.sendCommand. guard, given for the commands of a remote
+ * socket only, enforces tab ownership (REM-8, lib/ownership.js); local mode
+ * passes none.
  */
-export async function execute(msg, timing) {
+export async function execute(msg, timing, guard) {
   const method = msg.cdpMethod;
   const params = msg.cdpParams || {};
   if (typeof method !== 'string' || method === '') throw new CommandError(-32600, 'cdpMethod is required');
   if (method.startsWith('Vellum.')) {
     const op = vellum[method];
     if (!op) throw new CommandError(-32601, `'${method}' wasn't found`);
-    return op(params, msg.conversationId || '');
+    return op(params, msg.conversationId || '', guard);
   }
   let target;
   const sid = msg.cdpSessionId;
@@ -306,10 +316,21 @@ export async function execute(msg, timing) {
     if (tabId == null) throw new CommandError('cdp_session_not_found', `no tab or session for cdpSessionId ${sid}`);
     target = { tabId };
   } else {
-    target = { tabId: await tabFor(msg.conversationId || '') };
+    target = { tabId: await tabFor(msg.conversationId || '', guard) };
   }
+  if (guard) await guard.check(msg.conversationId || '', target.tabId);
   await ensureAttached(target.tabId);
   return send(target, method, params, timing);
+}
+
+/**
+ * Returns a borrowed tab (REM-8): detaches the debugger and forgets the
+ * conversations pinned to it; the tab stays open. Never rejects.
+ */
+export async function releaseTab(tabId) {
+  attached.delete(tabId);
+  try { await chrome.debugger.detach({ tabId }); } catch { /* not attached, or gone */ }
+  await unpinTab(tabId).catch(() => {});
 }
 
 function invalidateTab(tabId, reason) {

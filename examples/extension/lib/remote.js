@@ -25,6 +25,8 @@
 import { executeToContent, setSink } from './executor.js';
 import { Health, loadSettings, saveSettings, setHealth } from './state.js';
 import * as relay from './relay.js';
+import { Guard, ownershipStats, releaseAll, whenReleased } from './ownership.js';
+import * as ui from './ui.js';
 
 const DB_NAME = 'browserchain-remote';
 const DB_STORE = 'grant';
@@ -316,7 +318,16 @@ export function stop() {
   wake?.();
   const c = cur;
   cur = null;
-  if (c) c.ws.close(1000, 'remote mode stopped');
+  if (c) {
+    endTasks(c);
+    c.ws.close(1000, 'remote mode stopped');
+  }
+}
+
+// endTasks ends the tasks of socket me (REM-8): its guard releases their
+// tabs (created ones closed, borrowed ones returned). Idempotent.
+function endTasks(me) {
+  if (me.guard) me.guard.end().catch(() => {});
 }
 
 function startKeepalive() {
@@ -343,6 +354,9 @@ async function loop(my) {
   let failures = 0;
   // A new worker has no socket, whatever an earlier one last recorded.
   await setHealth(Health.RECONNECTING, 'connecting to the remote server');
+  // Tabs still claimed by the tasks of a socket this worker no longer has
+  // (it was killed with them) are released before a new socket serves.
+  await releaseAll().catch(() => {});
   while (gen === my) {
     let g;
     try {
@@ -380,7 +394,7 @@ function dial(my, g) {
       resolve({ opened: false, code: 0, reason: e.message });
       return;
     }
-    const me = { ws, ready: false, gen: my, timer: null };
+    const me = { ws, ready: false, gen: my, timer: null, guard: new Guard() };
     cur = me;
     ws.onmessage = (e) => onFrame(me, e.data);
     ws.onclose = (e) => {
@@ -388,6 +402,7 @@ function dial(my, g) {
       const opened = me.ready;
       me.ready = false;
       if (cur === me) cur = null;
+      endTasks(me);
       if (gen === my && opened) setHealth(Health.RECONNECTING, 'remote socket closed').catch(() => {});
       resolve({ opened, code: e.code, reason: e.reason });
     };
@@ -424,7 +439,9 @@ function onFrame(me, data) {
     else if (msg.type === 'host_browser_cancel') handleCancel(me, msg);
     return;
   }
-  if (m.type === 'accepted') bump('results');
+  if (m.type === 'accepted') { bump('results'); return; }
+  // A request frame of the UI channel (REM-9): {"id","method":"ui.*","params"}.
+  if (m.type === undefined && typeof m.method === 'string') ui.handle(m, (frame) => send(me, frame), me.guard);
 }
 
 function remember(set, id) {
@@ -453,7 +470,7 @@ async function handleRequest(me, msg, env) {
   const st = { cancelled: false };
   inflight.set(id, st);
   const timing = { ms: 0 };
-  const { content, isError } = await executeToContent(msg, timing);
+  const { content, isError } = await executeToContent(msg, timing, me.guard);
   inflight.delete(id);
   // A result belongs to the socket its request came on: after that socket
   // closed the server has failed the command already, so the result is
@@ -516,4 +533,12 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
   return true;
 });
 
-globalThis.vellumRemote = { stats, when, status, isConnected, grant: loadGrant };
+ui.testHooks.frame = (obj) => {
+  if (!isConnected()) return false;
+  onFrame(cur, JSON.stringify(obj));
+  return true;
+};
+
+globalThis.vellumRemote = {
+  stats, when, status, isConnected, grant: loadGrant, ownership: ownershipStats, whenReleased, ui: ui.testHooks,
+};
