@@ -143,6 +143,8 @@ type Browser struct {
 	openAttempt func(*state) openedPage
 	// pageOpenHedge overrides the constant of the same name when > 0.
 	pageOpenHedge time.Duration
+	// openings counts the page opening attempts running (openPage).
+	openings atomic.Int32
 
 	// lastTrack is the command tracker of the last browser launched (nil
 	// before the first; guarded by mu): a timeout while waiting for a

@@ -51,8 +51,9 @@
 // page's commands in flight with ClassTransport and CodeTargetCrashed.
 // Opening a page is hedged: Playwright never finishes opening a page whose
 // renderer dies while it is being set up, so an opening still running after
-// 10 s gets a second attempt beside it (three at most); the first page to
-// open serves the conversation and the others are closed.
+// 10 s gets a second attempt beside it (three at most; none while more than
+// four openings run, when a slow one is only waiting its turn); the first
+// page to open serves the conversation and the others are closed.
 //
 // A conversation whose page went away under it (its renderer crashed, it
 // was closed by someone else, its browser or driver exited) is told, like

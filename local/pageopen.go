@@ -20,6 +20,11 @@ const (
 	pageOpenHedge = 10 * time.Second
 	// maxPageOpenAttempts bounds the attempts of one opening.
 	maxPageOpenAttempts = 3
+	// maxHedgingOpenings: with more attempts than this running in the
+	// browser, a slow attempt is waiting its turn, not stuck, and another
+	// one beside it would only add to the queue (200 conversations opening
+	// pages at once); the hedge waits another interval.
+	maxHedgingOpenings = 4
 )
 
 // openedPage is the outcome of one attempt to open a page.
@@ -45,7 +50,8 @@ func openPageOnce(st *state) openedPage {
 
 // openPage opens a page and its CDPSession in st. An attempt that has not
 // finished after the hedge interval gets another beside it (at most
-// maxPageOpenAttempts); the first to succeed wins and the pages of the later
+// maxPageOpenAttempts, and only while at most maxHedgingOpenings attempts
+// run in the browser); the first to succeed wins and the pages of the later
 // ones are closed when they arrive. It fails with the last attempt's error
 // when every attempt failed, and with errClosed once b is closed. Attempts
 // end at the latest when the browser goes away (Playwright then fails them).
@@ -66,8 +72,10 @@ func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, e
 		}
 		started++
 		pending++
+		b.openings.Add(1)
 		go func() {
 			defer b.wg.Done()
+			defer b.openings.Add(-1)
 			results <- attempt(st)
 		}()
 		return true
@@ -91,7 +99,11 @@ func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, e
 				return nil, nil, lastErr
 			}
 		case <-timer.C:
-			if started < maxPageOpenAttempts && start() {
+			switch {
+			case started >= maxPageOpenAttempts:
+			case b.openings.Load() > maxHedgingOpenings:
+				timer.Reset(hedge) // a busy browser: check again later
+			case start():
 				timer.Reset(hedge)
 			}
 		}

@@ -90,15 +90,21 @@ func readOwnPages(t *testing.T, tl *tools.Tools, s *site, n int) {
 	}
 }
 
+// busyPageIdle is the PageIdle of the page-cap tests: each conversation is
+// busy from its Navigate to its Extract, but on a loaded machine the gap
+// between the two calls can pass the default minute, after which evicting
+// the page is the rule working, not a lost page.
+const busyPageIdle = time.Hour
+
 func TestTwoHundredConcurrentConversationsOnOneLocalBrowserReadTheirOwnPages(t *testing.T) {
 	s := startSite(t)
-	tl, lb := localTools(t) // default MaxPages (32) and PageIdle
+	tl, lb := localToolsWith(t, local.Options{PageIdle: busyPageIdle}) // default MaxPages (32)
 	readOwnPages(t, tl, s, 200)
 	assert.Len(t, lb.Conversations(), 200, "no busy conversation's page was evicted")
 }
 
 func TestMaxPagesFourWithFiveConcurrentConversationsLosesNoPage(t *testing.T) {
 	s := startSite(t)
-	tl, _ := localToolsWith(t, local.Options{MaxPages: 4})
+	tl, _ := localToolsWith(t, local.Options{MaxPages: 4, PageIdle: busyPageIdle})
 	readOwnPages(t, tl, s, 5)
 }
