@@ -140,7 +140,7 @@ func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts Soc
 	defer sub.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, Subscribed: true}) {
+	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, Subscribed: true, MaxBodyBytes: p.maxBody}) {
 		return
 	}
 	p.hub.Touch(clientID)

@@ -125,6 +125,11 @@ type socketReply struct {
 	Error     string `json:"error,omitempty"`
 	// Subscribed, on the ready reply, says the socket carries everything.
 	Subscribed bool `json:"subscribed,omitempty"`
+	// MaxBodyBytes, on the ready reply, is the largest message the server
+	// reads on the socket (Options.MaxBodyBytes); a larger one closes the
+	// socket with 1009, so a client sends such a result's error instead, as
+	// it does after a POST refused with 413.
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
 }
 
 // ResultSocketHandler serves GET /v1/host-browser-result/ws: a WebSocket on
@@ -230,7 +235,7 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 		p.serveSubscribed(ctx, c, opts, auth, actor)
 		return
 	}
-	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID}) {
+	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, MaxBodyBytes: p.maxBody}) {
 		return
 	}
 	p.hub.Touch(clientID)

@@ -470,6 +470,7 @@ function openResultSocket(c, subscribe, lastEventId = '') {
       clearTimeout(late);
       me.ready = true;
       me.subscribed = subscribe && m.subscribed === true;
+      me.maxBody = Number(m.maxBodyBytes) || 0;
       sockFailures = 0;
       stats.socketReady++;
       for (let i = socketWaiters.length - 1; i >= 0; i--) {
@@ -529,10 +530,17 @@ function closeResultSocket() {
 function sendResult(body) {
   const s = sock;
   if (s && s.ready && s.ws.readyState === WebSocket.OPEN) {
+    const frame = JSON.stringify({ type: 'result', ...body });
+    if (s.maxBody > 0 && overLimit(frame, s.maxBody)) {
+      // The server would close the socket (1009), and with it, on a
+      // subscribed socket, this client's stream: refuse it here as a POST
+      // would be refused.
+      return Promise.reject(Object.assign(new Error('result over the server\'s body limit'), { status: 413 }));
+    }
     return new Promise((resolve, reject) => {
       s.unacked.set(body.requestId, { body, resolve, reject });
       try {
-        s.ws.send(JSON.stringify({ type: 'result', ...body }));
+        s.ws.send(frame);
       } catch {
         s.unacked.delete(body.requestId);
         postResult(body).then(resolve, reject);
@@ -541,6 +549,13 @@ function sendResult(body) {
   }
   if (conn && !s) openResultSocket(conn, false); // lazily, for the next result
   return postResult(body);
+}
+
+/** Reports whether text is more than max bytes in UTF-8. */
+function overLimit(text, max) {
+  if (text.length > max) return true; // every UTF-16 unit takes at least one byte
+  if (text.length * 3 <= max) return false; // and at most three
+  return new TextEncoder().encode(text).length > max;
 }
 
 function postResult(body) {
