@@ -53,6 +53,6 @@ func ExampleProxy_ResultSocketHandler() {
 		fmt.Println(string(reply))
 	}
 	// Output:
-	// {"type":"ready","clientId":"ext-1"}
+	// {"type":"ready","clientId":"ext-1","maxBodyBytes":67108864}
 	// {"type":"error","requestId":"r-unknown","status":404,"code":"unknown_request","error":"no pending request \"r-unknown\" (unknown or already answered)"}
 }

@@ -100,7 +100,7 @@ func nextHubMessage(t *testing.T, c *websocket.Conn) map[string]any {
 func TestSubscribedSocket_CarriesRequestsCancelsResultsAndEvents(t *testing.T) {
 	w := newSubWorld(t, true)
 	c, ready := w.connect(t, "ext-1")
-	assert.Equal(t, map[string]any{"type": wire.SocketReady, "clientId": "ext-1", "subscribed": true}, ready)
+	assert.Equal(t, map[string]any{"type": wire.SocketReady, "clientId": "ext-1", "subscribed": true, "maxBodyBytes": float64(hostproxy.DefaultMaxBodyBytes)}, ready)
 	info, ok := w.hub.Client("ext-1")
 	require.True(t, ok, "the socket registered the client")
 	assert.Equal(t, wire.InterfaceChromeExtension, info.InterfaceID)
@@ -176,7 +176,7 @@ func TestSubscribedSocket_CarriesRequestsCancelsResultsAndEvents(t *testing.T) {
 func TestSubscribedSocket_AServerThatDoesNotOfferItAnswersReadyForResultsOnly(t *testing.T) {
 	w := newSubWorld(t, false)
 	c, ready := w.connect(t, "ext-1")
-	assert.Equal(t, map[string]any{"type": wire.SocketReady, "clientId": "ext-1"}, ready, "no subscribed field")
+	assert.Equal(t, map[string]any{"type": wire.SocketReady, "clientId": "ext-1", "maxBodyBytes": float64(hostproxy.DefaultMaxBodyBytes)}, ready, "no subscribed field")
 	_, ok := w.hub.Client("ext-1")
 	assert.False(t, ok, "the socket registered nothing")
 	write(t, c, map[string]any{"type": wire.RemoteEvent, "method": "Page.loadEventFired"})
