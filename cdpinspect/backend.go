@@ -30,16 +30,51 @@ type Backend struct {
 	sessionID string
 	created   bool // the target was created by Dial and is closed by Close
 
-	detached  atomic.Bool   // the page session went away
-	crashed   atomic.Bool   // the page's renderer crashed (Inspector.targetCrashed)
-	resumed   chan struct{} // closed when the attach's runIfWaitingForDebugger ended; nil before
+	st        *pageState    // the page session's state; shared by the views of one conversation session
+	resumed   chan struct{} // closed when the attach's runIfWaitingForDebugger ended; nil before (and on views)
 	closed    atomic.Bool
 	closeOnce sync.Once
+
+	// Set on a view of a Provider's shared connection (nil on a Backend
+	// that owns its socket): see shared.go.
+	shared      *sharedConn
+	closing     context.Context // cancelled by Close: ends the view's commands in flight
+	stopClosing context.CancelFunc
+	done        chan struct{} // closed by Close or when the shared connection ends
+	doneOnce    sync.Once
+	// tabClosed, set on a view of a conversation's remembered tab, makes
+	// the Provider forget that tab once a command finds it closed; tabGone
+	// records that a command did, so later ones fail without asking again.
+	tabClosed func(targetID string)
+	tabGone   atomic.Bool
+}
+
+// pageState is what the connection learnt about a page session: it went
+// away, or its renderer crashed. A Provider keeps one per conversation
+// session, shared by every Backend (view) of that session.
+type pageState struct {
+	detached atomic.Bool // the page session went away
+	crashed  atomic.Bool // the page's renderer crashed (Inspector.targetCrashed)
+}
+
+// observe updates st from an event of the connection about sessionID (the
+// page session st describes).
+func (st *pageState) observe(f frame, sessionID string) {
+	if f.SessionID != "" && f.SessionID == sessionID {
+		switch f.Method {
+		case methodTargetCrashed:
+			st.crashed.Store(true)
+		case methodTargetReloaded: // the user reloaded the crashed tab
+			st.crashed.Store(false)
+		}
+	}
 }
 
 var (
 	_ bb.ScopedClient = (*Backend)(nil)
 	_ bb.EventSource  = (*Backend)(nil)
+
+	_ bb.BufferedEventSource = (*Backend)(nil)
 )
 
 // Dial discovers the browser of cfg (see Discover), opens its browser
@@ -70,7 +105,7 @@ func dial(ctx context.Context, cfg Config, s settings) (*Backend, error) {
 // dialEndpoint connects to the discovered browser ep and attaches (see
 // Dial; s.tab chooses the target).
 func dialEndpoint(ctx context.Context, ep Endpoint, s settings) (*Backend, error) {
-	b := &Backend{s: s, endpoint: ep}
+	b := &Backend{s: s, endpoint: ep, st: &pageState{}}
 	c, err := dialConn(ctx, ep, &b.s, b.onFrame, b.onEnd)
 	if err != nil {
 		return nil, err
@@ -224,9 +259,10 @@ func (b *Backend) attach(ctx context.Context) error {
 	// here would keep the conversation from ever sending that navigation.
 	// Commands on a session run in order, so a paused target is resumed
 	// before the caller's first command reaches it.
-	b.resumed = make(chan struct{})
+	resumed := make(chan struct{}) // the goroutine's own: a view hands b.resumed to its session
+	b.resumed = resumed
 	go func() {
-		defer close(b.resumed)
+		defer close(resumed)
 		rctx, cancel := context.WithTimeout(context.Background(), b.s.commandTimeout)
 		defer cancel()
 		_, _ = b.c.call(rctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID)
@@ -245,7 +281,7 @@ func (b *Backend) attach(ctx context.Context) error {
 func (b *Backend) probeCrashed(ctx context.Context, sessionID string) {
 	_, err := b.c.call(ctx, methodInspectorEnable, nil, sessionID)
 	if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetCrashed {
-		b.crashed.Store(true)
+		b.st.crashed.Store(true)
 	}
 }
 
@@ -286,14 +322,7 @@ func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error 
 // event (never blocking) and notes when the page session went away.
 func (b *Backend) onFrame(f frame) {
 	ev := bb.Event{Method: f.Method, Params: f.Params, SessionID: f.SessionID}
-	if f.SessionID != "" && f.SessionID == b.SessionID() {
-		switch f.Method {
-		case methodTargetCrashed:
-			b.crashed.Store(true)
-		case methodTargetReloaded: // the user reloaded the crashed tab
-			b.crashed.Store(false)
-		}
-	}
+	b.st.observe(f, b.SessionID())
 	if f.Method == bb.MethodTargetDetached {
 		// Chrome sends Target.detachedFromTarget on the parent (browser)
 		// connection with the detached session in params; the EventSource
@@ -304,7 +333,7 @@ func (b *Backend) onFrame(f frame) {
 		if json.Unmarshal(f.Params, &p) == nil && p.SessionID != "" {
 			ev.SessionID = p.SessionID
 			if p.SessionID == b.SessionID() {
-				b.detached.Store(true)
+				b.st.detached.Store(true)
 			}
 		}
 	}
@@ -315,7 +344,7 @@ func (b *Backend) onFrame(f frame) {
 // caused it, subscribers first learn that the page session went away (a
 // synthetic Target.detachedFromTarget), then their channels close.
 func (b *Backend) onEnd() {
-	if sid := b.SessionID(); sid != "" && !b.closed.Load() && !b.detached.Swap(true) {
+	if sid := b.SessionID(); sid != "" && !b.closed.Load() && !b.st.detached.Swap(true) {
 		params, _ := json.Marshal(map[string]string{"sessionId": sid, "targetId": b.TargetID()})
 		b.bus.Publish(bb.Event{Method: bb.MethodTargetDetached, Params: params, SessionID: sid})
 	}
@@ -325,8 +354,11 @@ func (b *Backend) onEnd() {
 // Send implements browserbackend.ScopedClient. A command without SessionID
 // runs on the attached page's session; one with
 // browserbackend.BrowserSessionID runs on the connection's root (browser)
-// session, whose events Subscribe delivers with an empty SessionID. When ctx
-// has no deadline, the command timeout (default 30 s) applies.
+// session, whose events Subscribe delivers with an empty SessionID (on a
+// Provider's shared connection Target.setAutoAttach there is counted per
+// connection, and auto-attached sessions are routed to the view whose page
+// opened their target: see the package doc). When ctx has no deadline, the
+// command timeout (default 30 s) applies.
 //
 // A tab whose renderer crashed (under a command, or before the Backend
 // attached) is lost until a Page.navigate, which Chrome serves by giving the
@@ -341,7 +373,11 @@ func (b *Backend) onEnd() {
 // at once, Dispatched true), with code target_crashed for the commands in
 // flight when the page's renderer crashed, or with code
 // cdp_session_not_found when the page session went away (its tab was
-// closed); ClassClosed with code page_lost (above); ClassTimeout when the
+// closed) — on a Provider's Backend whose conversation's remembered tab
+// the browser no longer has, ClassProtocol with code target_not_found
+// instead (Dispatched says whether the command was sent), as its Build
+// would have failed (the next Build opens a new tab);
+// ClassClosed with code page_lost (above); ClassTimeout when the
 // deadline passes after dispatch; ClassAborted when ctx is cancelled;
 // ClassClosed after Close; ClassPolicy for params that are not JSON.
 func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, error) {
@@ -353,23 +389,47 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 	case bb.BrowserSessionID:
 		sid = "" // the connection's root session: the browser target
 	case "":
-		if b.detached.Load() {
-			return nil, sessionGoneErr(cmd.Method)
+		if b.st.detached.Load() {
+			return nil, b.sessionGone(ctx, cmd.Method, sessionGoneErr(cmd.Method))
 		}
-		if b.crashed.Load() && !answeredWhenCrashed(cmd.Method) {
+		if b.st.crashed.Load() && !answeredWhenCrashed(cmd.Method) {
 			return nil, pageLostErr(cmd.Method)
 		}
 		sid = b.SessionID()
 	}
 	ctx, cancel := withDeadline(ctx, b.s.commandTimeout)
 	defer cancel()
-	res, err := b.c.call(ctx, cmd.Method, cmd.Params, sid)
+	if b.closing != nil {
+		// A view: its Close ends its commands in flight (the shared socket
+		// stays open for the other views).
+		vctx, vcancel := context.WithCancel(ctx)
+		defer vcancel()
+		defer context.AfterFunc(b.closing, vcancel)()
+		ctx = vctx
+	}
+	var res json.RawMessage
+	var err error
+	if b.shared != nil && cmd.SessionID == bb.BrowserSessionID && cmd.Method == "Target.setAutoAttach" {
+		res, err = b.shared.setAutoAttach(ctx, b, cmd.Params) // counted per shared connection
+	} else {
+		res, err = b.c.call(ctx, cmd.Method, cmd.Params, sid)
+	}
 	if err == nil && cmd.Method == methodPageNavigate && sid == b.SessionID() {
-		b.crashed.Store(false) // the navigation gave the tab a new renderer
+		b.st.crashed.Store(false) // the navigation gave the tab a new renderer
+	}
+	if e, ok := err.(*bb.Error); ok && cmd.SessionID == "" && !b.closed.Load() &&
+		(e.CDPCode == cdpSessionNotFound || e.Code == bb.CodeSessionNotFound) {
+		// Chrome's own reply (the session was gone before the command
+		// arrived), or the detach failing the command in flight — which
+		// may equally have been sent after the tab closed, if the detach
+		// reached this socket after the send: either way, ask.
+		return nil, b.sessionGone(ctx, cmd.Method, e)
 	}
 	if err != nil && b.closed.Load() {
-		if e, ok := err.(*bb.Error); ok && e.Class == bb.ClassTransport {
-			return nil, b.closedErr(cmd.Method)
+		if e, ok := err.(*bb.Error); ok && (e.Class == bb.ClassTransport || e.Class == bb.ClassAborted) {
+			ce := b.closedErr(cmd.Method)
+			ce.Dispatched = e.Dispatched
+			return nil, ce
 		}
 	}
 	return res, err
@@ -381,6 +441,40 @@ func sessionGoneErr(method string) *bb.Error {
 		Backend: bb.KindCDPInspect, Message: "the page session went away (tab closed or target detached)"}
 }
 
+// cdpSessionNotFound is Chrome's JSON-RPC error code for a command on a
+// session it does not have.
+const cdpSessionNotFound = -32001
+
+// sessionGone is the error of a command of method whose page session went
+// away before or while the command was sent (gone). On a view of a
+// conversation's remembered tab it asks the browser whether the tab still
+// exists (one Target.getTargetInfo): when it does not, the user closed
+// it — possibly before the command, the Build that handed out the session
+// not having heard the detach yet (the event can arrive after the Build,
+// after the command was sent, or after another client saw the tab
+// close) — and the command fails as a Build would have: ClassProtocol,
+// target_not_found, the tab forgotten so that the next call opens a new
+// one. Otherwise, or when the browser does not answer, gone is returned.
+func (b *Backend) sessionGone(ctx context.Context, method string, gone *bb.Error) error {
+	target := b.TargetID()
+	if b.tabClosed == nil || target == "" {
+		return gone
+	}
+	if !b.tabGone.Load() {
+		params, _ := json.Marshal(map[string]string{"targetId": target})
+		_, err := b.c.call(ctx, "Target.getTargetInfo", params, "")
+		if e, ok := err.(*bb.Error); !ok || e.Class != bb.ClassProtocol {
+			return gone // alive, or no answer: nothing known
+		}
+		if !b.tabGone.Swap(true) {
+			b.tabClosed(target)
+		}
+	}
+	e := tabClosedErr(target)
+	e.Method, e.Dispatched = method, gone.Dispatched
+	return e
+}
+
 func (b *Backend) closedErr(method string) *bb.Error {
 	return &bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Method: method, Backend: bb.KindCDPInspect, Message: "backend closed"}
 }
@@ -388,7 +482,7 @@ func (b *Backend) closedErr(method string) *bb.Error {
 // waitDetached waits until the page session's detach event arrives on
 // events, or ctx ends, or the stream closes.
 func (b *Backend) waitDetached(ctx context.Context, events <-chan bb.Event) {
-	if b.detached.Load() {
+	if b.st.detached.Load() {
 		return
 	}
 	sid := b.SessionID()
@@ -410,6 +504,14 @@ func (b *Backend) waitDetached(ctx context.Context, events <-chan bb.Event) {
 // SessionID. Channels close when the backend closes or the socket is lost.
 func (b *Backend) Subscribe(method string) (<-chan bb.Event, func()) {
 	return b.bus.Subscribe(method)
+}
+
+// SubscribeBuffer implements browserbackend.BufferedEventSource: Subscribe
+// with a channel of capacity buffer (≤ 0: browserbackend.DefaultEventBuffer).
+// A Selector Client's own detach watch asks for a small one, so a tool call
+// does not allocate a full-size event buffer it never fills.
+func (b *Backend) SubscribeBuffer(method string, buffer int) (<-chan bb.Event, func()) {
+	return b.bus.SubscribeBuffer(method, buffer)
 }
 
 // Endpoint returns where the browser was found.
@@ -440,8 +542,14 @@ func (b *Backend) CreatedTarget() bool {
 }
 
 // Done is closed when the browser connection has ended (socket lost or
-// Close).
-func (b *Backend) Done() <-chan struct{} { return b.c.done }
+// Close). On a Backend that a Provider built on its shared connection, it
+// is closed by this Backend's Close or when the shared connection ends.
+func (b *Backend) Done() <-chan struct{} {
+	if b.done != nil {
+		return b.done
+	}
+	return b.c.done
+}
 
 // Close detaches from the page (Target.detachFromTarget), or closes the
 // page when Dial created it, then drops the WebSocket (INS-3: the browser
@@ -449,7 +557,17 @@ func (b *Backend) Done() <-chan struct{} { return b.c.done }
 // fail with ClassClosed; event channels close. Idempotent; always returns
 // nil (the browser is the user's, and a failed detach ends with the socket
 // anyway).
+//
+// A Backend a Provider built is a view of the Provider's shared connection:
+// its Close fails only its own in-flight and later Sends with ClassClosed
+// and closes its event channels; the socket and the conversation's session
+// (and tab) stay for the conversation's next invocation. Only the tab of an
+// invocation without a conversation is closed.
 func (b *Backend) Close() error {
+	if b.shared != nil {
+		b.closeOnce.Do(b.closeView)
+		return nil
+	}
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
@@ -462,7 +580,7 @@ func (b *Backend) Close() error {
 				b.waitDetached(ctx, detached)
 			}
 			stop()
-		} else if !b.detached.Load() {
+		} else if !b.st.detached.Load() {
 			params, _ := json.Marshal(map[string]string{"sessionId": b.SessionID()})
 			_, _ = b.c.call(ctx, "Target.detachFromTarget", params, "")
 		}

@@ -78,6 +78,10 @@ type conn struct {
 	log     *slog.Logger
 	onEvent func(frame) // runs on the reader goroutine; must not block
 	onEnd   func()      // runs on the reader goroutine after the last frame
+	// lostHook, set by a test (settings.connLost), runs on the reader
+	// goroutine between failing the waiting calls of a lost connection
+	// and onEnd.
+	lostHook func()
 
 	mu      sync.Mutex
 	nextID  int64
@@ -118,13 +122,14 @@ func dialConn(ctx context.Context, ep Endpoint, s *settings, onEvent func(frame)
 	}
 	ws.SetReadLimit(s.readLimit)
 	c := &conn{
-		ws:      ws,
-		log:     s.logger,
-		onEvent: onEvent,
-		onEnd:   onEnd,
-		pending: make(map[int64]pendingCall),
-		track:   bb.NewInFlight(s.now),
-		done:    make(chan struct{}),
+		ws:       ws,
+		log:      s.logger,
+		onEvent:  onEvent,
+		onEnd:    onEnd,
+		lostHook: s.connLost,
+		pending:  make(map[int64]pendingCall),
+		track:    bb.NewInFlight(s.now),
+		done:     make(chan struct{}),
 	}
 	go c.readLoop()
 	return c, nil
@@ -145,6 +150,9 @@ func (c *conn) readLoop() {
 				Message:    "browser connection lost",
 				Err:        err,
 			})
+			if c.lostHook != nil {
+				c.lostHook()
+			}
 			if c.onEnd != nil {
 				c.onEnd()
 			}
@@ -156,6 +164,15 @@ func (c *conn) readLoop() {
 			continue
 		}
 		if f.ID == 0 {
+			// The event first, then the failures it causes: a caller that
+			// sees its command fail (target_crashed, cdp_session_not_found)
+			// and builds its next invocation at once must find the session
+			// already marked crashed or gone, or it is handed the dead
+			// session again (a navigation's Page.enable on a crashed tab
+			// then waits in Chrome until its deadline).
+			if f.Method != "" && c.onEvent != nil {
+				c.onEvent(f)
+			}
 			if f.Method == bb.MethodTargetDetached {
 				// Chrome never answers the commands still waiting on a
 				// detached session: fail them now, not at their deadline.
@@ -170,9 +187,6 @@ func (c *conn) readLoop() {
 				// The page's renderer died: Chrome answers none of the
 				// session's pending commands (SEL-10: fail them now).
 				c.failSession(f.SessionID, crashedErr(""))
-			}
-			if f.Method != "" && c.onEvent != nil {
-				c.onEvent(f)
 			}
 			continue
 		}
@@ -227,6 +241,14 @@ func (c *conn) close(e *bb.Error) {
 	c.finish(e)
 	_ = c.ws.CloseNow()
 	<-c.done
+}
+
+// lost reports whether the connection has ended (its waiting calls are
+// failed from then on, before onEnd runs).
+func (c *conn) lost() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
 }
 
 // failure returns the error that ended the connection, for method.

@@ -10,7 +10,8 @@
 // 500 ms); only loopback endpoints are accepted; failures carry a discovery
 // code (unreachable, timeout, non_loopback, non_chrome, invalid_response,
 // no_targets). Nothing is cached: every Dial rediscovers, so a restarted
-// browser is found at its new address.
+// browser is found at its new address (a Provider's shared connection is
+// reused only while it lives; see below).
 //
 // Connection (INS-2, Dial and Backend): one browser-level WebSocket, one flat
 // session (Target.attachToTarget with flatten: true) on a real page target,
@@ -37,10 +38,13 @@
 // A renderer that dies fails the session's commands in flight with
 // ClassTransport and code target_crashed (Inspector.targetCrashed). Attach
 // sends Inspector.enable, which Chrome answers on an already crashed tab
-// with that event, so a Backend always knows: on a crashed tab every command
-// but Page.navigate and the Target domain fails at once with ClassClosed and code page_lost, and a
-// Page.navigate gives the tab a new renderer (browserbackend/tools' Navigate
-// does this by itself), instead of commands queueing until their deadline.
+// with that event, and a conversation whose session saw its tab crash keeps
+// that knowledge in the new session its next Build attaches (the probe
+// alone depends on how Chrome sees the tab's frame), so a Backend knows: on a
+// crashed tab every command but Page.navigate and the Target domain fails
+// at once with ClassClosed and code page_lost, and a Page.navigate gives
+// the tab a new renderer (browserbackend/tools' Navigate does this by
+// itself), instead of commands queueing until their deadline.
 // A command that times out carries browserbackend.Diagnostics of its
 // connection: commands in flight, the oldest one's age, the time since the
 // browser last answered, and the connection's uptime. A deadline that
@@ -65,16 +69,38 @@
 // (backend/raw median ratio 1.03–1.09 for Runtime.evaluate "1+1", ≈0.3 ms
 // round trips, on the loaded development machine).
 //
-// One connection per invocation, not one shared connection per endpoint:
-// Provider's Build dials a fresh browser WebSocket for each invocation and
-// attaches its own session. The round trip of a command is the same either
-// way (a shared socket only saves the build cost — discovery, handshake,
-// target lookup and attach, measured at 7–16 ms per Dial+Close by
-// BenchmarkDial on a loaded 2-core machine, next to the ≈3.5 s cold start of
-// local), while separate connections keep invocations independent: one
-// invocation's Close, a slow consumer or a lost socket never touches another,
-// and a browser restart can never leave a stale shared connection behind
-// (INS-1's "never cache across restarts" holds trivially; the only thing
-// kept across invocations is a conversation's target id, tied to the
-// browser WebSocket URL of the run it belongs to).
+// One shared connection per Provider, a session per conversation (issue
+// 16): a Provider's Builds share one browser WebSocket, and each
+// conversation keeps one flat session on its tab while that socket lives,
+// so an invocation after the first sends nothing to build (no discovery
+// round trip, handshake, Target.getTargets or attach: ≈15 ms a call before,
+// on a loaded 2-core machine). Each Build returns a view of the shared
+// connection: its Close ends only its own commands in flight and leaves the
+// socket and the conversation's session for the next invocation; a view
+// sees its own session's events and the browser-level ones, never another
+// conversation's. The socket closes when no view has been open for the idle
+// timeout (WithIdleTimeout, default 5 minutes), on Provider.Close, or when
+// the browser drops it (killed, restarted): the next Build rediscovers and
+// dials. While it is open, Build checks without network that discovery
+// would still name the same browser run (the explicit URL, or the first
+// DevToolsActivePort file; a /json/version browser keeps its port until it
+// exits) and rediscovers otherwise. A stalled browser therefore shows as
+// commands that time out (outcome unknown) rather than as a failed Build.
+// Dial and Provider.DialConversation still give a Backend its own socket
+// (the desktop bridge holds one per conversation).
+//
+// Browser-level auto-attach on a shared connection (GRD-2): Chrome keeps
+// one Target.setAutoAttach setting per browser connection, and the guards
+// of browserbackend/tools turn it on (waitForDebuggerOnStart, flat) on the
+// browser session while a guarded call runs, to hold the windows a page
+// opens. A view's Target.setAutoAttach on browserbackend.BrowserSessionID
+// is therefore counted per shared connection: on when the first view asks,
+// off only when the last one lets go (or closes); a view letting go earlier
+// has the sessions routed to it detached, which releases its popups as
+// turning auto-attach off would. An auto-attached target is routed by its
+// openerId: its Target.attachedToTarget, and its session's events, go only
+// to the holder whose page opened it, so no conversation's guard resumes,
+// intercepts or closes another's popup; a waiting target no holder opened
+// (a tab the user opens, another conversation's new tab) is resumed and
+// detached by the connection.
 package cdpinspect

@@ -12,6 +12,7 @@ import (
 // other interfaces unless cdpInspect.enabled is set.
 func ExampleProvider_Propose() {
 	p := cdpinspect.NewProvider(cdpinspect.DefaultConfig())
+	defer p.Close() // the browser WebSocket its Builds share
 	env := bb.Env{Cooldowns: &bb.Cooldowns{}}
 
 	c, _ := p.Propose(bb.Invocation{InterfaceID: "macos"}, env)

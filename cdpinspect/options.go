@@ -19,6 +19,10 @@ const (
 	DefaultReadLimit = 256 << 20
 	// DefaultProbeTimeout is used when the config's ProbeTimeoutMs is zero.
 	DefaultProbeTimeout = 500 * time.Millisecond
+	// DefaultIdleTimeout is how long a Provider keeps its shared browser
+	// connection open after the last invocation using it closed
+	// (WithIdleTimeout).
+	DefaultIdleTimeout = 5 * time.Minute
 	// closeTimeout bounds the detach (or close of a target we created)
 	// that Close sends before it drops the socket.
 	closeTimeout = 2 * time.Second
@@ -36,9 +40,11 @@ type settings struct {
 	logger         *slog.Logger
 	commandTimeout time.Duration
 	readLimit      int64
+	connLost       func() // a test's hook: see conn.lostHook
 	createTarget   bool
 	probeTimeout   time.Duration    // from the config; 0 = DefaultProbeTimeout
 	maxConvs       int              // Provider only: remembered conversations
+	idleTimeout    time.Duration    // Provider only: the shared connection's idle timeout; < 0 closes when unused
 	tab            tabChoice        // set by Provider per invocation
 	now            func() time.Time // the clock of timeout diagnostics; nil = time.Now (tests inject one)
 }
@@ -57,6 +63,7 @@ func newSettings(opts []Option) settings {
 		commandTimeout: DefaultCommandTimeout,
 		readLimit:      DefaultReadLimit,
 		createTarget:   true,
+		idleTimeout:    DefaultIdleTimeout,
 	}
 	for _, o := range opts {
 		o(&s)
@@ -100,7 +107,11 @@ func WithCommandTimeout(d time.Duration) Option {
 }
 
 // WithReadLimit sets the largest accepted WebSocket message in bytes
-// (default DefaultReadLimit). n <= 0 keeps the default.
+// (default DefaultReadLimit). n <= 0 keeps the default. A larger message
+// ends the Provider's shared browser connection (the WebSocket library
+// cannot skip one message and read on): every invocation's in-flight
+// commands fail as transport errors and the next Build dials anew, so set
+// it above the largest answer any conversation may ask for.
 func WithReadLimit(n int64) Option {
 	return func(s *settings) {
 		if n > 0 {
@@ -124,6 +135,23 @@ func WithMaxConversations(n int) Option {
 	return func(s *settings) {
 		if n > 0 {
 			s.maxConvs = n
+		}
+	}
+}
+
+// WithIdleTimeout sets how long a Provider keeps its shared browser
+// connection (one WebSocket to the browser, shared by every invocation and
+// conversation; see Provider) open once no invocation uses it: the next
+// invocation within d reuses the socket and its conversation's CDP session
+// instead of dialling and attaching again. Default DefaultIdleTimeout
+// (5 minutes); d == 0 keeps the default; d < 0 closes the connection as
+// soon as the last invocation's Backend closes. A socket the browser drops
+// ends at once regardless. Dial and DialConversation ignore it (their
+// Backends own their socket).
+func WithIdleTimeout(d time.Duration) Option {
+	return func(s *settings) {
+		if d != 0 {
+			s.idleTimeout = d
 		}
 	}
 }

@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
@@ -29,9 +34,13 @@ const CooldownKey = "desktop-auto"
 // never touches the network in Propose: the candidate's Build discovers and
 // dials, its Probe only discovers.
 //
-// Each Build opens its own browser WebSocket (one connection per
-// invocation; see the package doc for why), but a conversation always
-// works in the same tab, remembered by its CDP target id:
+// Builds share one browser WebSocket per Provider and keep one flat CDP
+// session per conversation on it (see the package doc and WithIdleTimeout):
+// a Build of a conversation whose session is attached sends nothing, and
+// its Backend's Close leaves the socket and the session open for the next
+// invocation (ConnStats counts them; Close closes the socket). A
+// conversation always works in the same tab, remembered by its CDP target
+// id:
 //   - the first call of a conversation opens a tab of the agent's own
 //     (Target.createTarget about:blank, in the foreground); it adopts a
 //     user tab only when asked (WithTab(ctx, TabActive), the tools'
@@ -53,10 +62,15 @@ const CooldownKey = "desktop-auto"
 type Provider struct {
 	cfg  Config
 	opts []Option
+	base settings // opts applied to the defaults; settings() hands out copies
 	tabs *tabRegistry
 
-	mu   sync.Mutex
-	last *bb.InFlight // the tracker of the last connection a Build opened; nil before one
+	mu      sync.Mutex
+	sc      *sharedConn   // the shared browser connection; nil or ended: the next Build dials
+	closed  bool          // Close ran
+	dialing chan struct{} // one slot: one Build discovers and dials at a time
+	dials   atomic.Int64
+	last    *bb.InFlight // the tracker of the last connection a Build opened; nil before one
 }
 
 var _ bb.Provider = (*Provider)(nil)
@@ -66,7 +80,9 @@ var _ bb.Provider = (*Provider)(nil)
 // (WithWebSocketURL, WithUserDataDirs, WithLogger, …).
 func NewProvider(cfg Config, opts ...Option) *Provider {
 	opts = append([]Option(nil), opts...)
-	return &Provider{cfg: cfg, opts: opts, tabs: newTabRegistry(newSettings(opts).maxConvs)}
+	base := newSettings(opts)
+	base.probeTimeout = probeTimeout(cfg)
+	return &Provider{cfg: cfg, opts: opts, base: base, tabs: newTabRegistry(base.maxConvs), dialing: make(chan struct{}, 1)}
 }
 
 // Describe declares the cdp-inspect kind: browser_mode "cdp-inspect" (alias
@@ -164,8 +180,8 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 	cfg := p.cfg
 	conv := inv.ConversationID
 	c.Build = func(ctx context.Context) (bb.ScopedClient, error) {
-		b, err := p.DialConversation(ctx, conv)
-		if err != nil {
+		b, err := p.build(ctx, conv)
+		if err := p.built(ctx, b, err); err != nil {
 			return nil, err
 		}
 		return b, nil
@@ -192,14 +208,24 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 // nothing in flight, no connection up, and the time since the last
 // connection this Provider opened answered (issue 10).
 func (p *Provider) DialConversation(ctx context.Context, conversationID string) (*Backend, error) {
-	b, err := p.build(ctx, conversationID)
+	b, err := p.dialOwn(ctx, conversationID)
+	if err := p.built(ctx, b, err); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// built finishes a Build or DialConversation that returned b, err: a
+// failure goes through notSent; a success remembers b's connection for the
+// diagnostics of a later one.
+func (p *Provider) built(ctx context.Context, b *Backend, err error) error {
 	if err != nil {
-		return nil, p.notSent(ctx, err)
+		return p.notSent(ctx, err)
 	}
 	p.mu.Lock()
 	p.last = b.c.track
 	p.mu.Unlock()
-	return b, nil
+	return nil
 }
 
 // notSent turns a Build failure at ctx's deadline into the timeout of a
@@ -252,15 +278,203 @@ func Probe(ctx context.Context, cfg Config, opts ...Option) (Endpoint, error) {
 	return ep, nil
 }
 
-func (p *Provider) settings() settings {
-	s := newSettings(p.opts)
-	s.probeTimeout = probeTimeout(p.cfg)
-	return s
+// settings returns a copy of the Provider's settings, worked out once by
+// NewProvider (every Build used to apply the options again).
+func (p *Provider) settings() settings { return p.base }
+
+// shared returns the Provider's shared connection, counted as used once
+// more, dialling it (discovery, then the browser WebSocket) when there is
+// none or it ended.
+func (p *Provider) shared(ctx context.Context, s *settings) (*sharedConn, error) {
+	// ep is "" for the first try: the connection is reused when the
+	// discovery sources still name its browser run (read without network,
+	// see sameRun); then the full discovery's endpoint decides.
+	get := func(ep string) (*sharedConn, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			return nil, closedConnErr("provider closed")
+		}
+		if p.sc == nil {
+			return nil, nil
+		}
+		if ep == "" && !sameRun(p.sc.ep, s) || ep != "" && ep != p.sc.ep.BrowserWSURL {
+			return nil, nil
+		}
+		if p.sc.acquire() {
+			return p.sc, nil
+		}
+		return nil, nil
+	}
+	if sc, err := get(""); sc != nil || err != nil {
+		return sc, err
+	}
+	select {
+	case p.dialing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, abortErr(ctx)
+	}
+	defer func() { <-p.dialing }()
+	ep, err := discover(ctx, p.cfg, s)
+	if err != nil {
+		return nil, err
+	}
+	if sc, err := get(ep.BrowserWSURL); sc != nil || err != nil {
+		return sc, err // the same browser run, or another Build dialled it meanwhile
+	}
+	sc, err := dialShared(ctx, ep, s)
+	if err != nil {
+		return nil, err
+	}
+	p.dials.Add(1)
+	sc.acquire()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		sc.close(closedConnErr("provider closed"))
+		return nil, closedConnErr("provider closed")
+	}
+	old := p.sc
+	p.sc = sc
+	p.mu.Unlock()
+	if old != nil && old.live() {
+		// Discovery names another browser run now: the old one is not
+		// where the conversations' tabs are looked for any more.
+		old.close(closedConnErr("the browser is now found at another address"))
+	}
+	s.logger.Debug("cdpinspect: connected to browser", "source", string(ep.Source), "endpoint", hostPort(ep.BrowserWSURL))
+	return sc, nil
 }
 
-// build dials for one invocation of conversation in its remembered tab (see
-// Provider).
+// sameRun reports, without touching the network, whether discovery would
+// still find the browser run ep: the explicit WebSocket URL is ep's, or the
+// first DevToolsActivePort file that exists names ep, or there is no such
+// file and ep came from /json/version (whose port a browser run holds until
+// it exits, which ends the connection). Anything else makes Build
+// rediscover.
+func sameRun(ep Endpoint, s *settings) bool {
+	if s.wsURL != "" {
+		return ep.Source == SourceWebSocketURL
+	}
+	for _, dir := range s.userDataDirs {
+		data, err := readSmallFile(filepath.Join(dir, "DevToolsActivePort"), 4096)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil || ep.Source != SourceDevToolsActivePort || dir != ep.UserDataDir {
+			return false
+		}
+		port, path, err := ParseDevToolsActivePort(data)
+		return err == nil && ep.BrowserWSURL == "ws://127.0.0.1:"+strconv.Itoa(port)+path
+	}
+	return ep.Source == SourceJSONVersion
+}
+
+// build returns the Backend of one invocation of conversation, in its
+// remembered tab (see Provider), as a view of the shared connection.
 func (p *Provider) build(ctx context.Context, conversation string) (*Backend, error) {
+	s := p.settings()
+	if conversation == "" {
+		sc, err := p.shared(ctx, &s)
+		if err != nil {
+			return nil, err
+		}
+		s.tab.open = true
+		return sc.attachView(ctx, s, "")
+	}
+	unlock, err := p.tabs.lock(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sc, err := p.shared(ctx, &s)
+	if err != nil {
+		return nil, err
+	}
+	ep := sc.ep
+	key := tabKey{browser: ep.BrowserWSURL, conversation: conversation}
+	prev, had := p.tabs.get(key)
+	req := tabRequestOf(ctx)
+	crashed := false // the conversation's session saw its tab's renderer crash
+	switch {
+	case had && req == TabRemembered:
+		cs := sc.session(conversation)
+		crashed = cs != nil && cs.targetID == prev.targetID && cs.st.crashed.Load()
+		if cs != nil && cs.targetID == prev.targetID && !crashed {
+			// The conversation's session is attached and its tab alive:
+			// nothing to send. A session that saw its renderer crash is
+			// replaced by a fresh one (as every Build did before the
+			// connection was shared): Chrome was seen to leave a command
+			// on the old session unanswered after the tab's revival.
+			v := sc.newView(s, cs.targetID, cs.sessionID, cs.st)
+			v.tabClosed = p.tabClosedFunc(key, conversation)
+			return v, nil
+		}
+		s.tab.targetID = prev.targetID
+	case req == TabActive:
+		s.tab.exclude = p.tabs.targetsOf(ep.BrowserWSURL, conversation)
+	default:
+		s.tab.open = true
+	}
+	b, err := sc.attachView(ctx, s, conversation)
+	if err != nil {
+		if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetNotFound {
+			p.tabs.forget(key)
+			p.forgetShared(ctx, conversation)
+			s.logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", prev.targetID)
+		}
+		return nil, err
+	}
+	if crashed && b.TargetID() == prev.targetID {
+		// The tab stays lost until a navigation revives it, whatever the new
+		// session's Inspector.enable probe saw: Chrome sends
+		// Inspector.targetCrashed for it only while the tab's frame is not
+		// live, and a command sent to a crashed tab waits in Chrome until
+		// its deadline.
+		b.st.crashed.Store(true)
+	}
+	p.adoptTab(ctx, s.logger, key, prev, had, b, conversation)
+	b.tabClosed = p.tabClosedFunc(key, conversation)
+	// Sessions of conversations the LRU bound forgot end as well.
+	sc.prune(ctx, func(conv string) bool {
+		_, ok := p.tabs.tabs.Peek(tabKey{browser: ep.BrowserWSURL, conversation: conv})
+		return ok
+	})
+	return b, nil
+}
+
+// adoptTab records b's tab as conversation's (key; prev and had are what
+// was remembered before the attach): whether the agent owns it, closing the
+// agent's tab it replaced and the tabs of conversations the LRU bound
+// dropped.
+func (p *Provider) adoptTab(ctx context.Context, logger *slog.Logger, key tabKey, prev convTab, had bool, b *Backend, conversation string) {
+	b.mu.Lock()
+	owned := b.created
+	b.created = false // the tab outlives this invocation
+	b.mu.Unlock()
+	if had && prev.targetID == b.TargetID() {
+		owned = prev.owned
+	}
+	p.tabs.set(key, convTab{targetID: b.TargetID(), owned: owned})
+	if had && prev.owned && prev.targetID != b.TargetID() {
+		// Replaced (new_tab, use_active_tab): the agent's old tab would
+		// otherwise stay open with nobody to use or close it.
+		b.closeTarget(ctx, prev.targetID)
+	}
+	if owned && !had {
+		logger.Info("cdpinspect: opened the conversation's tab", "conversationId", conversation, "targetId", b.TargetID())
+	}
+	for _, id := range p.tabs.takeEvicted(key.browser) {
+		// Its conversation fell out of the LRU bound: nobody will use or
+		// close the agent's tab otherwise.
+		b.closeTarget(ctx, id)
+		logger.Info("cdpinspect: closed a forgotten conversation's tab", "targetId", id)
+	}
+}
+
+// dialOwn dials a Backend with a socket of its own for conversation, in
+// its remembered tab (DialConversation).
+func (p *Provider) dialOwn(ctx context.Context, conversation string) (*Backend, error) {
 	s := p.settings()
 	if conversation == "" {
 		s.tab.open = true
@@ -294,39 +508,106 @@ func (p *Provider) build(ctx context.Context, conversation string) (*Backend, er
 		}
 		return nil, err
 	}
-	b.mu.Lock()
-	owned := b.created
-	b.created = false // the tab outlives this invocation
-	b.mu.Unlock()
-	if had && prev.targetID == b.TargetID() {
-		owned = prev.owned
-	}
-	p.tabs.set(key, convTab{targetID: b.TargetID(), owned: owned})
-	if had && prev.owned && prev.targetID != b.TargetID() {
-		// Replaced (new_tab, use_active_tab): the agent's old tab would
-		// otherwise stay open with nobody to use or close it.
-		b.closeTarget(ctx, prev.targetID)
-	}
-	if owned && !had {
-		s.logger.Info("cdpinspect: opened the conversation's tab", "conversationId", conversation, "targetId", b.TargetID())
-	}
-	for _, id := range p.tabs.takeEvicted(ep.BrowserWSURL) {
-		// Its conversation fell out of the LRU bound: nobody will use or
-		// close the agent's tab otherwise.
-		b.closeTarget(ctx, id)
-		s.logger.Info("cdpinspect: closed a forgotten conversation's tab", "targetId", id)
-	}
+	p.adoptTab(ctx, s.logger, key, prev, had, b, conversation)
 	return b, nil
+}
+
+// tabClosedFunc returns what a view of conversation's remembered tab (key)
+// calls when a command finds that tab closed: the Provider forgets the tab
+// and the conversation's session, unless the conversation has moved on to
+// another tab meanwhile.
+func (p *Provider) tabClosedFunc(key tabKey, conversation string) func(targetID string) {
+	return func(targetID string) {
+		ctx, cancel := context.WithTimeout(context.Background(), p.settings().commandTimeout)
+		defer cancel()
+		unlock, err := p.tabs.lock(ctx, conversation)
+		if err != nil {
+			return
+		}
+		defer unlock()
+		if t, ok := p.tabs.get(key); !ok || t.targetID != targetID {
+			return
+		}
+		p.tabs.forget(key)
+		p.forgetShared(ctx, conversation)
+		p.settings().logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", targetID)
+	}
+}
+
+// forgetShared detaches conversation's session on the shared connection,
+// if it has one.
+func (p *Provider) forgetShared(ctx context.Context, conversation string) {
+	p.mu.Lock()
+	sc := p.sc
+	p.mu.Unlock()
+	if sc != nil && sc.live() {
+		sc.forget(ctx, conversation)
+	}
+}
+
+// ConnStats are the counts of a Provider's shared browser connection.
+type ConnStats struct {
+	// Open reports whether the shared browser WebSocket is open.
+	Open bool
+	// Dials is how many browser WebSockets the Provider's Builds opened
+	// so far (one per browser run while the connection is in use or idle
+	// for less than the idle timeout).
+	Dials int64
+	// InUse is how many Backends built by the Provider are open on it.
+	InUse int
+	// Sessions is how many flat CDP sessions it keeps (one per
+	// conversation that used it, plus one per open invocation without a
+	// conversation).
+	Sessions int
+}
+
+// ConnStats returns the counts of the shared browser connection (for
+// status reports and tests). Safe for concurrent use.
+func (p *Provider) ConnStats() ConnStats {
+	p.mu.Lock()
+	sc := p.sc
+	p.mu.Unlock()
+	st := ConnStats{Dials: p.dials.Load()}
+	if sc != nil && sc.live() {
+		st.Open = true
+		st.InUse, st.Sessions = sc.stats()
+	}
+	return st
+}
+
+// Close closes the Provider's shared browser connection (the
+// conversations' sessions end with it; every tab stays open, INS-3) and
+// waits for its goroutines. Backends still open on it fail their commands
+// with ClassClosed; later Builds fail with ClassClosed and code closed.
+// DialConversation's Backends, which own their sockets, are not touched.
+// Idempotent; always returns nil. Safe for concurrent use.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	sc := p.sc
+	p.sc = nil
+	p.mu.Unlock()
+	if sc != nil {
+		sc.close(closedConnErr("provider closed"))
+	}
+	return nil
 }
 
 // ForgetConversation forgets conversationID's tab without touching it (the
 // tab stays open, as the extension's tab after Vellum.detach), so the
 // conversation's next call opens a tab anew or, asked with TabActive,
-// adopts one. It sends nothing. Its signature fits browserbackend/tools
+// adopts one. It detaches the conversation's session from the shared
+// connection (Target.detachFromTarget, bounded to 2 s), if it has one, and
+// sends nothing else. Its signature fits browserbackend/tools
 // Options.DetachConversation (ctx and k are unused; the error is always
 // nil). Safe for concurrent use.
-func (p *Provider) ForgetConversation(_ context.Context, _ bb.Kind, conversationID string) error {
+func (p *Provider) ForgetConversation(ctx context.Context, _ bb.Kind, conversationID string) error {
 	p.tabs.forgetAll(conversationID)
+	p.forgetShared(ctx, conversationID)
 	return nil
 }
 
@@ -350,6 +631,7 @@ func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversatio
 	}
 	defer unlock()
 	defer p.tabs.forgetAll(conversationID)
+	p.forgetShared(ctx, conversationID)
 	s := p.settings()
 	ep, err := discover(ctx, p.cfg, &s)
 	if err != nil {

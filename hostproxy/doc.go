@@ -105,7 +105,8 @@
 // client results plus {"type":"host_browser_event",…} and
 // {"type":"host_browser_session_invalidated",…}. Its end ends the
 // registration, failing the client's commands in flight as a dropped
-// stream does. A server without a Subscriber answers ready without
+// stream does; a result over the cap that still arrives fails its own
+// command with payload_too_large first (Proxy.FailOversizeFrame). A server without a Subscriber answers ready without
 // "subscribed", so a client keeps SSE + POST, which clients that speak only
 // that (the Vellum extension) always use.
 //

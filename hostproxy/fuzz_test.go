@@ -3,6 +3,7 @@ package hostproxy
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -64,6 +65,33 @@ func FuzzDecodeInvalidation(f *testing.F) {
 		}
 		if _, err := json.Marshal(b); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzDecodeResultFrame: the fast path of a client socket's result frame
+// decodes exactly what json.Unmarshal into clientFrame decodes, or leaves
+// the frame to it.
+func FuzzDecodeResultFrame(f *testing.F) {
+	big, _ := json.Marshal(`{"data":"` + strings.Repeat("A", 8<<10) + `\u00e9\n"}`)
+	f.Add([]byte(`{"type":"result","requestId":"r1","content":"{\"a\":1}","isError":false,"durationMs":1.5}`))
+	f.Add([]byte(`{"type":"result","requestId":"r2","content":` + string(big) + `,"isError":true}`))
+	f.Add([]byte(`{"type":"result","requestId":"r3","clientId":"c","content":"x","tabId":5}`))
+	f.Add([]byte(`{"type":"result","requestId":"r4","Content":"x","content":"y"}`))
+	f.Add([]byte(`{"type":"result","requestId":"r5","content":"\ud800"}`))
+	f.Add([]byte(`{"type":"host_browser_event","method":"M","params":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := decodeResultFrame(data)
+		if !ok {
+			return
+		}
+		var want clientFrame
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("fast path took a frame encoding/json refuses (%v): %q", err, data)
+		}
+		if fast.Type != want.Type || fast.ClientID != want.ClientID || fast.RequestID != want.RequestID ||
+			fast.Content != want.Content || fast.IsError != want.IsError || fast.esc != nil {
+			t.Fatalf("fast path decoded %+v, encoding/json %+v", fast, want)
 		}
 	})
 }

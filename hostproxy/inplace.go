@@ -38,12 +38,10 @@ func (l *literal) UnmarshalJSON(data []byte) error {
 // reads or writes it while the result is handled, and it is not reused
 // after the result was delivered): a large content is left escaped in data
 // and unescaped over it by resolve, after Options.OnResult saw the body as
-// received. With a relay the content is decoded by copy, since a relayed
-// body is encoded again.
+// received. A result relayed to another replica is unescaped the same way
+// before it leaves (acceptResult): the relay sends the content's bytes as
+// they are.
 func (p *Proxy) decodeResultOwned(data []byte) (ResultBody, error) {
-	if p.relay != nil {
-		return DecodeResult(data)
-	}
 	type wire struct {
 		RequestID string  `json:"requestId"`
 		Content   literal `json:"content"`

@@ -62,7 +62,23 @@ func (p *Proxy) add(e *pending) error {
 		return ErrDuplicateRequest
 	}
 	p.pending[e.in.RequestID] = e
+	if e.result != nil {
+		p.waiting[e.in.TargetClientID]++
+	}
 	return nil
+}
+
+// removeLocked deletes e, the pending entry of its request, under p.mu.
+func (p *Proxy) removeLocked(e *pending) {
+	delete(p.pending, e.in.RequestID)
+	if e.result == nil {
+		return
+	}
+	if n := p.waiting[e.in.TargetClientID] - 1; n > 0 {
+		p.waiting[e.in.TargetClientID] = n
+	} else {
+		delete(p.waiting, e.in.TargetClientID)
+	}
 }
 
 // Register records an interaction of the host app's own (PXY-3), typically of
@@ -97,7 +113,7 @@ func (p *Proxy) Resolve(id string) (Interaction, bool) {
 	if !ok {
 		return Interaction{}, false
 	}
-	delete(p.pending, id)
+	p.removeLocked(e)
 	return e.in, true
 }
 
@@ -131,7 +147,7 @@ func (p *Proxy) take(e *pending) (res ResultBody, delivered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pending[e.in.RequestID] == e {
-		delete(p.pending, e.in.RequestID)
+		p.removeLocked(e)
 		return ResultBody{}, false
 	}
 	select {
@@ -160,7 +176,7 @@ func (p *Proxy) deliver(res ResultBody) bool {
 	if e == nil || e.result == nil {
 		return false
 	}
-	delete(p.pending, res.RequestID)
+	p.removeLocked(e)
 	e.result <- res // buffered 1, and only one post finds the entry
 	return true
 }

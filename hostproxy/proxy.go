@@ -133,8 +133,11 @@ type Proxy struct {
 
 	// mu guards the one pending map (PXY-3: the interactions and, for this
 	// Proxy's own requests, the hand-over of their results) and listeners.
-	mu        sync.Mutex
-	pending   map[string]*pending
+	mu      sync.Mutex
+	pending map[string]*pending
+	// waiting counts, per target client, the pending entries whose
+	// result this Proxy waits for (AwaitsResult).
+	waiting   map[string]int
 	listeners map[string]map[*listener]struct{}
 	// answered is when each client last delivered a result, for timeout
 	// diagnostics; bounded by maxAnswered (cleared when full).
@@ -167,6 +170,7 @@ func New(opts Options) *Proxy {
 		relay:     opts.Relay,
 		done:      make(chan struct{}),
 		pending:   make(map[string]*pending),
+		waiting:   make(map[string]int),
 		listeners: make(map[string]map[*listener]struct{}),
 		attr:      newAttributions(),
 		answered:  make(map[string]time.Time),

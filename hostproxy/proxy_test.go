@@ -515,6 +515,28 @@ func TestResultRoute_OversizedResultFailsItsRequestAtOnce(t *testing.T) {
 	assert.Equal(t, "r1", requestIDPrefix([]byte(`{"isError":false,"requestId":"r1","content":"xx`)))
 }
 
+// FailOversizeFrame fails only a result's request, of the socket's own
+// client, named before the cut.
+func TestFailOversizeFrame_OnlyAResultOfTheClientNamedBeforeTheCut(t *testing.T) {
+	h := newFakeHub()
+	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
+	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
+	msg, done := startRequest(t, context.Background(), p, Req{Method: "Runtime.evaluate", TargetClientID: "ext",
+		Timeout: time.Hour}, ext)
+	id := msg["requestId"].(string)
+	assert.Equal(t, "", p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+		[]byte(`{"type":"host_browser_event","requestId":"`+id+`","params":{"x":"`)), "an event frame fails nothing")
+	assert.Equal(t, "", p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+		[]byte(`{"type":"result","content":"`+strings.Repeat("x", 64))), "no requestId before the cut")
+	assert.Equal(t, "", p.FailOversizeFrame("other", "alice", TransportWebSocket,
+		[]byte(`{"type":"result","requestId":"`+id+`","content":"xx`)), "another client's frame")
+	assert.Equal(t, id, p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+		[]byte(`{"type":"result","requestId":"`+id+`","content":"xx`)))
+	out := <-done
+	assert.ErrorIs(t, out.err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+	assert.Equal(t, int64(1024), p.MaxBodyBytes())
+}
+
 // A request that times out carries the client's diagnostics (issue 10), on
 // synctest's clock: the requests in flight to that client (the timed-out
 // one included), the oldest one's age, the time since its last result and

@@ -49,9 +49,12 @@ const relayTimeout = 30 * time.Second
 
 // AcceptRelayed runs the PXY-4 checks on a result another replica received
 // for a request pending in this Proxy, and delivers it (DHUB-3). It never
-// relays again: an id not pending here is 404. Safe for concurrent use.
+// relays again: an id not pending here is 404. The post's activity (Touch,
+// HUB-5) is recorded by the replica that received it, once the verdict is
+// 200, not here: that replica is usually the one holding the client. Safe
+// for concurrent use.
 func (p *Proxy) AcceptRelayed(r RelayedResult) RelayVerdict {
-	if rej := p.acceptLocal(r.Body, r.ClientID, r.Actor, r.Transport, nil); rej != nil {
+	if rej := p.acceptChecked(r.Body, r.ClientID, r.Actor, r.Transport, nil, false); rej != nil {
 		return RelayVerdict{Status: rej.status, Code: rej.code, Message: rej.msg}
 	}
 	return RelayVerdict{Status: http.StatusOK}
@@ -74,6 +77,9 @@ func (p *Proxy) relayResult(body ResultBody, clientID, actor string, tr Transpor
 		return nil, false
 	}
 	if v.Status == http.StatusOK {
+		if clientID != "" {
+			p.hub.Touch(clientID)
+		}
 		return nil, true
 	}
 	return &resultReject{status: v.Status, code: v.Code, msg: v.Message}, true

@@ -174,9 +174,11 @@ type socketReply struct {
 // A failed registration closes with 1008 (another actor's client id, a bad
 // field) or 1013; the registration's end (a newer stream of the client,
 // shedding) closes with 1001 and the socket's end ends the registration,
-// failing the client's commands in flight as a dropped stream does. A
-// server without opts.Subscriber answers ready without "subscribed", and
-// the client keeps its event stream.
+// failing the client's commands in flight as a dropped stream does; a
+// result frame over the cap (1009) first fails its own command with
+// payload_too_large when its requestId comes before the cut
+// (FailOversizeFrame). A server without opts.Subscriber answers ready
+// without "subscribed", and the client keeps its event stream.
 func (p *Proxy) ResultSocketHandler(opts SocketOptions) http.Handler {
 	if opts.Verify == nil {
 		panic("hostproxy: ResultSocketHandler: SocketOptions.Verify is nil")
@@ -283,11 +285,6 @@ func (p *Proxy) serveSocket(ctx context.Context, c *websocket.Conn, opts SocketO
 // this socket's; a large content stays escaped there, as decodeResultOwned
 // leaves it.
 func (p *Proxy) decodeSocketMessage(data []byte) (socketMessage, error) {
-	if p.relay != nil {
-		var m socketMessage
-		err := json.Unmarshal(data, &m)
-		return m, err
-	}
 	type wire struct {
 		Type      string  `json:"type"`
 		Token     string  `json:"token,omitempty"`
@@ -399,12 +396,14 @@ type resultReject struct {
 // nil means accepted. A refused result leaves the request pending.
 func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
 	if p.relay != nil {
-		body.resolve() // a relayed body is encoded again
 		if _, ok := p.Lookup(body.RequestID); !ok {
-			// Not waiting here: the caller may wait on another replica (DHUB-3).
+			// Not waiting here: the caller may wait on another replica
+			// (DHUB-3). The content leaves unescaped, over data's bytes.
+			body.resolve()
 			if rej, ok := p.relayResult(body, clientID, actor, tr); ok {
 				return rej
 			}
+			raw = nil // resolve wrote over it
 		}
 	}
 	return p.acceptLocal(body, clientID, actor, tr, raw)
@@ -412,6 +411,12 @@ func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transpo
 
 // acceptLocal is acceptResult for a request pending in this Proxy.
 func (p *Proxy) acceptLocal(body ResultBody, clientID, actor string, tr Transport, raw []byte) *resultReject {
+	return p.acceptChecked(body, clientID, actor, tr, raw, true)
+}
+
+// acceptChecked is acceptLocal; touch false leaves the client's activity
+// to the replica that relayed the result.
+func (p *Proxy) acceptChecked(body ResultBody, clientID, actor string, tr Transport, raw []byte, touch bool) *resultReject {
 	in, ok := p.Lookup(body.RequestID)
 	if !ok {
 		return &resultReject{http.StatusNotFound, "unknown_request",
@@ -443,7 +448,7 @@ func (p *Proxy) acceptLocal(body ResultBody, clientID, actor string, tr Transpor
 		return &resultReject{http.StatusNotFound, "unknown_request",
 			fmt.Sprintf("no pending request %q (unknown or already answered)", body.RequestID)}
 	}
-	if clientID != "" {
+	if touch && clientID != "" {
 		p.hub.Touch(clientID)
 	}
 	return nil

@@ -165,12 +165,50 @@ func (p *Proxy) ResultHandler() http.Handler {
 // lost, instead of waiting out its timeout.
 func (p *Proxy) failTooLarge(id, clientID string, r *http.Request) {
 	actor, _ := eventhub.ActorFrom(r.Context())
+	p.failTooLargeFor(id, clientID, actor, TransportHTTP)
+}
+
+// failTooLargeFor is failTooLarge for a client and actor a transport bound;
+// it reports whether a request failed.
+func (p *Proxy) failTooLargeFor(id, clientID, actor string, tr Transport) bool {
 	content := errorContent(browserbackend.CodePayloadTooLarge,
 		fmt.Sprintf("the client's result exceeded the server's limit of %d bytes", p.maxBody))
-	if rej := p.acceptResult(ResultBody{RequestID: id, Content: content, IsError: true}, clientID, actor, TransportHTTP, nil); rej != nil {
+	if rej := p.acceptResult(ResultBody{RequestID: id, Content: content, IsError: true}, clientID, actor, tr, nil); rej != nil {
 		p.log.Debug("oversized result names no request of this client", "requestId", id, "clientId", clientID, "code", rej.code)
+		return false
 	}
+	return true
 }
+
+// FailOversizeFrame handles a client socket frame larger than the cap
+// (MaxBodyBytes), of which prefix holds the first bytes read: when it is a
+// result whose "requestId" comes before the cut (a "type" before it, if
+// any, must be "result"), that request fails at once with
+// payload_too_large (WIRE-5), after the client and actor checks of any
+// result, instead of at its deadline. It returns the failed request's id,
+// or "" when the prefix names none of clientID's requests. Like an HTTP
+// 413 it is a protocol-class error to the caller. The socket itself is
+// the caller's to close (a WebSocket library closes it with 1009). Safe
+// for concurrent use.
+func (p *Proxy) FailOversizeFrame(clientID, actor string, tr Transport, prefix []byte) string {
+	id, typ := requestIDPrefixTyped(prefix)
+	if id == "" || (typ != "" && typ != wire.SocketResult) {
+		return ""
+	}
+	if !p.failTooLargeFor(id, clientID, actor, tr) {
+		return ""
+	}
+	p.log.Warn("client socket frame over the body limit; its request failed as payload_too_large",
+		"transport", string(tr), "clientId", clientID, "requestId", id, "limit", p.maxBody)
+	return id
+}
+
+// MaxBodyBytes returns the largest result body or client socket frame the
+// Proxy accepts (Options.MaxBodyBytes, default DefaultMaxBodyBytes), in
+// bytes. A transport of the host app caps its frames at it and tells its
+// clients, as the result socket's ready reply does (WIRE-5). Safe for
+// concurrent use.
+func (p *Proxy) MaxBodyBytes() int64 { return p.maxBody }
 
 func errorContent(code, msg string) string {
 	raw, _ := json.Marshal(ErrorContent{Code: json.RawMessage(strconv.Quote(code)), Message: msg})
@@ -181,28 +219,40 @@ func errorContent(code, msg string) string {
 // bytes (a body cut at the cap), or "" when it does not come before the
 // cut. Both real clients write requestId first.
 func requestIDPrefix(data []byte) string {
+	id, _ := requestIDPrefixTyped(data)
+	return id
+}
+
+// requestIDPrefixTyped is requestIDPrefix that also returns the "type"
+// member read before the requestId ("" when none came first).
+func requestIDPrefixTyped(data []byte) (id, typ string) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", ""
 	}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return ""
+			return "", ""
 		}
-		if k == "requestId" {
+		if k == "requestId" || k == "type" {
 			v, err := dec.Token()
-			if s, ok := v.(string); ok && err == nil {
-				return s
+			s, ok := v.(string)
+			if !ok || err != nil {
+				return "", ""
 			}
-			return ""
+			if k == "requestId" {
+				return s, typ
+			}
+			typ = s
+			continue
 		}
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return ""
+			return "", ""
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // clientFor checks the posting client of the event routes (WIRE-1). The

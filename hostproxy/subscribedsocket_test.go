@@ -18,6 +18,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // subWorld is a proxy on the real in-process hub whose result socket offers
@@ -28,10 +29,14 @@ type subWorld struct {
 	srv   *httptest.Server
 }
 
-func newSubWorld(t *testing.T, offer bool) *subWorld {
+func newSubWorld(t *testing.T, offer bool) *subWorld { return newCappedSubWorld(t, offer, 0) }
+
+// newCappedSubWorld is newSubWorld with the proxy's MaxBodyBytes (0: the
+// default).
+func newCappedSubWorld(t *testing.T, offer bool, maxBody int64) *subWorld {
 	t.Helper()
 	w := &subWorld{hub: eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))}
-	w.proxy = hostproxy.New(hostproxy.Options{Hub: w.hub, Logger: slog.New(slog.DiscardHandler)})
+	w.proxy = hostproxy.New(hostproxy.Options{Hub: w.hub, Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: maxBody})
 	so := hostproxy.SocketOptions{Verify: func(_ context.Context, token, _ string) (string, error) {
 		return strings.TrimPrefix(token, "tok-"), nil
 	}}
@@ -197,4 +202,66 @@ func TestSubscribedSocket_ANewerStreamOfTheClientClosesTheSocket(t *testing.T) {
 		}
 	}
 	assert.Equal(t, websocket.StatusGoingAway, websocket.CloseStatus(err))
+}
+
+// TestSubscribedSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge: a
+// client that ignores maxBodyBytes loses the socket (1009); the result it
+// sent fails its command at once with payload_too_large and the client's
+// other command in flight fails with a transport error, not at their
+// deadline (an hour away).
+func TestSubscribedSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge(t *testing.T) {
+	w := newCappedSubWorld(t, true, 4096)
+	c, ready := w.connect(t, "ext-1")
+	assert.Equal(t, float64(4096), ready["maxBodyBytes"])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := w.proxy.Request(ctx, hostproxy.Req{Method: "Runtime.evaluate", TargetClientID: "ext-1", Timeout: time.Hour})
+			errs <- err
+		}()
+	}
+	first, second := nextHubMessage(t, c), nextHubMessage(t, c)
+	require.NotEqual(t, first["requestId"], second["requestId"])
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	require.NoError(t, c.Write(wctx, websocket.MessageText, []byte(`{"type":"result","requestId":"`+first["requestId"].(string)+
+		`","content":"`+strings.Repeat("x", 8192)+`","isError":false}`)))
+	_, _, err := c.Read(wctx)
+	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), err)
+	got := hostproxytest.CodesByClass(t, errs, 2)
+	assert.Equal(t, map[browserbackend.Class]string{
+		browserbackend.ClassProtocol:  browserbackend.CodePayloadTooLarge,
+		browserbackend.ClassTransport: browserbackend.CodeTransportError,
+	}, got)
+}
+
+// TestSubscribedSocket_ALargeResultArrivesExactly: a result frame large
+// enough for the fast decoder (escapes, non-ASCII text) reaches its caller
+// byte for byte, and the next frame read into the socket's buffer does not
+// change it.
+func TestSubscribedSocket_ALargeResultArrivesExactly(t *testing.T) {
+	w := newSubWorld(t, true)
+	c, _ := w.connect(t, "ext-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type out struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := w.proxy.Request(ctx, hostproxy.Req{Method: "Page.captureScreenshot", TargetClientID: "ext-1"})
+		done <- out{res, err}
+	}()
+	req := nextHubMessage(t, c)
+	content, _ := json.Marshal(map[string]string{"data": strings.Repeat("QUJD\"\\é\n", 40<<10)})
+	write(t, c, map[string]any{"type": wire.SocketResult, "requestId": req["requestId"], "content": string(content), "isError": false})
+	assert.Equal(t, wire.SocketAccepted, read(t, c)["type"])
+	write(t, c, map[string]any{"type": wire.SocketResult, "requestId": "nope", "content": strings.Repeat("z", 200<<10)})
+	assert.Equal(t, "unknown_request", read(t, c)["code"])
+	o := <-done
+	require.NoError(t, o.err)
+	assert.Equal(t, string(content), string(o.res))
 }

@@ -154,15 +154,20 @@ func TestKilledDriverRecoveryIsDeterministic(t *testing.T) {
 	}
 }
 
+// manualClock makes b's clock read start until the returned func moves it.
+func manualClock(b *Browser, start time.Time) (advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := start
+	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	return func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+}
+
 // MaxPages evicts only pages idle for PageIdle (clock injected); the
 // evicted conversation's next command fails once with page_evicted instead
 // of reading a blank page, and the command after it gets a fresh page.
 func TestEvictedConversationIsToldOnceThenGetsFreshPage(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{MaxPages: 1, PageIdle: time.Minute})
-	var mu sync.Mutex
-	now := time.Now()
-	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	advance := manualClock(b, time.Now())
 	ctx := testCtx(t)
 
 	a := b.Client("a")
@@ -209,10 +214,7 @@ func TestEvictedConversationIsToldOnceThenGetsFreshPage(t *testing.T) {
 // its uptime.
 func TestTimeoutCarriesBrowserDiagnostics(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	advance := manualClock(b, time.Unix(1000, 0))
 	ctx := testCtx(t)
 	c := b.Client("diag")
 	defer c.Close()
@@ -273,10 +275,7 @@ func (c *passedOnWait) Err() error {
 // state the test controls.
 func TestTimeoutBeforeSendCarriesBrowserDiagnostics(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	advance := manualClock(b, time.Unix(1000, 0))
 	ctx := testCtx(t)
 	c := b.Client("answered")
 	defer c.Close()

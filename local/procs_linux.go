@@ -32,8 +32,13 @@ func listProcesses() []procInfo {
 		if err != nil {
 			continue
 		}
+		// An empty command line is kept: a process in the middle of an exec
+		// (a browser's child becoming a renderer, a shell's child becoming
+		// its command) reads as empty for a moment, and it still belongs to
+		// its process group. Kernel threads are empty too; their group (0)
+		// is never a profile's.
 		raw, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || len(raw) == 0 {
+		if err != nil {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")

@@ -108,9 +108,9 @@ func MeasureColdStart(ctx context.Context, w *World, n ColdCounts) ([]ColdResult
 	// cdp-inspect: discovery through the profile's DevToolsActivePort, as
 	// for a user's Chrome; every invocation dials afresh (by design).
 	Progress("cold start: cdp-inspect")
-	sel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
-		cdpinspect.NewProvider(InspectConfig(), cdpinspect.WithUserDataDirs(w.Chromium.UserDataDir), cdpinspect.WithLogger(discard)),
-	}})
+	coldP := cdpinspect.NewProvider(InspectConfig(), cdpinspect.WithUserDataDirs(w.Chromium.UserDataDir), cdpinspect.WithLogger(discard))
+	defer coldP.Close()
+	sel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{coldP}})
 	d, err = timeN(n.Fast, func(i int) (time.Duration, error) {
 		t0 := time.Now()
 		c := sel.Client(bb.Invocation{ConversationID: fmt.Sprintf("cold-%d", i), InterfaceID: wire.InterfaceCLI})

@@ -93,7 +93,7 @@ func refusedPort() (int, error) {
 // desktopAuto is the cdp-inspect provider of a macos turn (desktop-auto,
 // cooldown-eligible) aimed at 127.0.0.1:port with the default probe
 // timeout, discovering through /json/version only.
-func desktopAuto(port int) bb.Provider {
+func desktopAuto(port int) *cdpinspect.Provider {
 	cfg := cdpinspect.DefaultConfig()
 	cfg.Host = "127.0.0.1"
 	cfg.Port = port
@@ -138,11 +138,15 @@ func MeasureFailover(ctx context.Context, w *World, n, nBlack int) ([]FailoverRe
 		cooled    bool
 		samples   int
 	}
+	cooledP, refusedP, blackP := desktopAuto(refused), desktopAuto(refused), desktopAuto(bh.port())
+	defer cooledP.Close()
+	defer refusedP.Close()
+	defer blackP.Close()
 	scenarios := []scenario{
 		{FailNone, []bb.Provider{fallback}, false, n},
-		{FailCooldown, []bb.Provider{desktopAuto(refused), fallback}, true, n},
-		{FailRefused, []bb.Provider{desktopAuto(refused), fallback}, false, n},
-		{FailBlackhole, []bb.Provider{desktopAuto(bh.port()), fallback}, false, nBlack},
+		{FailCooldown, []bb.Provider{cooledP, fallback}, true, n},
+		{FailRefused, []bb.Provider{refusedP, fallback}, false, n},
+		{FailBlackhole, []bb.Provider{blackP, fallback}, false, nBlack},
 	}
 	out := make([]FailoverResult, len(scenarios))
 	for i, s := range scenarios {

@@ -30,6 +30,11 @@ import (
 // and how long a new client takes to appear in another replica's roster.
 type DistributedResult struct {
 	InProcess, AcrossReplicas Durations
+	// BareRequest is a core NATS request answered at once by a subscriber
+	// on another connection to the same broker (a 40-byte payload), timed
+	// in the same loop: the two broker hops (request to B, result to A)
+	// that a request crossing replicas cannot avoid, with nothing of ours.
+	BareRequest Durations
 	// ShotInProcess and ShotAcross are round trips with a 10 MB result;
 	// the Alloc fields are bytes allocated per round trip (whole process).
 	ShotInProcess, ShotAcross           Durations
@@ -195,15 +200,22 @@ func MeasureDistributed(ctx context.Context, rounds, shots, convergence int) (Di
 	if err := errors.Join(waitListedOn(ctx, ih, "c-in"), waitListedOn(ctx, a.hub, "c-b")); err != nil {
 		return res, err
 	}
+	bare, err := bareRequester(broker.URL())
+	if err != nil {
+		return res, err
+	}
+	defer bare.close()
 	for i := range rounds + rounds/10 {
 		d1, err1 := run(ip, "c-in")
 		d2, err2 := run(a.p, "c-b")
-		if err := errors.Join(err1, err2); err != nil {
+		d3, err3 := bare.request(ctx)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return res, err
 		}
 		if i >= rounds/10 { // warm-up first
 			res.InProcess = append(res.InProcess, d1)
 			res.AcrossReplicas = append(res.AcrossReplicas, d2)
+			res.BareRequest = append(res.BareRequest, d3)
 		}
 	}
 	ia.close()
@@ -261,3 +273,42 @@ func MeasureDistributed(ctx context.Context, rounds, shots, convergence int) (Di
 	}
 	return res, nil
 }
+
+// bareNATS is a requester and a responder on two connections of their own
+// to one broker: the floor row of the distributed phase.
+type bareNATS struct {
+	req, resp *nats.Conn
+}
+
+func bareRequester(url string) (*bareNATS, error) {
+	resp, err := nats.Connect(url)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := resp.Subscribe("bench.bare", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		resp.Close()
+		return nil, err
+	}
+	if err := resp.Flush(); err != nil {
+		resp.Close()
+		return nil, err
+	}
+	req, err := nats.Connect(url)
+	if err != nil {
+		resp.Close()
+		return nil, err
+	}
+	return &bareNATS{req: req, resp: resp}, nil
+}
+
+var barePayload = []byte(`{"result":{"type":"number","value":2}}`)
+
+func (b *bareNATS) request(ctx context.Context) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := b.req.RequestWithContext(ctx, "bench.bare", barePayload)
+	return time.Since(start), err
+}
+
+func (b *bareNATS) close() { b.req.Close(); b.resp.Close() }

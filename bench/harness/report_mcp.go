@@ -37,8 +37,10 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 		"call enables and disables around the action); the rows \"kept Client\" run with `tools.Options.KeepClients` "+
 		"(as examples/mcp does): the conversation keeps its Client, and the guard its interception, between calls. "+
 		"%d calls per row after warm-up, the rows interleaved "+
-		"in an order shuffled per round; each row has its own conversation; cdp-inspect on a headless Chromium of its own. Baseline: the same backend "+
-		"without a policy.\n\n", len(r.Guard[0].D))
+		"in an order shuffled per round; each row has its own conversation; cdp-inspect on a headless Chromium of its own, "+
+		"host-bridge and the extension through the world's desktop bridge and reference extension; %d further tabs (the "+
+		"user's) open in each of the two browsers, since the popup hold of cdp-inspect and host-bridge sees every open tab. "+
+		"Baseline: the same backend without a policy.\n\n", len(r.Guard[0].D), GuardUserTabs)
 	p("| backend | policy | n | median | p99 | median vs no policy | Δ median vs no policy |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range r.Guard {
 		var base *GuardResult

@@ -191,7 +191,7 @@ func MeasureScreenshots(ctx context.Context, w *World, n map[string]int) ([]Shot
 					defer cancel()
 					var err error
 					if tr != nil {
-						shot, err = tr.page.Screenshot(ctx, tools.ScreenshotInput{Width: sz.W, Height: sz.H})
+						shot, err = tr.page.Screenshot(ctx, tools.ScreenshotInput{Width: sz.W, Height: sz.H, Compact: true}) // the baseline's command
 						return err
 					}
 					raw, err = p.Send(ctx, "Page.captureScreenshot", params)

@@ -196,9 +196,9 @@ func (w *World) clientPath(name, note string, sel *bb.Selector, inv bb.Invocatio
 }
 
 func (w *World) inspectSelPath(ctx context.Context) (*Path, error) {
-	sel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{
-		cdpinspect.NewProvider(InspectConfig(), cdpinspect.WithWebSocketURL(w.Chromium.WSURL), cdpinspect.WithLogger(discard)),
-	}})
+	p := cdpinspect.NewProvider(InspectConfig(), cdpinspect.WithWebSocketURL(w.Chromium.WSURL), cdpinspect.WithLogger(discard))
+	w.closers = append(w.closers, func() { p.Close() })
+	sel := bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{p}})
 	return w.clientPath(PathInspectSel, "sticky Client.Send over a cdp-inspect candidate",
 		sel, bb.Invocation{ConversationID: "bench-inspect", InterfaceID: wire.InterfaceCLI}), nil
 }

@@ -2,12 +2,16 @@ package tools_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
 // BenchmarkToolCall measures one tool call end to end on each backend: a
@@ -104,4 +108,70 @@ func BenchmarkGuardCost(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkToolCallOverhead measures what the ordinary path adds to one
+// command on cdp-inspect (issue 16), on the Provider's shared connection.
+// Interleaved per iteration in a rotating order, on one tab:
+//   - raw: the extract tool's own Runtime.evaluate (the same expression,
+//     so the same work in the browser), sent on a WebSocket of the
+//     benchmark's own with a flat session, read on the caller's goroutine;
+//   - client: the same command through a Selector Client built, used and
+//     closed for it (selection, the Provider's Build of a view, Close);
+//   - tool: tools.Extract over the ordinary path.
+//
+// The metrics are the medians and the differences to raw (the target for
+// tool is ≤ 500 µs).
+//
+//	go test -run XXX -bench ToolCallOverhead -benchtime 2000x ./browserbackend/tools/
+func BenchmarkToolCallOverhead(b *testing.B) {
+	s := startSite(b)
+	tl, br := cdpInspectTools(b)
+	inv := browserbackend.Invocation{ConversationID: "bench-overhead"}
+	ctx := context.Background()
+	if _, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: s.url("/form")}); err != nil {
+		b.Fatal(err)
+	}
+	raw := chromiumtest.DialRawTab(b, br.BrowserWSURL, s.url("/form"))
+	params, _ := json.Marshal(map[string]any{"expression": tools.ExtractExpression(tools.DefaultExtractMaxChars), "returnByValue": true})
+	sel := tl.Selector()
+	var d [3][]time.Duration
+	runs := [3]func(){
+		func() { raw.Call("Runtime.evaluate", raw.SessionID, string(params)) },
+		func() {
+			c := sel.Client(inv)
+			defer c.Close()
+			if _, err := c.Send(ctx, browserbackend.Command{Method: "Runtime.evaluate", Params: params}); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			if _, err := tl.Extract(ctx, inv, tools.ExtractInput{}); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+	i := 0
+	for b.Loop() {
+		for k := range runs {
+			j := (i + k) % len(runs)
+			t0 := time.Now()
+			runs[j]()
+			d[j] = append(d[j], time.Since(t0))
+		}
+		i++
+	}
+	mr, mc, mt := median(d[0]), median(d[1]), median(d[2])
+	b.ReportMetric(float64(mr.Microseconds()), "raw-µs/median")
+	b.ReportMetric(float64((mc - mr).Microseconds()), "client-over-raw-µs")
+	b.ReportMetric(float64((mt - mr).Microseconds()), "tool-over-raw-µs")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

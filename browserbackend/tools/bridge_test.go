@@ -29,7 +29,13 @@ func startBridge(t testing.TB, h *hubStack, opts ...chromiumtest.Option) {
 // (bridge.CDPInspectTabs).
 func runBridgeOn(t testing.TB, h *hubStack, b *chromiumtest.Browser, tabs bool) {
 	t.Helper()
-	tok, err := h.rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS, ClientID: "mac-1"})
+	runBridgeAs(t, h, b, tabs, "")
+}
+
+// runBridgeAs is runBridgeOn for actor ("" means the runtime's own).
+func runBridgeAs(t testing.TB, h *hubStack, b *chromiumtest.Browser, tabs bool, actor string) {
+	t.Helper()
+	tok, err := h.rt.Auth.Mint(auth.Grant{Actor: actor, InterfaceID: wire.InterfaceMacOS, ClientID: "mac-1"})
 	require.NoError(t, err)
 	cfg := cdpinspect.DefaultConfig()
 	cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = "127.0.0.1", b.Port, 5000

@@ -27,7 +27,9 @@ type rawCDP struct {
 	t         *testing.T
 	ws        *websocket.Conn
 	nextID    int
-	destroyed map[string]bool // Target.targetDestroyed seen (discovery is on)
+	destroyed map[string]bool     // Target.targetDestroyed seen (discovery is on)
+	opened    map[string][]string // targets created or changed with an openerId, by opener (discovery)
+	sessions  map[string]bool     // Target.attachedToTarget seen: session id → detached since
 }
 
 func dialRaw(t *testing.T, b *chromiumtest.Browser) *rawCDP {
@@ -36,7 +38,7 @@ func dialRaw(t *testing.T, b *chromiumtest.Browser) *rawCDP {
 	require.NoError(t, err)
 	ws.SetReadLimit(1 << 24)
 	t.Cleanup(func() { ws.CloseNow() })
-	r := &rawCDP{t: t, ws: ws, destroyed: make(map[string]bool)}
+	r := &rawCDP{t: t, ws: ws, destroyed: make(map[string]bool), opened: make(map[string][]string), sessions: make(map[string]bool)}
 	r.call("Target.setDiscoverTargets", map[string]any{"discover": true}, "")
 	return r
 }
@@ -60,6 +62,22 @@ func (r *rawCDP) read(ctx context.Context) (id int, result, cdpErr json.RawMessa
 		}
 		require.NoError(r.t, json.Unmarshal(f.Params, &p))
 		r.destroyed[p.TargetID] = true
+	}
+	if f.Method == "Target.attachedToTarget" || f.Method == "Target.detachedFromTarget" {
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		require.NoError(r.t, json.Unmarshal(f.Params, &p))
+		r.sessions[p.SessionID] = f.Method == "Target.detachedFromTarget"
+	}
+	if f.Method == "Target.targetCreated" || f.Method == "Target.targetInfoChanged" {
+		var p struct {
+			TargetInfo pageTarget `json:"targetInfo"`
+		}
+		require.NoError(r.t, json.Unmarshal(f.Params, &p))
+		if o := p.TargetInfo.OpenerID; o != "" && !slices.Contains(r.opened[o], p.TargetInfo.TargetID) {
+			r.opened[o] = append(r.opened[o], p.TargetInfo.TargetID)
+		}
 	}
 	return f.ID, f.Result, f.Error
 }
@@ -100,6 +118,7 @@ type pageTarget struct {
 	Type     string `json:"type"`
 	URL      string `json:"url"`
 	OpenerID string `json:"openerId"`
+	Attached bool   `json:"attached"` // a DevTools client (any connection) has a session on it
 }
 
 // waitPopupsGone waits until every page opened by the page at openerURL is
@@ -119,22 +138,34 @@ func (r *rawCDP) waitPopupsGone(openerURL string) {
 	}
 }
 
-// evalAwait evaluates expr (awaiting a promise) in the page of targetID,
-// on a session of the test's own, and returns the string value.
-func (r *rawCDP) evalAwait(targetID, expr string) string {
+// waitOpened reads until the page of opener has opened its n-th window
+// (counted from 1) and returns that window's target id.
+func (r *rawCDP) waitOpened(opener string, n int) string {
+	r.t.Helper()
+	ctx := stepCtx(r.t)
+	for len(r.opened[opener]) < n {
+		r.read(ctx)
+	}
+	return r.opened[opener][n-1]
+}
+
+// evalGesture evaluates expr in the page of targetID as if the user had
+// acted (Runtime.evaluate userGesture: a window.open is then no popup the
+// browser blocks), on a session of the test's own.
+func (r *rawCDP) evalGesture(targetID, expr string) {
 	r.t.Helper()
 	var att struct {
 		SessionID string `json:"sessionId"`
 	}
 	require.NoError(r.t, json.Unmarshal(r.call("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, ""), &att))
 	defer r.call("Target.detachFromTarget", map[string]any{"sessionId": att.SessionID}, "")
-	var res struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-	}
-	require.NoError(r.t, json.Unmarshal(r.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, att.SessionID), &res))
-	return res.Result.Value
+	r.call("Runtime.evaluate", map[string]any{"expression": expr, "userGesture": true}, att.SessionID)
+}
+
+// evalAwait is eval of an expression whose promise is awaited.
+func (r *rawCDP) evalAwait(targetID, expr string) string {
+	r.t.Helper()
+	return r.evaluate(targetID, expr, true)
 }
 
 // pages lists the page targets in Target.getTargets order.
@@ -166,6 +197,11 @@ func (r *rawCDP) urls() map[string]string {
 // own, and returns the string value.
 func (r *rawCDP) eval(targetID, expr string) string {
 	r.t.Helper()
+	return r.evaluate(targetID, expr, false)
+}
+
+func (r *rawCDP) evaluate(targetID, expr string, await bool) string {
+	r.t.Helper()
 	var att struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -176,7 +212,8 @@ func (r *rawCDP) eval(targetID, expr string) string {
 			Value string `json:"value"`
 		} `json:"result"`
 	}
-	require.NoError(r.t, json.Unmarshal(r.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, att.SessionID), &res))
+	params := map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": await}
+	require.NoError(r.t, json.Unmarshal(r.call("Runtime.evaluate", params, att.SessionID), &res))
 	return res.Result.Value
 }
 
@@ -201,6 +238,7 @@ func cdpInspectToolsWithClose(t *testing.T, b *chromiumtest.Browser) *tools.Tool
 	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", b.Port
 	cfg.ProbeTimeoutMs = 5000
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	t.Cleanup(func() { prov.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
 		CloseConversation: prov.CloseConversation, DetachConversation: prov.ForgetConversation})

@@ -46,6 +46,25 @@ const extractFn = `function(max) {
 	return {text: t.length > max ? t.slice(0, max) : t, length: t.length, url: location.href};
 }`
 
+// ExtractExpression is the Runtime.evaluate expression Extract sends for the
+// whole page (no Target) with MaxChars maxChars: the page function applied
+// to the body. Benchmarks send it on a raw connection to compare the same
+// work in the browser. maxChars is not checked here (Extract checks it).
+func ExtractExpression(maxChars int) string {
+	if maxChars == DefaultExtractMaxChars {
+		return defaultExtractExpr
+	}
+	return extractExpr(maxChars)
+}
+
+func extractExpr(maxChars int) string {
+	return fmt.Sprintf(`(%s).call(document.body || document.documentElement, %d)`, extractFn, maxChars)
+}
+
+// defaultExtractExpr is the expression of every Extract without MaxChars,
+// built once.
+var defaultExtractExpr = extractExpr(DefaultExtractMaxChars)
+
 // Extract returns the visible text (innerText) of the page's body or of the
 // target element, cut to MaxChars.
 func (p *Page) Extract(ctx context.Context, in ExtractInput) (ExtractResult, error) {
@@ -64,8 +83,7 @@ func (p *Page) Extract(ctx context.Context, in ExtractInput) (ExtractResult, err
 	}
 	var res ExtractResult
 	if in.Target.empty() {
-		expr := fmt.Sprintf(`(%s).call(document.body || document.documentElement, %d)`, extractFn, max)
-		if err := p.evaluate(ctx, op, expr, false, &out); err != nil {
+		if err := p.evaluate(ctx, op, ExtractExpression(max), false, &out); err != nil {
 			return res, err
 		}
 	} else {

@@ -22,6 +22,7 @@ import (
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/examples/extension"
+	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/internal/logtest"
 	"github.com/browserchain/browserchain/local"
@@ -42,6 +43,11 @@ type guardSites struct {
 	holding      chan struct{}
 	release      chan struct{}
 	closeRelease func()
+	// stalling receives when /stall on allowed.test has a request (the
+	// image of /stall-page, which keeps that page from loading), answered
+	// once unstall ran.
+	stalling chan struct{}
+	unstall  func()
 	// loginPassword is the password the login form last posted.
 	loginPassword atomic.Value
 }
@@ -85,6 +91,24 @@ func startGuardSites(t *testing.T) *guardSites {
 		case <-r.Context().Done():
 		}
 		page(w, "Held", "<p>answered once released</p>")
+	})
+	gs.stalling = make(chan struct{}, 1)
+	unstalled := make(chan struct{})
+	gs.unstall = sync.OnceFunc(func() { close(unstalled) })
+	t.Cleanup(gs.unstall)
+	allowed.HandleFunc("/stall-page", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Stalled", `<p>loading</p><img src="/stall">`)
+	})
+	allowed.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case gs.stalling <- struct{}{}:
+		default:
+		}
+		select {
+		case <-unstalled:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	user := http.NewServeMux()
 	user.HandleFunc("/tab", func(w http.ResponseWriter, r *http.Request) {
@@ -244,6 +268,18 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 				"the user's tab loads while the call runs")
 			gs.closeRelease()
 			require.NoError(t, <-done, "the call itself succeeds")
+			pc.user.call("Target.closeTarget", map[string]any{"targetId": created.TargetID}, "")
+		})
+		t.Run("a tab the user opens after the calls", func(t *testing.T) {
+			// No call runs: nothing may hold a new tab (a hold left on
+			// would keep every tab the user opens from loading).
+			var created struct {
+				TargetID string `json:"targetId"`
+			}
+			require.NoError(t, json.Unmarshal(pc.user.call("Target.createTarget", map[string]any{"url": gs.user + "/tab?after"}, ""), &created))
+			assert.Equal(t, "The user's tab", pc.user.evalAwait(created.TargetID,
+				`new Promise(r => document.readyState === "complete" ? r(document.title) : addEventListener("load", () => r(document.title)))`),
+				"the user's tab loads after the calls")
 			pc.user.call("Target.closeTarget", map[string]any{"targetId": created.TargetID}, "")
 		})
 	}
@@ -449,4 +485,104 @@ func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	_, err = bare.Login(ctx, inv, tools.LoginInput{Credential: "x", Fields: fields})
 	require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
 	require.ErrorIs(t, err, guard.ErrFeatureNotConfigured)
+}
+
+// A guarded host-bridge call on the browser the reference extension runs in
+// leaves that browser's new tabs alone: the extension's conversation tab
+// opens and loads. (make bench found it: the popup hold's "off" lacked
+// flatten, Chromium refused it, and every tab opened later waited for a
+// debugger.)
+func TestExtensionWorksAfterAGuardedBridgeCallOnItsBrowser(t *testing.T) {
+	gs := startGuardSites(t)
+	h := startRuntime(t)
+	dst := t.TempDir()
+	require.NoError(t, extension.Install(extensionDir, dst, h.url))
+	b := chromiumtest.Start(t, chromiumtest.WithExtension(dst), chromiumtest.WithArgs(hostRules))
+	h.waitClient(t, wire.InterfaceChromeExtension)
+	// Another actor's bridge: the host-bridge provider steps aside for an
+	// actor whose extension is connected (SEL-3).
+	runBridgeAs(t, h, b, false, "bridge-actor")
+	on := func(p browserbackend.Provider) *tools.Tools {
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{p}, Logger: quietLogger()})
+		return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+	}
+	ctx := stepCtx(t)
+	res, err := on(h.rt.Proxy.HostBridgeProvider(hostproxy.ProviderOptions{})).Navigate(ctx,
+		browserbackend.Invocation{ConversationID: "conv-bridge", InterfaceID: wire.InterfaceMacOS, ActorPrincipalID: "bridge-actor"},
+		tools.NavigateInput{URL: gs.allowed + "/page"})
+	require.NoError(t, err)
+	require.Equal(t, browserbackend.KindHostBridge, res.Backend)
+	res, err = on(h.rt.Proxy.ExtensionProvider(hostproxy.ProviderOptions{})).Navigate(ctx, h.invocation("conv-ext"), tools.NavigateInput{URL: gs.allowed + "/page"})
+	require.NoError(t, err, "the extension's tab loads after the bridge's guarded call")
+	assert.Equal(t, browserbackend.KindExtension, res.Backend)
+}
+
+// TestGuardHoldsEachConversationsPopupsOnASharedConnection: two
+// conversations on one cdp-inspect Provider share its browser WebSocket,
+// whose browser-level auto-attach (the popup hold, GRD-2) Chrome keeps once
+// for the socket. With both guarded calls in flight, a window B's page
+// opens is held and refused by B's guard (A's never resumes it); once A's
+// call ended, B's hold still stands: a window B's page opens then is held
+// too. The blocked server receives no request from either.
+func TestGuardHoldsEachConversationsPopupsOnASharedConnection(t *testing.T) {
+	gs := startGuardSites(t)
+	b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
+	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	t.Cleanup(func() { prov.Close() })
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+	ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
+	user := dialRaw(t, b)
+	invA := browserbackend.Invocation{ConversationID: "conv-shared-a", InterfaceID: "cli"}
+	invB := browserbackend.Invocation{ConversationID: "conv-shared-b", InterfaceID: "cli"}
+
+	// A's call waits for /hold; B's (its tab opened while A holds
+	// auto-attach) for the image that keeps /stall-page from loading.
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := tl.Navigate(ctx, invA, tools.NavigateInput{URL: gs.allowed + "/hold"})
+		aDone <- err
+	}()
+	select {
+	case <-gs.holding:
+	case err := <-aDone:
+		require.FailNow(t, "A's call ended before its page answered", "%v", err)
+	}
+	go func() {
+		_, err := tl.Navigate(ctx, invB, tools.NavigateInput{URL: gs.allowed + "/stall-page"})
+		bDone <- err
+	}()
+	select {
+	case <-gs.stalling:
+	case err := <-bDone:
+		require.FailNow(t, "B's call ended before its page loaded", "%v", err)
+	}
+	var bTab string
+	for _, p := range user.pages() {
+		if p.URL == gs.allowed+"/stall-page" {
+			bTab = p.TargetID
+		}
+	}
+	require.NotEmpty(t, bTab, "B's tab")
+	assert.Equal(t, cdpinspect.ConnStats{Open: true, Dials: 1, InUse: 2, Sessions: 2}, prov.ConnStats(), "one socket, a session each")
+
+	popup := func(n int, name string) {
+		user.evalGesture(bTab, `window.open("`+gs.blocked+`/`+name+`"), "opened"`)
+		// Held, refused and closed: once it is gone its request can no
+		// longer reach the server.
+		user.waitDestroyed(user.waitOpened(bTab, n))
+	}
+	popup(1, "while-both")
+	assert.Zero(t, gs.blockedHits.Load(), "no request from the window opened while both calls ran")
+
+	gs.closeRelease()
+	require.NoError(t, <-aDone, "A's call succeeds")
+	popup(2, "after-a")
+	assert.Zero(t, gs.blockedHits.Load(), "no request from the window opened after A's call ended")
+
+	gs.unstall()
+	assertForbidden(t, <-bDone, gs.blocked+"/while-both")
+	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request at all")
 }

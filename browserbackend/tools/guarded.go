@@ -281,6 +281,12 @@ func (w *watch) onTarget(info *target.Info) {
 	if info.Type != "page" || info.OpenerID == "" || info.OpenerID != w.self || info.URL == "" || info.URL == "about:blank" {
 		return
 	}
+	if w.hold.isHeld(string(info.TargetID)) {
+		// The hold decides a held popup's requests, and closes it: a late
+		// report of its URL (a kept watch outlives the call that opened
+		// it) must not fail the next call.
+		return
+	}
 	actx, cancel := w.actx()
 	defer cancel()
 	if err := w.g.CheckURL(actx, info.URL); err != nil {
@@ -367,13 +373,18 @@ func (p *Page) awaitNavigation(ctx context.Context, op string, action func() err
 	return nil
 }
 
-// stop ends the interception and waits for its goroutines.
+// stop ends the interception and waits for its goroutines. The popup
+// hold's off (browser session) and the page's commands are independent and
+// sent together, so the call waits one round trip for them.
 func (w *watch) stop(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
-	w.hold.stop(cctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		w.hold.stop(cctx)
+	}()
 	go func() {
 		defer wg.Done()
 		_, _ = cdp.Call(cctx, w.s, fetch.Disable, cdp.Empty{})
@@ -471,6 +482,14 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 		return zero, ferr
 	}
 	if err := p.checkPage(ctx, g, op); err != nil {
+		// The page may be on the error page of a request the interception
+		// refused while the settle above ended on an older page's signal:
+		// that refusal was recorded before the request was failed, so it
+		// is known now, and it names the URL and rule the agent asked for
+		// (not chrome-error://).
+		if v := w.firstViolation(win); v != nil {
+			return zero, guardErr(op, v)
+		}
 		return zero, err
 	}
 	return res, nil

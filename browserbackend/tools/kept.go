@@ -133,11 +133,14 @@ func (k *keptClients) shutdown() {
 
 // brokenClient reports whether a call's error means its Client can serve no
 // further call: the backend went away (transport), the Client or its page
-// was closed, or the target's session is gone. Such a kept Client is dropped,
+// was closed, the target's session is gone, or the conversation's tab is
+// (target_not_found: the user closed it). Such a kept Client is dropped,
 // and the next call selects afresh.
 func brokenClient(err error) bool {
+	var be *browserbackend.Error
 	return err != nil && (errors.Is(err, browserbackend.ErrTransport) || errors.Is(err, browserbackend.ErrClosed) ||
-		errors.Is(err, browserbackend.ErrSessionNotFound) || errors.Is(err, browserbackend.ErrTargetCrashed))
+		errors.Is(err, browserbackend.ErrSessionNotFound) || errors.Is(err, browserbackend.ErrTargetCrashed) ||
+		errors.As(err, &be) && be.Code == browserbackend.CodeTargetNotFound)
 }
 
 // callClient is the Client one call runs on.

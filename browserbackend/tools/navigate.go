@@ -120,12 +120,6 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	if err := checkWaitUntil(op, in.WaitUntil); err != nil {
 		return NavigateResult{}, err
 	}
-	if err := p.enablePage(ctx); err != nil {
-		return NavigateResult{}, wrap(op, err)
-	}
-	if _, err := cdp.Call(ctx, p.s, page.SetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}); err != nil {
-		return NavigateResult{}, wrap(op, err)
-	}
 	// Subscribe before navigating so the event cannot be missed
 	// (cdp.Session.Subscribe buffers from the moment it returns).
 	lifecycle, stopLifecycle := p.s.Subscribe(page.LifecycleEvent.Method)
@@ -137,7 +131,7 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		want = "DOMContentLoaded"
 	}
 
-	nav, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: in.URL})
+	nav, err := p.startNavigation(ctx, in.URL)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Page.navigate answers at commit; a response that never comes
@@ -215,26 +209,47 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	return res, nil
 }
 
-// enablePage sends Page.enable. A backend that reports the conversation's
-// page lost (browserbackend.CodePageLost: its renderer crashed, or its
-// browser exited, since the last call; CodePageEvicted: closed by a page
-// cap) refuses every command but Page.navigate, because anything else would
-// read a dead or blank page as the site's; a renderer that dies under
-// Page.enable itself fails it with CodeTargetCrashed. A navigation replaces
-// the page's content anyway, so then about:blank is loaded first — a crashed
-// tab gets a new renderer, the local backend opens a fresh page — and
-// Page.enable is sent again.
-func (p *Page) enablePage(ctx context.Context) error {
-	_, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{})
-	if !errors.Is(err, browserbackend.ErrPageLost) && !errors.Is(err, browserbackend.ErrPageEvicted) &&
-		!errors.Is(err, browserbackend.ErrTargetCrashed) {
-		return err
+// startNavigation enables the Page domain and its lifecycle events and
+// sends Page.navigate to target, answering with its reply.
+//
+// A backend that reports the conversation's page lost
+// (browserbackend.CodePageLost: its renderer crashed, or its browser exited,
+// since the last call; CodePageEvicted: closed by a page cap) refuses every
+// command but Page.navigate, because anything else would read a dead or
+// blank page as the site's; a renderer that dies under one of these commands
+// fails it with CodeTargetCrashed, and which command first sees a crash
+// depends on when the browser notices it (a command can succeed on a
+// renderer that was killed a moment before). A navigation replaces the
+// page's content anyway, so on any of these errors before the document
+// committed about:blank is loaded — a crashed tab gets a new renderer, the
+// local backend opens a fresh page — and the sequence runs once more.
+func (p *Page) startNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
+	for attempt := 0; ; attempt++ {
+		nav, err := p.tryNavigation(ctx, target)
+		if err == nil || attempt > 0 || ctx.Err() != nil || !pageWentAway(err) {
+			return nav, err
+		}
+		if _, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+			return page.NavigateResult{}, err
+		}
 	}
-	if _, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
-		return err
+}
+
+func (p *Page) tryNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		return page.NavigateResult{}, err
 	}
-	_, err = cdp.Call(ctx, p.s, page.Enable, page.EnableParams{})
-	return err
+	if _, err := cdp.Call(ctx, p.s, page.SetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}); err != nil {
+		return page.NavigateResult{}, err
+	}
+	return cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: target})
+}
+
+// pageWentAway reports whether err says the conversation's page is gone or
+// its renderer crashed (see startNavigation).
+func pageWentAway(err error) bool {
+	return errors.Is(err, browserbackend.ErrPageLost) || errors.Is(err, browserbackend.ErrPageEvicted) ||
+		errors.Is(err, browserbackend.ErrTargetCrashed)
 }
 
 // reached reports whether the committed document has got as far as w

@@ -48,6 +48,14 @@ func NewPage(s cdp.Session, opts PageOptions) *Page {
 // Session returns the session the page runs on.
 func (p *Page) Session() cdp.Session { return p.s }
 
+// bound reports whether p's session has selected its backend already (a
+// kept browserbackend.Client after its first call): its commands may then
+// go out together, since none of them selects.
+func (p *Page) bound() bool {
+	k, ok := p.s.(interface{ Kind() browserbackend.Kind })
+	return ok && k.Kind() != ""
+}
+
 // evaluate runs expr in the page's main world and decodes its JSON value
 // into out (nil: ignored). A thrown exception is CodePageError.
 func (p *Page) evaluate(ctx context.Context, op, expr string, await bool, out any) error {

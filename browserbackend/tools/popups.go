@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -31,13 +32,21 @@ type flatSessions interface {
 //     interception (Fetch) on its own session before it is resumed
 //     (Runtime.runIfWaitingForDebugger), so an off-list first request is
 //     failed before it leaves and the popup is closed;
-//   - any other target (a tab the user opened meanwhile) is resumed at once
-//     and detached.
+//   - any other target that waits (a tab the user opened meanwhile) is
+//     resumed at once and detached;
+//   - a target that does not wait (Chromium auto-attaches every page
+//     already open when auto-attach turns on: the user's tabs, the
+//     conversation's own) is left alone: no command is sent for it, so the
+//     hold costs no round trip per open tab (on host-bridge each one crosses
+//     the hub and the bridge).
 //
-// stop turns auto-attach off, which detaches every session it made and
-// releases any target still waiting; so does the end of the backend's
-// connection. A backend without a browser session (local, extension) gets
-// no hold: popups are then checked as they appear and closed (onTarget).
+// stop turns auto-attach off, which detaches every session it made (before
+// Chromium answers the off; sessions attached by Target.attachToTarget,
+// such as a conversation's, stay) and releases any target still waiting;
+// so does the end of the backend's connection. When the off fails, stop
+// detaches the sessions it left alone itself. A backend without a browser
+// session (local, extension) gets no hold: popups are then checked as they
+// appear and closed (onTarget).
 type popupHold struct {
 	w     *watch
 	views flatSessions
@@ -45,6 +54,7 @@ type popupHold struct {
 
 	mu    sync.Mutex
 	held  map[target.ID]bool // popups under interception, by target id
+	left  []target.SessionID // sessions of already-open targets, left to the off
 	stops []func()
 	done  bool
 	wg    sync.WaitGroup // the attach handlers
@@ -87,9 +97,19 @@ func startHold(ctx context.Context, w *watch) *popupHold {
 			return
 		}
 		h.mu.Lock()
+		if !ev.WaitingForDebugger {
+			// An open target: nothing waits on it, and the off detaches
+			// its session with the others (a session seen after the off
+			// was already detached by it).
+			if !h.done {
+				h.left = append(h.left, ev.SessionID)
+			}
+			h.mu.Unlock()
+			return
+		}
 		if h.done {
 			h.mu.Unlock()
-			h.release(ev.SessionID, ev.WaitingForDebugger) // auto-attach is off or going off
+			h.release(ev.SessionID) // auto-attach is off or going off
 			return
 		}
 		h.wg.Add(1)
@@ -114,8 +134,8 @@ func (h *popupHold) isHeld(id string) bool {
 
 func (h *popupHold) onAttached(ev target.EventAttachedToTarget) {
 	info := ev.TargetInfo
-	if !ev.WaitingForDebugger || info.Type != "page" || info.OpenerID != h.w.self {
-		h.release(ev.SessionID, ev.WaitingForDebugger)
+	if info.Type != "page" || info.OpenerID != h.w.self {
+		h.release(ev.SessionID)
 		return
 	}
 	child := h.views.Session(string(ev.SessionID))
@@ -162,15 +182,13 @@ func (h *popupHold) onPaused(child cdp.Session, id target.ID, raw []byte) {
 	_, _ = cdp.Call(actx, child, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 }
 
-// release lets a target that is not the page's popup go: resumed when it
-// waits (whatever the answer, the detach that follows releases it too) and
+// release lets a waiting target that is not the page's popup go: resumed
+// (whatever the answer, the detach that follows releases it too) and
 // detached.
-func (h *popupHold) release(sid target.SessionID, waiting bool) {
+func (h *popupHold) release(sid target.SessionID) {
 	actx, cancel := h.w.actx()
 	defer cancel()
-	if waiting {
-		_, _ = cdp.Call(actx, h.views.Session(string(sid)), runtime.RunIfWaitingForDebugger, cdp.Empty{})
-	}
+	_, _ = cdp.Call(actx, h.views.Session(string(sid)), runtime.RunIfWaitingForDebugger, cdp.Empty{})
 	_, _ = cdp.Call(actx, h.bs, target.DetachFromTarget, target.DetachFromTargetParams{SessionID: sid})
 }
 
@@ -178,7 +196,8 @@ func (h *popupHold) release(sid target.SessionID, waiting bool) {
 // guardCleanupTimeout), turns the auto-attach off (which detaches the
 // sessions it made and releases any target still waiting; a later attach
 // event is released at once) and ends the popups' request loops. ctx bounds
-// the command.
+// the command. When the off fails, the sessions of open targets the hold
+// left alone are detached one by one (sent together, best effort).
 func (h *popupHold) stop(ctx context.Context) {
 	if h == nil {
 		return
@@ -187,13 +206,44 @@ func (h *popupHold) stop(ctx context.Context) {
 	h.done = true
 	h.mu.Unlock()
 	h.wg.Wait()
-	_, _ = cdp.Call(ctx, h.bs, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: false})
+	// Chromium refuses a browser-level setAutoAttach without flatten, the
+	// "off" too (-32602): without it the hold stayed on for the life of
+	// the connection, and every new tab (one the extension or the user
+	// opens) waited for a debugger that never resumed it.
+	flat := true
+	if _, err := cdp.Call(ctx, h.bs, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: false, Flatten: &flat}); err != nil {
+		log := h.w.g.Policy().Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("tools: turning the popup hold off failed; new tabs may wait until the connection ends", "error", err)
+		h.detachLeft(ctx)
+	}
 	h.mu.Lock()
 	stops := h.stops
 	h.stops = nil
+	h.left = nil
 	h.mu.Unlock()
 	for _, s := range stops {
 		s()
 	}
 	h.loops.Wait()
+}
+
+// detachLeft detaches the sessions of the open targets the hold left to
+// the off, all commands in flight at once; ctx bounds them.
+func (h *popupHold) detachLeft(ctx context.Context) {
+	h.mu.Lock()
+	left := h.left
+	h.left = nil
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sid := range left {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = cdp.Call(ctx, h.bs, target.DetachFromTarget, target.DetachFromTargetParams{SessionID: sid})
+		}()
+	}
+	wg.Wait()
 }

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -68,7 +69,8 @@ func TestNavigateEdgeResponsesEndWithoutWaitingForTheDeadline(t *testing.T) {
 }
 
 // The tab closed by the user while wait_for waits for a navigation: the
-// call ends with the backend's session error, not at its deadline.
+// call ends with a typed error that says the tab went away, not at its
+// deadline.
 func TestWaitForNavigationEndsWhenTheTabIsClosed(t *testing.T) {
 	b := chromiumtest.Start(t)
 	cfg := cdpinspect.DefaultConfig()
@@ -92,7 +94,15 @@ func TestWaitForNavigationEndsWhenTheTabIsClosed(t *testing.T) {
 	err := <-got
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, tools.ErrTimeout, "%v", err)
-	assert.ErrorIs(t, err, browserbackend.ErrSessionNotFound, "%v", err)
+	// The session error when the close hit a poll in flight; the closed
+	// tab's own error when it came between two polls (cdpinspect checks
+	// the tab when a command finds its session gone before it was sent).
+	var be *browserbackend.Error
+	require.ErrorAs(t, err, &be)
+	if !errors.Is(err, browserbackend.ErrSessionNotFound) {
+		assert.Equal(t, browserbackend.CodeTargetNotFound, be.Code, "%v", err)
+		assert.Contains(t, err.Error(), "the conversation's tab was closed")
+	}
 }
 
 // closeAllPages closes every page target of browser with

@@ -144,6 +144,7 @@ func cdpInspectTools(t testing.TB) (*tools.Tools, *chromiumtest.Browser) {
 	cfg.Port = b.Port
 	cfg.ProbeTimeoutMs = 5000 // a loaded test machine must not turn an answer into a timeout
 	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	t.Cleanup(func() { prov.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
 }

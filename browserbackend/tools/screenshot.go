@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -35,6 +36,11 @@ type ScreenshotInput struct {
 	Height int `json:"height,omitempty"`
 	// FullPage captures the whole scrollable page (ignored with Width/Height).
 	FullPage bool `json:"full_page,omitempty"`
+	// Compact asks Chromium for its smallest PNG. By default it encodes for
+	// speed (Page.captureScreenshot optimizeForSpeed, as Chrome DevTools MCP
+	// asks too): the same pixels in a file about twice as large, encoded
+	// in a fraction of the time (BENCHMARKS.md §8).
+	Compact bool `json:"compact,omitempty"`
 	// AsFile also stores the image in the file catalogue (GRD-7) and adds
 	// File to the result; without Options.Catalog the call fails
 	// feature_not_configured before any backend is contacted.
@@ -84,7 +90,8 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 	if err := in.check(); err != nil {
 		return ScreenshotResult{}, err
 	}
-	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
+	fast := !in.Compact
+	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: &fast}
 	clipped := false
 	t := true
 	switch {
@@ -105,9 +112,19 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 			params.CaptureBeyondViewport = &t
 		}
 	}
+	// The page's URL: before the capture on a session whose first command
+	// still selects its backend (see Snapshot), else read while it runs.
 	var url string
-	if err := p.evaluate(ctx, op, `location.href`, false, &url); err != nil {
-		return ScreenshotResult{}, err
+	var urlErr error
+	readURL := func() { urlErr = p.evaluate(ctx, op, `location.href`, false, &url) }
+	var urlRead sync.WaitGroup
+	if p.bound() {
+		urlRead.Go(readURL)
+	} else {
+		readURL()
+		if urlErr != nil {
+			return ScreenshotResult{}, urlErr
+		}
 	}
 	f, err := newShotFile(p.opts.ScreenshotDir)
 	if err != nil {
@@ -115,7 +132,12 @@ func (p *Page) Screenshot(ctx context.Context, in ScreenshotInput) (ScreenshotRe
 	}
 	defer f.discard() // unless kept below
 	sink := newShotSink(f.f)
-	if err := p.s.Call(ctx, page.CaptureScreenshot.Method, params, sink); err != nil {
+	err = p.s.Call(ctx, page.CaptureScreenshot.Method, params, sink)
+	urlRead.Wait()
+	if err == nil && urlErr != nil {
+		return ScreenshotResult{}, urlErr
+	}
+	if err != nil {
 		if sink.bad != nil {
 			return ScreenshotResult{}, &Error{Op: op, Code: CodeBackend, Message: "the browser's screenshot is not a PNG", Err: err}
 		}

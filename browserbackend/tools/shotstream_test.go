@@ -41,7 +41,7 @@ func rawShot(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation) []byt
 	c := tl.Selector().Client(inv)
 	defer c.Close()
 	cmd := browserbackend.Command{Method: "Page.captureScreenshot", Params: json.RawMessage(fmt.Sprintf(
-		`{"format":"png","captureBeyondViewport":true,"clip":{"x":0,"y":0,"width":%d,"height":%d,"scale":1}}`, noiseW, noiseH))}
+		`{"format":"png","captureBeyondViewport":true,"optimizeForSpeed":true,"clip":{"x":0,"y":0,"width":%d,"height":%d,"scale":1}}`, noiseW, noiseH))}
 	if tab, ok := tl.PinnedTab(inv); ok {
 		cmd.SessionID = strconv.Itoa(tab) // the tab's id names it (WIRE-3)
 	}

@@ -91,26 +91,39 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 		return SnapshotResult{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
 	}
 	var res SnapshotResult
-	// Page.getFrameTree goes first and alone: the first command of a call
-	// selects the backend and attaches to the conversation's page, and a
-	// failure there (the conversation's tab closed, say) must end the call
-	// rather than race other first commands into selecting again. The
-	// page's location, the main frame's AX tree and each child frame's tree
-	// and owner are then independent: ask for all of them at once.
-	tree, err := cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{})
-	if err != nil {
-		return res, wrap(op, err)
-	}
+	// On a session that has not selected its backend yet, Page.getFrameTree
+	// goes first and alone: the first command of a call selects the backend
+	// and attaches to the conversation's page, and a failure there (the
+	// conversation's tab closed, say) must end the call rather than race
+	// other first commands into selecting again. The page's location, the
+	// main frame's AX tree and each child frame's tree and owner are
+	// independent of each other; on a session already bound to its backend
+	// (a kept Client) the frame tree is asked for together with the first
+	// two, so the call waits one round trip less.
 	var (
 		wg              sync.WaitGroup
 		loc             struct{ URL, Title string }
 		locErr, mainErr error
 		mainTree        axTree
+		tree            page.GetFrameTreeResult
+		err             error
 	)
+	bound := p.bound()
+	if !bound {
+		if tree, err = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}); err != nil {
+			return res, wrap(op, err)
+		}
+	}
 	wg.Go(func() { locErr = p.evaluate(ctx, op, `({URL: location.href, Title: document.title})`, false, &loc) })
 	wg.Go(func() {
 		mainErr = p.s.Call(ctx, accessibility.CommandGetFullAXTree, accessibility.GetFullAXTreeParams{}, &mainTree)
 	})
+	if bound {
+		if tree, err = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}); err != nil {
+			wg.Wait()
+			return res, wrap(op, err)
+		}
+	}
 	// frames[0] is the main frame; its tree joins once read. The slice is
 	// complete before any goroutine takes an element's address.
 	frames := []snapFrame{{parent: -1}}

@@ -66,7 +66,8 @@ func (h *Hub) deliverAwaited(ctx context.Context, t eventhub.Target, publisher, 
 	if perr != nil {
 		return id, nil
 	}
-	if pubID == "" {
+	fresh := pubID == "" // a live delivery: its id is new to held
+	if fresh {
 		pubID = id
 	}
 	actor := t.ActorPrincipalID
@@ -76,9 +77,18 @@ func (h *Hub) deliverAwaited(ctx context.Context, t eventhub.Target, publisher, 
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	list := slices.DeleteFunc(h.held[t.ClientID], func(e *heldEvent) bool {
-		return e.pubID == pubID || !e.until.After(now)
-	})
+	list := h.held[t.ClientID]
+	if fresh {
+		// Only the expired head is dropped here (no scan per delivery); the
+		// bounds below and the sweep take care of the rest.
+		for len(list) > 0 && !list[0].until.After(now) {
+			list = list[1:]
+		}
+	} else {
+		list = slices.DeleteFunc(list, func(e *heldEvent) bool {
+			return e.pubID == pubID || !e.until.After(now)
+		})
+	}
 	list = append(list, &heldEvent{seq: seq, pubID: pubID, publisher: publisher, actor: actor, conv: conv, data: data, until: until})
 	total := 0
 	for i := len(list) - 1; i >= 0; i-- {

@@ -26,6 +26,14 @@
 // to each client (CDP methods and parameters) on the broker's store for up
 // to ReplayAge.
 //
+// Latency: a request from replica A to a client on B costs two broker
+// messages on its round trip (the request to B, the result with B's
+// delivery answer back to A) and, off that path, the verdict A returns to
+// B for the client's post. A result posted to a third replica costs one
+// more message (A asks B for its answer). Results over the broker's
+// max_payload travel in parts, with one confirmation per 8 parts; a broker
+// with a larger max_payload sends them whole (fewer copies).
+//
 // Bounds: a client connected nowhere fails a publish at once; a crashed
 // replica's clients are gone within (DeadAfter+1)·Config.Heartbeat (4 s by
 // default) plus the broker's latency; roster changes reach the other

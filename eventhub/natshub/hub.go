@@ -52,8 +52,8 @@ const (
 
 // staleWait bounds how long a publish waits for a replica that subscribed
 // the client's subject but no longer holds its stream (a reconnect moving
-// the client between replicas).
-const staleWait = 2 * time.Second
+// the client between replicas); a variable for tests.
+var staleWait = 2 * time.Second
 
 // opTimeout bounds one broker operation of the hub's own (roster writes,
 // claims, retractions).
@@ -98,6 +98,9 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 //     subject per client ("<prefix>.client.<id>.deliver"), subscribed by the
 //     replica holding the client's stream, so a client connected nowhere
 //     fails at once with eventhub.ErrNotConnected (no responders, DHUB-2);
+//     the holder's answer to a host_browser_request is held back until the
+//     client's result passes it, and then rides in the relayed result's
+//     headers (ack.go), so the common round trip is two broker messages;
 //   - the roster: a JetStream key-value bucket with a TTL, re-put by each
 //     replica every TTL/3 and when activity changed (coalesced), watched by
 //     every replica; the watcher is recreated and the roster re-put after a
@@ -113,7 +116,8 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 //     awaited event (Target.ReplayUntil) is written only if still awaited
 //     after logDelay (20 ms), and replayed only after its publisher grants
 //     a claim, so Retract needs no broker write (see Retract);
-//   - payloads over the broker's max_payload are sent in parts (DHUB-6).
+//   - payloads over the broker's max_payload are sent in parts, every
+//     partsInFlight-th one confirmed by the receiver (DHUB-6).
 //
 // Events for a Capability, InterfaceID or ConversationID target are fanned
 // out to every replica live and replayed only by the replica that issued
@@ -150,6 +154,8 @@ type Hub struct {
 	held        map[string][]*heldEvent // by client id: awaited events queued here outside the ring's replay
 	heldSweepAt int
 	lastIDs     map[string]string
+	acks        map[string]*deferredAck // by request id: answers held back for this replica's clients
+	awaiting    map[string]*awaitEntry  // by request id: a publish waiting for its holder's answer
 	dirty       bool
 	changed     chan struct{}
 	connected   bool
@@ -166,9 +172,18 @@ type rosterValue struct {
 	Reg     string              `json:"reg"`
 }
 
+// remoteReg is a client registered on another replica; ctx ends (and done
+// closes) when that registration leaves this replica's view.
 type remoteReg struct {
 	val  rosterValue
-	done chan struct{}
+	ctx  context.Context
+	end  context.CancelFunc
+	done <-chan struct{}
+}
+
+func newRemoteReg(v rosterValue) *remoteReg {
+	ctx, end := context.WithCancel(context.Background())
+	return &remoteReg{val: v, ctx: ctx, end: end, done: ctx.Done()}
 }
 
 type replicaState struct {
@@ -236,6 +251,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		locals: make(map[string]*localReg), published: make(map[string]*pubRecord),
 		held: make(map[string][]*heldEvent), heldSweepAt: 1024,
 		lastIDs: make(map[string]string), changed: make(chan struct{}), connected: true,
+		acks: make(map[string]*deferredAck), awaiting: make(map[string]*awaitEntry),
 	}
 	h.relayAsm.max = DefaultMaxTransfer
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -494,7 +510,10 @@ func (h *Hub) Touch(clientID string) {
 // Capability or InterfaceID target. ctx is checked before sending; the
 // round trip itself is bounded by 2 s (a replica that subscribed the client
 // but no longer holds it stays silent), so a cancellation never hides a
-// delivery.
+// delivery. For a hostproxy.RequestMessage of type host_browser_request
+// with ReplayUntil set, the holder answers when the client's result passes
+// it (at most 10 ms later, see ack.go): Publish returns then, or as soon as
+// the client's roster entry ends, with an id Retract reports not held.
 func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationID string, message any) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -522,26 +541,73 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 		return id, nil
 	}
 	hdr := nats.Header{}
-	tj, _ := json.Marshal(target)
-	hdr.Set(hdrTarget, string(tj))
+	setTarget(hdr, target)
 	hdr.Set(hdrConv, conversationID)
 	hdr.Set(hdrReplica, h.replica)
+	// A request to a listed client may have its answer held back by the
+	// holder (see ack.go); the wait for it ends when the client's roster
+	// entry does.
 	// Once sent, the event may be delivered: the caller's cancellation must
 	// not turn a delivery into a failure, so the round trip is bounded by
-	// staleWait alone.
-	rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), staleWait)
+	// staleWait (and the client's roster entry) alone.
+	gctx, cancelGone := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelGone(nil)
+	var gone context.Context
+	rid := ""
+	if !target.ReplayUntil.IsZero() {
+		rid = requestIDOf(message)
+	}
+	if rid != "" {
+		h.mu.Lock()
+		if r := h.view[target.ClientID]; r != nil && h.awaiting[rid] == nil {
+			gone = r.ctx
+			h.awaiting[rid] = &awaitEntry{clientID: target.ClientID, answer: cancelGone}
+		}
+		h.mu.Unlock()
+		if gone != nil {
+			hdr.Set(hdrRequestID, rid)
+			defer func() {
+				h.mu.Lock()
+				delete(h.awaiting, rid)
+				h.mu.Unlock()
+			}()
+		}
+	}
+	rctx, stop := context.WithTimeout(gctx, staleWait)
 	defer stop()
+	if gone != nil {
+		defer context.AfterFunc(gone, func() { cancelGone(errGone) })()
+	}
 	reply, err := request(rctx, h.nc, h.subj("client", token(target.ClientID), "deliver"), hdr, raw)
+	var carried *carriedAnswer
+	if err != nil && errors.As(context.Cause(gctx), &carried) {
+		reply, err = &nats.Msg{Header: carried.hdr}, nil // the answer came with the result
+	}
 	var ce *codeError
 	switch {
 	case err == nil:
 		id := reply.Header.Get(hdrID)
 		actor := target.ActorPrincipalID
-		if info, ok := h.Client(target.ClientID); ok {
-			actor = info.ActorPrincipalID
+		h.mu.Lock()
+		r := h.view[target.ClientID]
+		if r != nil {
+			actor = r.val.Info.ActorPrincipalID // as Client, without its copy
+		}
+		h.mu.Unlock()
+		if r == nil {
+			if info, ok := h.local.Client(target.ClientID); ok {
+				actor = info.ActorPrincipalID
+			}
 		}
 		h.record(id, target, reply.Header.Get(hdrReplica), reply.Header.Get(hdrReg))
 		h.logDelivered(id, target, actor, conversationID, raw)
+		return id, nil
+	case errors.Is(context.Cause(gctx), errGone):
+		// The client left (or its replica crashed) before the holder's
+		// answer came: the caller learns it through Gone, and the request
+		// is not held anywhere it could be replayed from.
+		id := "g" + nuid.Next()
+		h.record(id, target, "", "")
 		return id, nil
 	case errors.As(err, &ce) && ce.code == "no_recipients":
 		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
@@ -644,6 +710,10 @@ func (h *Hub) onBroadcast(m *nats.Msg) {
 	_, _ = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
 }
 
+// errGone ends a publish's wait for the holder's answer when the client's
+// roster entry ends first.
+var errGone = errors.New("natshub: client left while its delivery was unconfirmed")
+
 // logDelay is how long an awaited event delivered live waits before it is
 // written to the replay stream: one answered (retracted) sooner, as most
 // are, never costs the broker a store write on its round trip.
@@ -717,13 +787,12 @@ func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
 	if !ok {
 		return
 	}
-	var t eventhub.Target
-	if err := json.Unmarshal([]byte(m.Header.Get(hdrTarget)), &t); err != nil || t.ClientID != reg.clientID {
+	t, err := getTarget(m.Header)
+	if err != nil || t.ClientID != reg.clientID {
 		respondError(m, "bad_request", "malformed target")
 		return
 	}
 	var id string
-	var err error
 	if t.ReplayUntil.IsZero() {
 		id, err = h.local.Publish(context.Background(), t, m.Header.Get(hdrConv), json.RawMessage(m.Data))
 	} else {
@@ -743,6 +812,10 @@ func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
 	r.Header.Set(hdrID, id)
 	r.Header.Set(hdrReplica, h.replica)
 	r.Header.Set(hdrReg, reg.reg)
+	if rid := m.Header.Get(hdrRequestID); rid != "" && m.Reply != "" && !t.ReplayUntil.IsZero() {
+		h.deferAck(rid, reg.clientID, m, r)
+		return
+	}
 	_ = m.RespondMsg(r)
 }
 
@@ -863,10 +936,11 @@ func (h *Hub) Close() error {
 		}
 	}
 	for _, r := range h.view {
-		close(r.done)
+		r.end()
 	}
 	h.view = map[string]*remoteReg{}
 	h.mu.Unlock()
+	h.flushAcks("") // none is held back once closed is set
 	close(h.done)
 	h.cancel()
 	h.nc.RemoveStatusListener(h.status)

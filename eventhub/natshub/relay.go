@@ -50,8 +50,9 @@ type relay struct{ h *Hub }
 
 // RelayResult implements hostproxy.Relay: the request id names the replica
 // where the caller waits. The result's content is the message payload as
-// is (no JSON round trip of a 10 MB screenshot); the request id and error
-// flag travel in headers.
+// is (no JSON round trip of a 10 MB screenshot); the request id, error
+// flag and, when this replica delivered the request, its held-back delivery
+// answer (ack.go) travel in headers.
 func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hostproxy.RelayVerdict, bool) {
 	h := r.h
 	owner, _, ok := strings.Cut(rr.Body.RequestID, ".")
@@ -69,6 +70,15 @@ func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hos
 	hdr.Set(hdrClientID, rr.ClientID)
 	hdr.Set(hdrActor, rr.Actor)
 	hdr.Set(hdrTransport, string(rr.Transport))
+	// The delivery answer held back for this request rides in the result's
+	// headers, or, for a result sent in parts, leaves just before it.
+	if len(data) <= int(h.nc.MaxPayload())-headerRoom {
+		if h.carryAck(rr.Body.RequestID, hdr) {
+			hdr.Set(hdrAcked, "1")
+		}
+	} else if h.sendAck(rr.Body.RequestID) {
+		hdr.Set(hdrAcked, "1")
+	}
 	m, err := request(ctx, h.nc, h.subj("replica", owner, "relay"), hdr, data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return hostproxy.RelayVerdict{}, false
@@ -102,6 +112,12 @@ func (h *Hub) onRelay(m *nats.Msg) {
 	default:
 		v = p.AcceptRelayed(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
 			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrTransport))})
+		switch {
+		case m.Header.Get(hdrAckID) != "":
+			h.answerCarried(body.RequestID, m) // after the result is in: the caller finds it
+		case v.Status == http.StatusOK && m.Header.Get(hdrAcked) == "":
+			h.askAck(body.RequestID)
+		}
 	}
 	out, _ := json.Marshal(v)
 	_ = m.Respond(out)

@@ -30,7 +30,7 @@ func (h *Hub) onRegister(info eventhub.ClientInfo) {
 	for _, s := range []struct {
 		name string
 		f    func(*localReg, *nats.Msg)
-	}{{"deliver", h.onDeliver}, {"retract", h.onClientRetract}, {"touch", h.onTouch}} {
+	}{{"deliver", h.onDeliver}, {"retract", h.onClientRetract}, {"touch", h.onTouch}, {"ack", h.onClientAck}} {
 		f := s.f
 		sub, err := h.nc.Subscribe(h.subj("client", tok, s.name), func(m *nats.Msg) { f(reg, m) })
 		if err != nil {
@@ -52,7 +52,7 @@ func (h *Hub) onRegister(info eventhub.ClientInfo) {
 	h.locals[info.ClientID] = reg
 	if old := h.view[info.ClientID]; old != nil {
 		delete(h.view, info.ClientID)
-		close(old.done)
+		old.end()
 	}
 	lastID := h.lastIDs[info.ClientID]
 	delete(h.lastIDs, info.ClientID)
@@ -91,6 +91,7 @@ func (h *Hub) putEntry(ctx context.Context, reg *localReg, info eventhub.ClientI
 // entry unless another registration has replaced it (compare-and-swap on
 // the revision this replica wrote).
 func (h *Hub) onUnregister(info eventhub.ClientInfo, _ eventhub.EndReason) {
+	h.flushAcks(info.ClientID)
 	h.mu.Lock()
 	reg := h.locals[info.ClientID]
 	if reg != nil {
@@ -322,7 +323,7 @@ func (h *Hub) replaceView(m map[string]rosterValue) {
 	for id, r := range h.view {
 		if v, ok := m[id]; !ok || v.Reg != r.val.Reg {
 			delete(h.view, id)
-			close(r.done)
+			r.end()
 		}
 	}
 	for id, v := range m {
@@ -336,7 +337,7 @@ func (h *Hub) replaceView(m map[string]rosterValue) {
 		if r := h.view[id]; r != nil {
 			r.val = v
 		} else if !h.replicas[v.Replica].dead {
-			h.view[id] = &remoteReg{val: v, done: make(chan struct{})}
+			h.view[id] = newRemoteReg(v)
 		}
 	}
 	h.fireChangedLocked()
@@ -384,7 +385,7 @@ func (h *Hub) applyEntry(clientID string, v rosterValue, put bool) {
 	if !put {
 		if old != nil {
 			delete(h.view, clientID)
-			close(old.done)
+			old.end()
 			h.fireChangedLocked()
 		}
 		return
@@ -392,7 +393,7 @@ func (h *Hub) applyEntry(clientID string, v rosterValue, put bool) {
 	if v.Replica == h.replica {
 		if old != nil { // this replica holds the client now
 			delete(h.view, clientID)
-			close(old.done)
+			old.end()
 			h.fireChangedLocked()
 		}
 		return
@@ -404,9 +405,9 @@ func (h *Hub) applyEntry(clientID string, v rosterValue, put bool) {
 	case h.replicas[v.Replica].dead:
 		return
 	default:
-		h.view[clientID] = &remoteReg{val: v, done: make(chan struct{})}
+		h.view[clientID] = newRemoteReg(v)
 		if old != nil { // the new registration is in place first
-			close(old.done)
+			old.end()
 		}
 	}
 	h.fireChangedLocked()
@@ -464,7 +465,7 @@ func (h *Hub) heartbeatLoop() {
 				for id, reg := range h.view {
 					if reg.val.Replica == name {
 						delete(h.view, id)
-						close(reg.done)
+						reg.end()
 					}
 				}
 				h.fireChangedLocked()

@@ -2,6 +2,7 @@ package natshub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	"github.com/browserchain/browserchain/eventhub"
 )
 
 // Header names of the hub's NATS messages.
@@ -30,6 +33,8 @@ const (
 	hdrIsError   = "Bc-Is-Error"
 	hdrClientID  = "Bc-Client-Id"
 	hdrTransport = "Bc-Transport"
+	hdrAcked     = "Bc-Acked"
+	hdrTActor    = "Bc-Target-Actor"
 )
 
 // headerRoom is what a message's headers may take of the broker's
@@ -39,11 +44,19 @@ const headerRoom = 8 << 10
 // xferTTL is how long an incomplete chunked transfer is kept.
 const xferTTL = time.Minute
 
+// partsInFlight bounds the parts of a chunked transfer sent before the
+// receiver confirms them: every partsInFlight-th part is a request the
+// receiver answers (about 8 MiB in flight with the default max_payload, well
+// under the broker's per-connection pending limit).
+const partsInFlight = 8
+
 // request sends payload to subj as one request, or, when it does not fit in
-// the broker's max_payload, as a sequence of parts, each a request answered
-// by the receiver (flow control: one part in flight), the last one answered
-// by the receiver's real reply (DHUB-6). An answer carrying hdrError is
-// returned as an error with that code.
+// the broker's max_payload, as a sequence of parts (DHUB-6): plain
+// publishes, except every partsInFlight-th part, a request the receiver
+// answers once it holds all parts so far (flow control), and the last one,
+// answered by the receiver's real reply. An answer carrying hdrError is
+// returned as an error with that code; a bad part is reported at the next
+// answered one.
 func request(ctx context.Context, nc *nats.Conn, subj string, hdr nats.Header, payload []byte) (*nats.Msg, error) {
 	part := int(nc.MaxPayload()) - headerRoom
 	if part <= 0 {
@@ -64,6 +77,12 @@ func request(ctx context.Context, nc *nats.Conn, subj string, hdr nats.Header, p
 		h.Set(hdrPart, strconv.Itoa(i))
 		h.Set(hdrParts, strconv.Itoa(n))
 		m := &nats.Msg{Subject: subj, Header: h, Data: payload[i*part : min((i+1)*part, len(payload))]}
+		if i < n-1 && (i+1)%partsInFlight != 0 {
+			if err := nc.PublishMsg(m); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		reply, err := checkReply(nc.RequestMsgWithContext(ctx, m))
 		if err != nil || i == n-1 {
 			return reply, err
@@ -141,7 +160,9 @@ func (a *assembler) add(m *nats.Msg) (*nats.Msg, bool) {
 	p.next++
 	p.at = now
 	if p.next < n {
-		_ = m.Respond(nil)
+		if m.Reply != "" {
+			_ = m.Respond(nil)
+		}
 		return nil, false
 	}
 	delete(a.parts, id)
@@ -160,3 +181,40 @@ func respondError(m *nats.Msg, code, msg string) {
 }
 
 func errf(format string, args ...any) error { return fmt.Errorf("natshub: "+format, args...) }
+
+// setTarget puts a client target in hdr as plain headers (client id, actor
+// filter, ReplayUntil in Unix nanoseconds): no JSON on the delivery path. A
+// target with other fields set goes as JSON in hdrTarget.
+func setTarget(hdr nats.Header, t eventhub.Target) {
+	if t.Capability != "" || t.InterfaceID != "" || t.ConversationID != "" {
+		tj, _ := json.Marshal(t)
+		hdr.Set(hdrTarget, string(tj))
+		return
+	}
+	hdr.Set(hdrClient, t.ClientID)
+	if t.ActorPrincipalID != "" {
+		hdr.Set(hdrTActor, t.ActorPrincipalID)
+	}
+	if !t.ReplayUntil.IsZero() {
+		hdr.Set(hdrUntil, strconv.FormatInt(t.ReplayUntil.UnixNano(), 10))
+	}
+}
+
+// getTarget reads what setTarget wrote.
+func getTarget(hdr nats.Header) (eventhub.Target, error) {
+	var t eventhub.Target
+	if tj := hdr.Get(hdrTarget); tj != "" {
+		err := json.Unmarshal([]byte(tj), &t)
+		return t, err
+	}
+	t.ClientID = hdr.Get(hdrClient)
+	t.ActorPrincipalID = hdr.Get(hdrTActor)
+	if u := hdr.Get(hdrUntil); u != "" {
+		ns, err := strconv.ParseInt(u, 10, 64)
+		if err != nil {
+			return t, errf("bad %s header %q", hdrUntil, u)
+		}
+		t.ReplayUntil = time.Unix(0, ns)
+	}
+	return t, nil
+}

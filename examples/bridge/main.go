@@ -114,7 +114,9 @@ func run(args []string, stderr io.Writer) error {
 		MaxBackoff:  *maxBackoff,
 	}
 	if *convTabs {
-		bo.DialConversation = bridge.CDPInspectTabs(cdpinspect.NewProvider(cfg, opts...))
+		tabs := cdpinspect.NewProvider(cfg, opts...)
+		defer tabs.Close()
+		bo.DialConversation = bridge.CDPInspectTabs(tabs)
 	}
 	b, err := bridge.New(bo)
 	if err != nil {

@@ -40,13 +40,16 @@ func run(ctx context.Context) error {
 	browser := local.New(local.Options{}) // launches nothing until first use
 	defer browser.Close()                 // no Chromium or driver outlives it
 
+	inspect := cdpinspect.NewProvider(cfg) // one browser WebSocket shared by every call
+	defer inspect.Close()
+
 	sel := browserbackend.NewSelector(browserbackend.Options{
 		Providers: []browserbackend.Provider{
 			proxy.ExtensionProvider(hostproxy.ProviderOptions{}), // extension
 			proxy.HostBridgeProvider(hostproxy.ProviderOptions{ // host-bridge (never with extension)
 				HostBridgeCooldown: cfg.DesktopAuto.Cooldown()}),
-			cdpinspect.NewProvider(cfg), // cdp-inspect
-			local.NewProvider(browser),  // local, last
+			inspect,                    // cdp-inspect
+			local.NewProvider(browser), // local, last
 		},
 		Policy: browserbackend.DefaultPolicy, // or NoReplayPolicy
 		Logger: slog.Default(),

@@ -64,11 +64,18 @@ type remoteStack struct {
 
 func startRemoteStack(t *testing.T, limits remote.Limits) *remoteStack {
 	t.Helper()
+	return startCappedRemoteStack(t, limits, 0)
+}
+
+// startCappedRemoteStack is startRemoteStack with the runtime's
+// MaxBodyBytes (0: its default).
+func startCappedRemoteStack(t *testing.T, limits remote.Limits, maxBody int64) *remoteStack {
+	t.Helper()
 	logs := &records{}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{ExtensionOrigin}, Logger: slog.New(logs),
-		RequestTimeout: time.Minute})
+		RequestTimeout: time.Minute, MaxBodyBytes: maxBody})
 	require.NoError(t, err)
 	t.Cleanup(func() { rt.Close() })
 
@@ -484,4 +491,37 @@ func mustBool(t *testing.T, raw json.RawMessage) bool {
 	var b bool
 	require.NoError(t, json.Unmarshal(raw, &b))
 	return b
+}
+
+// TestRemote_AnAnswerOverTheCapFailsAsPayloadTooLargeAndTheSocketStaysUp:
+// the remote socket's ready frame carries the server's cap; the extension
+// answers a bigger result with payload_too_large itself, so that call fails
+// typed and the next call on the same device is served by the same socket
+// (no new handshake, no reconnect).
+func TestRemote_AnAnswerOverTheCapFailsAsPayloadTooLargeAndTheSocketStaysUp(t *testing.T) {
+	const maxBody = 256 << 10
+	rs := startCappedRemoteStack(t, remote.Limits{}, maxBody)
+	rs.pairInPopup(t)
+	dev := rs.waitExtension(t)
+	handshakes := len(rs.upgrades())
+	require.Equal(t, 1, handshakes)
+
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	p, _ := json.Marshal(map[string]any{"expression": `"x".repeat(2 * 256 * 1024)`, "returnByValue": true})
+	_, err := rs.rt.Run(ctx, runtime.CommandRequest{ConversationID: "remote-big", BrowserMode: "extension",
+		Method: "Runtime.evaluate", Params: p})
+	require.Error(t, err, "an answer over the cap is not delivered")
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+
+	next := rs.run(t, "remote-big", "6*7")
+	assert.EqualValues(t, 42, evalValue(t, next.Result))
+	assert.Equal(t, handshakes, len(rs.upgrades()), "the socket was not reopened")
+	var stats struct{ Dials, Connects, ResultsTooLarge int }
+	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.stats"), &stats))
+	assert.Equal(t, 1, stats.Dials)
+	assert.Equal(t, 1, stats.Connects)
+	assert.Equal(t, 1, stats.ResultsTooLarge, "the extension refused the result itself")
+	assert.Equal(t, dev.ClientID, rs.waitExtension(t).ClientID)
+	assert.Empty(t, rs.logs.matching("over the body limit"), "the server never cut a frame")
 }

@@ -175,6 +175,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer stopGuard() // after the local browser has closed
 	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))
+	defer insp.Close() // its shared browser WebSocket, after the runtime
 	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if c.useLocal {

@@ -176,11 +176,13 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 	defer proxy.Close()
 	browser := local.New(local.Options{Logger: logger, Args: localArgs})
 	defer browser.Close()
+	inspect := cdpinspect.NewProvider(cdpinspect.DefaultConfig(), cdpinspect.WithLogger(logger))
+	defer inspect.Close() // its shared browser WebSocket
 	sel := browserbackend.NewSelector(browserbackend.Options{
 		Providers: []browserbackend.Provider{
 			proxy.ExtensionProvider(hostproxy.ProviderOptions{}),
 			proxy.HostBridgeProvider(hostproxy.ProviderOptions{}),
-			cdpinspect.NewProvider(cdpinspect.DefaultConfig(), cdpinspect.WithLogger(logger)),
+			inspect,
 			local.NewProvider(browser),
 		},
 		Logger: logger,

@@ -155,7 +155,9 @@ func run() error {
 		return err
 	}
 	defer stopGuard()
-	fallbacks := []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))}
+	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))
+	defer insp.Close() // its shared browser WebSocket, after the runtime
+	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if *useLocal {
 		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,12 @@ const (
 	DefaultCommandTimeout = hostproxy.DefaultTimeout
 	// postTimeout bounds one result, event or ping POST.
 	postTimeout = 30 * time.Second
+	// A result refused for the moment (429, 503) is posted again for up to
+	// resultRetryFor, the waits between the posts growing from
+	// resultRetryMin to resultRetryMax (see Bridge.postResult).
+	resultRetryFor = 30 * time.Second
+	resultRetryMin = 25 * time.Millisecond
+	resultRetryMax = 2 * time.Second
 	// seenRequests bounds the memory of executed request ids (a replay after
 	// a reconnect must not run a command twice).
 	seenRequests = 4096
@@ -721,11 +728,35 @@ func (b *Bridge) postQuiet(ctx context.Context, path string, body []byte) {
 	}
 }
 
+// postResult posts one request's result. A result refused for the moment
+// (429 from a rate limiter, 503 from a server or proxy that is busy) is
+// posted again — after Retry-After when the answer gives one (capped at
+// resultRetryMax), else after a jittered backoff from resultRetryMin — until
+// it is taken, refused otherwise, or resultRetryFor has passed: dropping it
+// would leave the caller waiting for its deadline.
 func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool) {
 	// Streamed: a screenshot's content is escaped into the connection, not
 	// into a second full-size buffer first.
-	status, err := b.postReader(ctx, wire.PathHostBrowserResult, func() io.Reader { return newResultBody(id, content, isErr) },
-		newResultBody(id, content, isErr).Len())
+	body := func() io.Reader { return newResultBody(id, content, isErr) }
+	n := newResultBody(id, content, isErr).Len()
+	status, retryAfter, err := b.postResponse(ctx, wire.PathHostBrowserResult, body, n)
+	give := time.Now().Add(resultRetryFor)
+	for attempt := 0; err == nil && retryable(status) && time.Now().Before(give); attempt++ {
+		wait := backoff(attempt, resultRetryMin, resultRetryMax)
+		if retryAfter >= 0 {
+			wait = min(retryAfter, resultRetryMax)
+		}
+		b.log.Debug("result refused for now; posting it again", "requestId", id, "status", status, "after", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			b.log.Warn("result not posted: the bridge is stopping", "requestId", id, "status", status)
+			return
+		case <-t.C:
+		}
+		status, retryAfter, err = b.postResponse(ctx, wire.PathHostBrowserResult, body, n)
+	}
 	switch {
 	case err != nil:
 		b.log.Warn("posting result failed", "requestId", id, "error", err)
@@ -740,30 +771,42 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 	}
 }
 
-// post sends one JSON body and returns the status code.
-func (b *Bridge) post(ctx context.Context, path string, body []byte) (int, error) {
-	return b.postReader(ctx, path, func() io.Reader { return bytes.NewReader(body) }, int64(len(body)))
+// retryable reports whether a result refused with status may be taken
+// later: a rate limiter's 429 or a busy server's 503.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
-// postReader sends a JSON body of length n, read from a reader body makes
+// post sends one JSON body and returns the status code.
+func (b *Bridge) post(ctx context.Context, path string, body []byte) (int, error) {
+	status, _, err := b.postResponse(ctx, path, func() io.Reader { return bytes.NewReader(body) }, int64(len(body)))
+	return status, err
+}
+
+// postResponse sends a JSON body of length n, read from a reader body makes
 // (again when the transport retries a request it could not send), and
-// returns the status code.
-func (b *Bridge) postReader(ctx context.Context, path string, body func() io.Reader, n int64) (int, error) {
+// returns the status code and the answer's Retry-After, given in whole
+// seconds (negative when absent or not a number of seconds).
+func (b *Bridge) postResponse(ctx context.Context, path string, body func() io.Reader, n int64) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
 	req, err := b.newRequest(ctx, http.MethodPost, path, []byte{})
 	if err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	req.Body, req.ContentLength = io.NopCloser(body()), n
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	_ = resp.Body.Close()
-	return resp.StatusCode, nil
+	retryAfter := time.Duration(-1)
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		retryAfter = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode, retryAfter, nil
 }
 
 // shutdown cancels in-flight requests, closes the browser and waits for

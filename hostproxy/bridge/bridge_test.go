@@ -429,11 +429,28 @@ func TestBridge_ShutdownDoesNotWaitForEventPostsToAStalledServer(t *testing.T) {
 // its place, so the caller fails at once instead of timing out (WIRE-5).
 func TestBridge_ResultRefusedAsTooLargeIsReportedAsPayloadTooLarge(t *testing.T) {
 	const limit = 2048
+	be := bridgeBehindResultFilter(t, time.Hour, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.ContentLength > limit {
+			w.WriteHeader(http.StatusRequestEntityTooLarge) // a proxy in front with a smaller cap
+			return true
+		}
+		return false
+	})
+	big, _ := json.Marshal(map[string]string{"data": strings.Repeat("x", 4*limit)})
+	_, err := be.Send(context.Background(), browserbackend.Command{Method: "Echo.echo", Params: big})
+	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+}
+
+// bridgeBehindResultFilter runs a bridge (client mac-1 of alice, over a
+// fake browser) against a server whose result posts pass refuse first: one
+// it answers (true) never reaches the server. It returns a host-bridge
+// backend of alice with timeout, closed at the test's end.
+func bridgeBehindResultFilter(t *testing.T, timeout time.Duration, refuse func(http.ResponseWriter, *http.Request) bool) browserbackend.ScopedClient {
+	t.Helper()
 	srv := hostproxytest.NewServer(t, hostproxytest.ServerOptions{Tokens: map[string]string{"tok": "alice"},
 		Wrap: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == wire.PathHostBrowserResult && r.ContentLength > limit {
-					w.WriteHeader(http.StatusRequestEntityTooLarge) // a proxy in front with a smaller cap
+				if r.URL.Path == wire.PathHostBrowserResult && refuse(w, r) {
 					return
 				}
 				next.ServeHTTP(w, r)
@@ -442,9 +459,32 @@ func TestBridge_ResultRefusedAsTooLargeIsReportedAsPayloadTooLarge(t *testing.T)
 	ts := &testServer{Server: srv, hub: srv.Hub, proxy: srv.Proxy}
 	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dialer(newFakeBrowser())})
 	be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"},
-		hostproxy.BackendOptions{Timeout: time.Hour})
-	defer be.Close()
-	big, _ := json.Marshal(map[string]string{"data": strings.Repeat("x", 4*limit)})
-	_, err := be.Send(context.Background(), browserbackend.Command{Method: "Echo.echo", Params: big})
-	assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
+		hostproxy.BackendOptions{Timeout: timeout})
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+// TestBridge_ResultRefusedByARateLimiterIsPostedAgain: a result the server
+// refuses for the moment (429 with Retry-After, 503 without) is posted
+// again until it is taken, so the caller gets its answer instead of
+// waiting for its deadline (the runtime's limiter once dropped such
+// results in the soak).
+func TestBridge_ResultRefusedByARateLimiterIsPostedAgain(t *testing.T) {
+	var refused atomic.Int32
+	be := bridgeBehindResultFilter(t, time.Minute, func(w http.ResponseWriter, r *http.Request) bool {
+		switch refused.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return true
+		case 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	res, err := be.Send(context.Background(), browserbackend.Command{Method: "Echo.echo", Params: json.RawMessage(`{"v":1}`)})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"v":1}`, string(res))
+	assert.Equal(t, int32(3), refused.Load(), "two refusals, then the post that was taken")
 }

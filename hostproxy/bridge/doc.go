@@ -8,9 +8,10 @@
 // For each host_browser_request it runs the CDP command against the local
 // Chrome's DevTools endpoint — discovered and attached as cdp-inspect does
 // (INS-1, INS-2), through a Dialer — and POSTs the result to
-// /v1/host-browser-result. A host_browser_cancel stops the command and no
-// result is posted for it. Failures are posted as structured codes (numeric
-// CDP codes; unreachable, timeout, non_loopback, cdp_session_not_found,
+// /v1/host-browser-result; a result refused for the moment (429 or 503) is
+// posted again, after Retry-After when the answer says, for up to 30 s. A
+// host_browser_cancel stops the command and no result is posted for it.
+// Failures are posted as structured codes (numeric CDP codes; unreachable, timeout, non_loopback, cdp_session_not_found,
 // cancelled, transport_error); see ErrorContentFor and the hostproxy package
 // documentation for the wire contract.
 //

@@ -148,3 +148,19 @@ func MeasureSends(b *testing.B, sc browserbackend.ScopedClient, cmd browserbacke
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
 }
+
+// CodesByClass receives n errors from errs, each a *browserbackend.Error
+// (the test fails at once otherwise), and returns their codes by class: the
+// shape a test asserts when several calls end at once in different ways.
+func CodesByClass(t testing.TB, errs <-chan error, n int) map[browserbackend.Class]string {
+	t.Helper()
+	got := make(map[browserbackend.Class]string, n)
+	for range n {
+		var be *browserbackend.Error
+		if err := <-errs; !errors.As(err, &be) {
+			t.Fatalf("hostproxytest: want a *browserbackend.Error, got %v", err)
+		}
+		got[be.Class] = be.Code
+	}
+	return got
+}

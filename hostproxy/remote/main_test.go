@@ -75,6 +75,8 @@ type fixtureOpts struct {
 	limits   Limits
 	endpoint string
 	dir      string
+	// maxBody is the proxy's Options.MaxBodyBytes (0: its default).
+	maxBody int64
 	// peer, when set, is a fixture whose clock time and remembered secrets
 	// this one shares (a second server on the same store).
 	peer *fixture
@@ -93,7 +95,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	}
 	f.log = newJSONLogger(f.logs)
 	f.hub = eventhub.New(eventhub.WithLogger(f.log))
-	f.proxy = hostproxy.New(hostproxy.Options{Hub: f.hub, Logger: f.log})
+	f.proxy = hostproxy.New(hostproxy.Options{Hub: f.hub, Logger: f.log, MaxBodyBytes: o.maxBody})
 	var err error
 	f.store, err = OpenStore(filepath.Join(f.dir, "grants.db"), StoreOptions{Now: f.clock.Now})
 	require.NoError(t, err)
@@ -225,10 +227,11 @@ func (f *fixture) dial(token string) *device {
 	ws, resp, err := f.dialRaw("/extension", []string{wire.SubprotocolAuthPrefix + token}, http.Header{"Origin": {"chrome-extension://abcdefghijklmnopabcdefghijklmnop"}})
 	require.NoError(f.t, err)
 	require.Equal(f.t, wire.SubprotocolAuthPrefix+token, resp.Header.Get("Sec-WebSocket-Protocol"), "the subprotocol is echoed")
-	ws.SetReadLimit(hostproxyMaxBody)
+	ws.SetReadLimit(hostproxy.DefaultMaxBodyBytes)
 	d := &device{t: f.t, ws: ws, frames: make(chan serverFrame, 64), ui: make(chan []byte, 16), done: make(chan struct{})}
 	ready := d.readFrame()
 	require.Equal(f.t, wire.SocketReady, ready.Type)
+	require.Equal(f.t, f.proxy.MaxBodyBytes(), ready.MaxBodyBytes, "the ready frame carries the frame cap")
 	d.clientID, d.deviceID = ready.ClientID, ready.DeviceID
 	go d.loop()
 	f.t.Cleanup(func() { ws.CloseNow(); <-d.done })

@@ -22,6 +22,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // authorizeFromLink is what the extension does with a pasted link: the
@@ -200,6 +201,9 @@ func TestSocket_AnotherDevicesIDGetsNoneOfItsWork(t *testing.T) {
 	assert.Equal(t, "wrong_client", fr.Code)
 	b.send(map[string]any{"type": wire.SocketResult, "clientId": a.clientID, "requestId": req.RequestID, "content": `{"stolen":true}`})
 	assert.Equal(t, "client_mismatch", b.next().Code)
+	// Each refused frame is one log line (written before its reply), not
+	// one from the socket and another from the shared frame handler.
+	assert.Equal(t, 2, strings.Count(f.logs.String(), "names another client"), f.logs.String())
 	a.answer(req.RequestID, `{"mine":true}`)
 	assert.Equal(t, wire.SocketAccepted, a.next().Type)
 	o := <-done
@@ -689,4 +693,40 @@ func TestReconnect_NoCommandIsReplayed(t *testing.T) {
 	got := second.nextRequest()
 	assert.Equal(t, "Page.enable", got.CDPMethod, "the first command on the new socket is the new one")
 	second.answer(got.RequestID, `{}`)
+}
+
+// TestSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge: a client
+// that ignores the ready frame's maxBodyBytes and sends a bigger result
+// loses its socket (1009), and that command fails at once with
+// payload_too_large, the device's other command in flight with a transport
+// error; neither waits for its deadline (an hour away).
+func TestSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge(t *testing.T) {
+	f := newFixture(t, fixtureOpts{maxBody: 4096})
+	token, _ := f.pair("u")
+	d := f.dial(token)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := f.proxy.Request(ctx, hostproxy.Req{Method: "Runtime.evaluate", TargetClientID: d.clientID, Timeout: time.Hour})
+			errs <- err
+		}()
+	}
+	big, other := d.nextRequest(), d.nextRequest()
+	// The reference extension's member order: requestId before content.
+	ctxw, cancelw := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelw()
+	require.NoError(t, d.ws.Write(ctxw, websocket.MessageText,
+		[]byte(`{"type":"result","requestId":"`+big.RequestID+`","content":"`+strings.Repeat("x", 8192)+`","isError":false}`)))
+	assert.Equal(t, websocket.StatusMessageTooBig, d.closed())
+
+	got := hostproxytest.CodesByClass(t, errs, 2)
+	assert.Equal(t, map[browserbackend.Class]string{
+		browserbackend.ClassProtocol:  browserbackend.CodePayloadTooLarge,
+		browserbackend.ClassTransport: browserbackend.CodeTransportError,
+	}, got, "the cut result fails typed, the other command as its socket's end")
+	assert.NotEqual(t, big.RequestID, other.RequestID)
+	assert.Contains(t, f.logs.String(), "payload_too_large")
 }

@@ -196,8 +196,14 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // the device's BrowserID with interface chrome-extension (so the selector's
 // candidate for it is extension) and the device's actor, replacing an older
 // socket of the same device. The server first sends
-// {"type":"ready","deviceId","clientId"}, then every hub event for the
-// client as {"type":"assistant_event","event":<envelope>}. The client sends
+// {"type":"ready","deviceId","clientId","maxBodyBytes"}, then every hub
+// event for the client as {"type":"assistant_event","event":<envelope>}.
+// maxBodyBytes is the largest frame it reads (the Proxy's MaxBodyBytes): a
+// client answers a larger result with a payload_too_large error instead.
+// A larger frame that arrives closes the socket with 1009; when it is a
+// result whose requestId comes before the cut, that command fails at once
+// with payload_too_large (Proxy.FailOversizeFrame), the socket's other
+// commands in flight with a transport error. The client sends
 // {"type":"result","requestId","content","isError"} (answered
 // {"type":"accepted","requestId"} or {"type":"error",…} with the HTTP
 // route's status and code), {"type":"host_browser_event","method","params",
@@ -285,7 +291,8 @@ func (s *Server) SocketHandler() http.Handler {
 // serve runs one authenticated socket until it ends.
 func (s *Server) serve(c *conn, ws *websocket.Conn) {
 	defer ws.CloseNow()
-	ws.SetReadLimit(hostproxyMaxBody)
+	maxBody := c.s.proxy.MaxBodyBytes()
+	ws.SetReadLimit(maxBody)
 	sub, err := s.hub.Subscribe(eventhub.SubscribeRequest{
 		ClientID: c.dev.BrowserID, InterfaceID: wire.InterfaceChromeExtension,
 		MachineName: c.dev.Label, Actor: c.dev.Actor,
@@ -309,7 +316,7 @@ func (s *Server) serve(c *conn, ws *websocket.Conn) {
 	}
 	s.log.Info("remote device connected", "deviceId", c.dev.DeviceID, "clientId", c.dev.BrowserID)
 	defer s.log.Info("remote device disconnected", "deviceId", c.dev.DeviceID, "clientId", c.dev.BrowserID)
-	if !c.write(serverFrame{Type: wire.SocketReady, DeviceID: c.dev.DeviceID, ClientID: c.dev.BrowserID}) {
+	if !c.write(serverFrame{Type: wire.SocketReady, DeviceID: c.dev.DeviceID, ClientID: c.dev.BrowserID, MaxBodyBytes: maxBody}) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -326,9 +333,6 @@ func (s *Server) serve(c *conn, ws *websocket.Conn) {
 	wg.Wait()
 }
 
-// hostproxyMaxBody caps one client frame, as the proxy caps a result body.
-const hostproxyMaxBody = hostproxy.DefaultMaxBodyBytes
-
 // serverFrame is every server → client frame besides the hub events.
 type serverFrame struct {
 	Type      string          `json:"type"`
@@ -339,6 +343,9 @@ type serverFrame struct {
 	Code      string          `json:"code,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	Event     json.RawMessage `json:"event,omitempty"`
+	// MaxBodyBytes, on the ready frame, is the largest frame the server
+	// reads (the Proxy's MaxBodyBytes).
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
 }
 
 func (c *conn) write(f serverFrame) bool {
@@ -365,14 +372,19 @@ func (c *conn) writeRaw(data []byte) bool {
 // pump writes the client's hub events until the registration ends
 // (replacement, shed, hub close) or the socket does.
 func (c *conn) pump(sub *eventhub.Subscription) {
+	var framer hostproxy.EventFramer
 	for {
 		env, err := sub.Next(c.ctx)
 		if err != nil {
 			c.end(endHub, "hub registration ended")
 			return
 		}
-		ev, _ := json.Marshal(env)
-		if !c.write(serverFrame{Type: wire.RemoteEnvelope, Event: ev}) {
+		data, err := framer.Frame(env)
+		if err != nil {
+			c.s.log.Error("remote socket could not encode a hub event", "deviceId", c.dev.DeviceID, "error", err)
+			continue
+		}
+		if !c.writeRaw(data) {
 			return
 		}
 	}
@@ -412,6 +424,12 @@ func (c *conn) read() {
 		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(rd); err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library closes the socket with 1009; the result it
+				// cut fails typed now, before the registration's end fails
+				// the rest of the device's commands as a transport error.
+				c.s.proxy.FailOversizeFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, buf.Bytes())
+			}
 			return
 		}
 		if c.ended() {
@@ -440,10 +458,8 @@ func (c *conn) handle(data []byte) (serverFrame, bool) {
 		c.ui.answer(data)
 		return serverFrame{}, false
 	}
+	// HandleClientFrame logs its own refusals (client_mismatch among them).
 	r, ok := c.s.proxy.HandleClientFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
-	if r.Code == "client_mismatch" {
-		c.s.log.Warn("remote frame names another client", "deviceId", c.dev.DeviceID)
-	}
 	return serverFrame{Type: r.Type, RequestID: r.RequestID, Status: r.Status, Code: r.Code, Error: r.Error}, ok
 }
 

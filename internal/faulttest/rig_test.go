@@ -177,11 +177,20 @@ func startCDPInspect(t *testing.T) *rig {
 	var mu sync.Mutex
 	var provBrowser *chromiumtest.Browser
 	var inspect *cdpinspect.Provider
+	var made []*cdpinspect.Provider
+	t.Cleanup(func() { // before the browsers are killed: their shared sockets close first
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range made {
+			p.Close()
+		}
+	})
 	prov := bb.ProviderFunc(cdpinspect.Descriptor(cdpinspect.DefaultConfig()), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		mu.Lock()
 		if b := cur.p.Load(); b != provBrowser {
 			provBrowser = b
 			inspect = cdpinspect.NewProvider(cur.inspectConfig(), cur.inspectOptions(cdpinspect.WithReadLimit(answerCap))...)
+			made = append(made, inspect)
 		}
 		p := inspect
 		mu.Unlock()

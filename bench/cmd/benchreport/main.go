@@ -13,7 +13,9 @@
 //  7. the same browser scenario through examples/mcp, Chrome DevTools MCP and
 //     Playwright MCP on one Chromium (issue 15);
 //  8. scale: 1,000 conversations at once over 100 simulated extension
-//     clients, and a few on one local Chromium (issue 16).
+//     clients, and a few on one local Chromium (issue 16);
+//  9. toolcall: a tool call over the ordinary cdp-inspect path next to a raw
+//     CDP command, in a quiet and in a busy browser (issue 16).
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
@@ -59,6 +61,7 @@ type counts struct {
 	guard                           int
 	mcp                             harness.MCPOptions
 	scale                           harness.ScaleOptions
+	tool, toolWarmup                int
 }
 
 var full = counts{
@@ -73,6 +76,7 @@ var full = counts{
 	guard: 200,
 	mcp:   harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
 	scale: harness.ScaleOptions{Clients: 100, Conversations: 1000, Rounds: 20, LocalConversations: 16, LocalRounds: 50},
+	tool:  300, toolWarmup: 20,
 }
 
 var quick = counts{
@@ -87,6 +91,7 @@ var quick = counts{
 	guard: 20,
 	mcp:   harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
 	scale: harness.ScaleOptions{Clients: 20, Conversations: 100, Rounds: 5, LocalConversations: 4, LocalRounds: 5},
+	tool:  30, toolWarmup: 5,
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -114,7 +119,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale,transport); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale,transport,toolcall); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -319,6 +324,17 @@ func run() error {
 			}
 			res.Transport = t
 			return nil
+		})
+	}
+	if err == nil {
+		err = phase("toolcall", func() error {
+			fix, err := harness.StartFixtures()
+			if err != nil {
+				return err
+			}
+			defer fix.Close()
+			res.ToolCall, err = harness.MeasureToolCall(ctx, fix, n.tool, n.toolWarmup)
+			return err
 		})
 	}
 	if err != nil {

@@ -45,6 +45,7 @@ type ScreenshotArgs struct {
 	Width    int  `json:"width,omitempty" jsonschema:"With height: capture this many CSS pixels from the top-left of the page instead of the viewport."`
 	Height   int  `json:"height,omitempty" jsonschema:"With width: capture this many CSS pixels from the top-left of the page instead of the viewport."`
 	FullPage bool `json:"full_page,omitempty" jsonschema:"Capture the whole scrollable page instead of the visible viewport (ignored with width and height)."`
+	Compact  bool `json:"compact,omitempty" jsonschema:"Ask the browser for its smallest PNG (slower to encode); by default it encodes for speed."`
 	AsFile   bool `json:"as_file,omitempty" jsonschema:"Also store the image in the server's file catalogue and return its file id and a short-lived signed link (only when the server has a catalogue)."`
 	Common
 }

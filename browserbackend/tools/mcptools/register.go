@@ -80,7 +80,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			"Prefer browser_snapshot to read the page; use a screenshot to see layout or images.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ScreenshotArgs) (tools.ScreenshotResult, error) {
 			return s.opts.Tools.Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
-				Width: a.Width, Height: a.Height, FullPage: a.FullPage, AsFile: a.AsFile})
+				Width: a.Width, Height: a.Height, FullPage: a.FullPage, Compact: a.Compact, AsFile: a.AsFile})
 		},
 		content: screenshotContent,
 		backend: func(r tools.ScreenshotResult) browserbackend.Kind { return r.Backend },

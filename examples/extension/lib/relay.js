@@ -7,6 +7,7 @@
 // by POST, and events by POST.
 
 import { SSEParser } from './sse.js';
+import { TOO_LARGE_CONTENT, resultFrame } from './limit.js';
 import { executeToContent, setSink } from './executor.js';
 import {
   Health, getHealth, identity, loadCreds, loadLastEventId, loadSettings, saveCreds, saveLastEventId, setHealth,
@@ -263,6 +264,33 @@ async function errorText(resp) {
 
 // ---- the event stream ----
 
+// The stream position (the last event id, for Last-Event-ID on the next
+// connection) is saved in a task of its own, after the event's command went
+// to chrome.debugger: a chrome.storage call costs the worker about 0.7 ms,
+// which on the way from the frame to sendCommand delayed every command; the
+// worker is idle while the command runs. Ids that arrive before the save
+// runs are coalesced into the newest.
+let unsavedEventId = '';
+
+function noteEventId(id) {
+  if (!id) return;
+  const scheduled = unsavedEventId !== '';
+  unsavedEventId = id;
+  if (!scheduled) setTimeout(flushEventId, 0);
+}
+
+function flushEventId() {
+  const id = unsavedEventId;
+  unsavedEventId = '';
+  return id ? saveLastEventId(id).catch(() => {}) : Promise.resolve();
+}
+
+/** The last event id seen, saved first if its save is still due. */
+async function lastEventId() {
+  await flushEventId();
+  return loadLastEventId();
+}
+
 async function subscribe(my, settings, creds, onOpen) {
   const { clientId } = await identity();
   const ctrl = new AbortController();
@@ -273,7 +301,7 @@ async function subscribe(my, settings, creds, onOpen) {
     'X-Vellum-Client-Id': clientId,
     'X-Vellum-Interface-Id': INTERFACE_ID,
   };
-  const last = await loadLastEventId();
+  const last = await lastEventId();
   if (last) headers['Last-Event-ID'] = last;
   stats.subscribes++;
   let resp;
@@ -297,7 +325,7 @@ async function subscribe(my, settings, creds, onOpen) {
   arm();
   const parser = new SSEParser({
     onEvent: (ev) => {
-      if (ev.id) saveLastEventId(ev.id).catch(() => {});
+      noteEventId(ev.id);
       if (ev.type === EVENT_TYPE || ev.type === 'message') dispatch(ev.data);
     },
     onComment: (text) => {
@@ -425,7 +453,7 @@ async function serveOverSocket(my, settings, creds, onOpen) {
   if (sock && !sock.subscribed) closeResultSocket(); // a results-only socket of the last connection
   const { clientId } = await identity();
   const c = { serverUrl: settings.serverUrl, token: creds.token, clientId };
-  const me = openResultSocket(c, true, await loadLastEventId());
+  const me = openResultSocket(c, true, await lastEventId());
   if (!me || !(await me.opened) || !me.subscribed) return false;
   if (gen !== my) { me.ws.close(1000, 'relay stopped'); return true; }
   conn = c;
@@ -483,7 +511,7 @@ function openResultSocket(c, subscribe, lastEventId = '') {
     if (m.type === 'assistant_event') {
       if (!me.subscribed || sock !== me) return;
       const env = m.event;
-      if (env && env.id) saveLastEventId(env.id).catch(() => {});
+      if (env) noteEventId(env.id);
       dispatchEnvelope(env);
       return;
     }
@@ -530,13 +558,11 @@ function closeResultSocket() {
 function sendResult(body) {
   const s = sock;
   if (s && s.ready && s.ws.readyState === WebSocket.OPEN) {
-    const frame = JSON.stringify({ type: 'result', ...body });
-    if (s.maxBody > 0 && overLimit(frame, s.maxBody)) {
-      // The server would close the socket (1009), and with it, on a
-      // subscribed socket, this client's stream: refuse it here as a POST
-      // would be refused.
-      return Promise.reject(Object.assign(new Error('result over the server\'s body limit'), { status: 413 }));
-    }
+    // Over the socket's cap the payload_too_large error goes instead
+    // (lib/limit.js): the server would close the socket, and with it, on a
+    // subscribed socket, this client's stream.
+    const { text: frame, tooLarge } = resultFrame(body, s.maxBody);
+    if (tooLarge) stats.resultsTooLarge++;
     return new Promise((resolve, reject) => {
       s.unacked.set(body.requestId, { body, resolve, reject });
       try {
@@ -549,13 +575,6 @@ function sendResult(body) {
   }
   if (conn && !s) openResultSocket(conn, false); // lazily, for the next result
   return postResult(body);
-}
-
-/** Reports whether text is more than max bytes in UTF-8. */
-function overLimit(text, max) {
-  if (text.length > max) return true; // every UTF-16 unit takes at least one byte
-  if (text.length * 3 <= max) return false; // and at most three
-  return new TextEncoder().encode(text).length > max;
 }
 
 function postResult(body) {
@@ -571,8 +590,7 @@ function deliverResult(body) {
   return sendResult(body).catch((e) => {
     if (!e || e.status !== 413) throw e;
     stats.resultsTooLarge++;
-    const content = JSON.stringify({ code: 'payload_too_large', message: 'the result exceeded the server\'s body limit' });
-    return postResult({ requestId: body.requestId, content, isError: true });
+    return postResult({ requestId: body.requestId, content: TOO_LARGE_CONTENT, isError: true });
   });
 }
 

@@ -27,6 +27,7 @@ import { Health, loadSettings, saveSettings, setHealth } from './state.js';
 import * as relay from './relay.js';
 import { Guard, ownershipStats, releaseAll, whenReleased } from './ownership.js';
 import * as ui from './ui.js';
+import { resultFrame } from './limit.js';
 
 const DB_NAME = 'browserchain-remote';
 const DB_STORE = 'grant';
@@ -58,7 +59,7 @@ export class LinkError extends Error {}
 /** Counters and waiters a test reads through the worker's DevTools target. */
 export const stats = {
   pairings: 0, renewals: 0, renewed: 0, renewFailures: 0, dials: 0, connects: 0,
-  requests: 0, results: 0, dropped: 0, duplicates: 0, events: 0, invalidations: 0,
+  requests: 0, results: 0, dropped: 0, duplicates: 0, events: 0, invalidations: 0, resultsTooLarge: 0,
 };
 const waiters = []; // [counter, n, resolve]
 function bump(counter) {
@@ -394,7 +395,7 @@ function dial(my, g) {
       resolve({ opened: false, code: 0, reason: e.message });
       return;
     }
-    const me = { ws, ready: false, gen: my, timer: null, guard: new Guard() };
+    const me = { ws, ready: false, maxBody: 0, gen: my, timer: null, guard: new Guard() };
     cur = me;
     ws.onmessage = (e) => onFrame(me, e.data);
     ws.onclose = (e) => {
@@ -426,6 +427,7 @@ function onFrame(me, data) {
   if (!m || typeof m !== 'object') return;
   if (m.type === 'ready') {
     me.ready = true;
+    me.maxBody = Number(m.maxBodyBytes) || 0; // the largest frame the server reads
     setHealth(Health.CONNECTED, new URL(me.ws.url).host).catch(() => {});
     bump('connects');
     scheduleRenewal(me);
@@ -476,12 +478,20 @@ async function handleRequest(me, msg, env) {
   // closed the server has failed the command already, so the result is
   // dropped, never sent on a newer socket (reconnection replays nothing).
   if (st.cancelled || cur !== me || !me.ready) { stats.dropped++; return; }
-  send(me, { type: 'result', requestId: id, content, isError, durationMs: Math.round(timing.ms * 1000) / 1000 });
+  // Over the server's cap the payload_too_large error goes instead
+  // (lib/limit.js), so the socket and its registration stay up.
+  const { text, tooLarge } = resultFrame({ requestId: id, content, isError, durationMs: Math.round(timing.ms * 1000) / 1000 }, me.maxBody);
+  if (tooLarge) stats.resultsTooLarge++;
+  sendText(me, text);
 }
 
 function send(me, frame) {
+  return sendText(me, JSON.stringify(frame));
+}
+
+function sendText(me, text) {
   if (!me || !me.ready || me.ws.readyState !== WebSocket.OPEN) return false;
-  try { me.ws.send(JSON.stringify(frame)); return true; } catch { return false; }
+  try { me.ws.send(text); return true; } catch { return false; }
 }
 
 const sink = {

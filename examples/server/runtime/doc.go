@@ -18,6 +18,13 @@
 //	POST /v1/host-browser-session-invalidated
 //	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)
 //
+// The HUB-6 limiter counts every authenticated route but the events stream,
+// the event and invalidation posts (they have the proxy's own per-client
+// budget, WIRE-5) and a result post of a client the proxy is waiting on
+// (hostproxy.Proxy.AwaitsResult): that post answers a command the server
+// sent, and a 429 would turn a command the browser ran into a timeout at its
+// deadline. Result posts of a client with nothing pending are counted.
+//
 // It lives in its own package so the end-to-end tests of the reference
 // extension run against exactly the composition the example server runs.
 package runtime

@@ -192,10 +192,14 @@ func New(cfg Config) (*Runtime, error) {
 		Hub: hub, Cluster: cluster, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
 		// Event posts and invalidations come in bursts (one per CDP event):
 		// they have the proxy's own per-client budget, so they never use up
-		// the budget result posts need (WIRE-5).
+		// the budget result posts need (WIRE-5). A result post of a client
+		// the proxy waits on is an answer to the server's own request:
+		// refusing it would turn a command the browser ran into a timeout
+		// at its deadline (SEL-10), so it is not counted either; stray
+		// result posts are.
 		Limiter: ratelimit.New(ratelimit.Config{Logger: log, Exempt: func(r *http.Request) bool {
 			return r.URL.Path == wire.PathHostBrowserEvent || r.URL.Path == wire.PathHostBrowserSessionInvalidated ||
-				ratelimit.DefaultExempt(r)
+				proxy.AwaitsResult(r) || ratelimit.DefaultExempt(r)
 		}}),
 		log:   log,
 		guard: cfg.Guard,

@@ -1,0 +1,129 @@
+package tools_test
+
+// Tests of the tools over fake backends (browserbackendtest): what they send
+// and how they recover, without a browser.
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// pageNavigateURL is the url of a Page.navigate command, "" for any other.
+func pageNavigateURL(cmd browserbackend.Command) string {
+	if cmd.Method != "Page.navigate" {
+		return ""
+	}
+	var p struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(cmd.Params, &p)
+	return p.URL
+}
+
+// A renderer killed a moment before a navigation can be noticed by any of
+// its first commands (make stress: Page.enable succeeded on the dead page
+// and a later command failed target_crashed). Whichever command sees the
+// crash, tools.Navigate loads about:blank (a fresh page) and runs the
+// sequence once more; a second crash is the caller's error.
+func TestNavigateRecoversFromACrashSeenByAnyOfItsFirstCommands(t *testing.T) {
+	const target = "http://127.0.0.1:1/page"
+	crashed := &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeTargetCrashed,
+		Backend: browserbackend.KindLocal, Dispatched: true, Message: "local: the page's renderer crashed"}
+	lost := &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodePageLost,
+		Backend: browserbackend.KindLocal, Message: "local: the conversation's page went away"}
+	for _, tc := range []struct {
+		name   string
+		method string // the command that sees the crash
+		url    string // its url, for Page.navigate
+		err    error
+		times  int32
+		ok     bool
+	}{
+		{"Page.enable", "Page.enable", "", crashed, 1, true},
+		{"Page.enable page lost", "Page.enable", "", lost, 1, true},
+		{"Page.setLifecycleEventsEnabled", "Page.setLifecycleEventsEnabled", "", crashed, 1, true},
+		{"Page.navigate", "Page.navigate", target, crashed, 1, true},
+		{"crashed again after about:blank", "Page.navigate", target, crashed, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var left atomic.Int32
+			left.Store(tc.times)
+			reply := func(_ context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+				if cmd.Method == tc.method && pageNavigateURL(cmd) == tc.url && left.Add(-1) >= 0 {
+					return nil, tc.err
+				}
+				if cmd.Method == "Runtime.evaluate" {
+					return json.RawMessage(`{"result":{"type":"object","value":{"url":"` + target + `","title":"t","readyState":"complete"}}}`), nil
+				}
+				return nil, nil
+			}
+			prov := &browserbackendtest.Provider{K: browserbackend.KindLocal,
+				NewBackend: func() *browserbackendtest.Backend {
+					return browserbackendtest.NewBackend(browserbackend.KindLocal, reply)
+				}}
+			sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+			tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
+			inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}
+
+			res, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{BrowserMode: "local", URL: target})
+			var urls []string
+			for _, b := range prov.Backends() {
+				for _, cmd := range b.Calls() {
+					if u := pageNavigateURL(cmd); u != "" {
+						urls = append(urls, u)
+					}
+				}
+			}
+			if !tc.ok {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, browserbackend.ErrTargetCrashed)
+				assert.Equal(t, []string{target, "about:blank", target}, urls, "one more try, not a loop")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "t", res.Title)
+			want := []string{"about:blank", target}
+			if tc.method == "Page.navigate" {
+				want = []string{target, "about:blank", target}
+			}
+			assert.Equal(t, want, urls)
+		})
+	}
+}
+
+// The screenshot tool asks Chromium to encode for speed unless Compact asks
+// for the smallest PNG (the one Page.captureScreenshot parameter it sets
+// either way).
+func TestScreenshotEncodesForSpeedUnlessCompact(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		prov := &browserbackendtest.Provider{K: browserbackend.KindCDPInspect}
+		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+		inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}
+		_, _ = tl.Screenshot(context.Background(), inv, tools.ScreenshotInput{Compact: compact})
+		var sent []string
+		for _, b := range prov.Backends() {
+			for _, cmd := range b.Calls() {
+				if cmd.Method == "Page.captureScreenshot" {
+					var p struct {
+						OptimizeForSpeed *bool `json:"optimizeForSpeed"`
+					}
+					require.NoError(t, json.Unmarshal(cmd.Params, &p))
+					require.NotNil(t, p.OptimizeForSpeed, "compact=%v: said either way", compact)
+					sent = append(sent, map[bool]string{true: "speed", false: "size"}[*p.OptimizeForSpeed])
+				}
+			}
+		}
+		want := map[bool]string{false: "speed", true: "size"}[compact]
+		assert.Equal(t, []string{want}, sent, "compact=%v", compact)
+	}
+}
