@@ -217,7 +217,11 @@ type liveBrowser struct {
 	key  string // its conversation, "" for Dial's
 	used uint64 // Bridge.uses at its last request, under bmu
 	dead atomic.Bool
-	stop func()
+	// pageGone is set when the page a browser of Dial's worked in went
+	// away (its session detached); told once its next request was failed
+	// for it (see connect).
+	pageGone, told atomic.Bool
+	stop           func()
 	// endPosts cancels the context the event forwarder posts with, so a
 	// release (drop or shutdown) never waits on a server that stopped
 	// answering.
@@ -579,6 +583,14 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 	var e *browserbackend.Error
 	if err != nil && errors.As(err, &e) && e.Class == browserbackend.ClassTransport && r.CDPSessionID == "" {
 		// The page or the socket went away: dial afresh next time.
+		if e.Code == browserbackend.CodeSessionNotFound && lb.key == "" {
+			lb.pageGone.Store(true)
+			if !lb.told.Swap(true) {
+				ge := lb.pageGoneErr(r.CDPMethod)
+				ge.Dispatched = e.Dispatched
+				err = ge
+			}
+		}
 		b.drop(lb)
 		if e.Code == browserbackend.CodeSessionNotFound && !e.Dispatched && lb.key != "" {
 			// The conversation's own tab closed before the command was
@@ -618,6 +630,12 @@ func (b *Bridge) connect(ctx context.Context, conversation string) (*liveBrowser
 	if old := b.browsers[conversation]; old != nil {
 		delete(b.browsers, conversation)
 		old.release()
+		if conversation == "" && old.pageGone.Load() && !old.told.Swap(true) {
+			// Dial would attach to whichever page is first now: this
+			// request, written for the page that went away, must not run
+			// there as if nothing had happened.
+			return nil, old.pageGoneErr("")
+		}
 	}
 	var br Browser
 	var err error
@@ -649,6 +667,22 @@ func (b *Bridge) connect(ctx context.Context, conversation string) (*liveBrowser
 		lru.release() // a request still running on it fails as transport_error
 	}
 	return lb, nil
+}
+
+// pageGoneErr is the error of a request for the page a browser of Dial's
+// worked in after that page went away (the user closed the tab, or
+// something detached the bridge from it): ClassProtocol, code
+// target_not_found, so the selector does not fail over and the agent
+// learns that its page is gone; the request after it attaches to the
+// browser's first page again.
+func (lb *liveBrowser) pageGoneErr(method string) *browserbackend.Error {
+	target := ""
+	if pt, ok := lb.b.(pageTarget); ok {
+		target = " (target " + pt.TargetID() + ")"
+	}
+	return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound,
+		Method: method, Backend: browserbackend.KindHostBridge,
+		Message: "the page the bridge worked in went away" + target + "; the next call attaches to the browser's first page"}
 }
 
 // drop closes lb if it is still its conversation's browser.
@@ -697,7 +731,10 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 		}
 		if ev.Method == browserbackend.MethodTargetDetached {
 			if ev.SessionID == page || ev.SessionID == "" {
-				lb.dead.Store(true) // the attached page is gone: re-dial on the next request
+				// The attached page is gone: the next request says so
+				// (Dial's browser, see connect) or re-dials.
+				lb.pageGone.Store(true)
+				lb.dead.Store(true)
 				continue
 			}
 			var p struct {

@@ -19,7 +19,9 @@
 // a tab of its own, remembered by CDP target id exactly as the cdp-inspect
 // backend remembers it (one connection per conversation, at most
 // Options.MaxConversations open); without it every command runs on the one
-// page Dial attached to.
+// page Dial attached to, and once that page goes away the next request
+// fails with target_not_found (the agent's page is gone; it is not run on
+// another tab as if it were the same) and the one after attaches again.
 //
 // CDP events of an attached page are forwarded to /v1/host-browser-event
 // with the page's target id as sessionId, so the server routes them to the

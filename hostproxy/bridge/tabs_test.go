@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -26,6 +28,9 @@ func (p *pageFake) SessionID() string { return "session-of-" + p.target }
 func (p *pageFake) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
 	if cmd.Method == "Target.getTargetInfo" {
 		return json.RawMessage(`{"targetInfo":{"targetId":"` + p.target + `","type":"page"}}`), nil
+	}
+	if cmd.Method == "Fail.detached" {
+		return nil, browserbackend.TransportError(browserbackend.CodeSessionNotFound, "the page session went away", nil)
 	}
 	return p.fakeBrowser.Send(ctx, cmd)
 }
@@ -109,4 +114,68 @@ func TestBridge_EachConversationHasItsOwnPageAndOnlyItsEvents(t *testing.T) {
 	res, err := ts.proxy.Request(ctx, hostproxy.Req{Method: "Count.inc", SourceActor: "alice", Route: hostproxy.RouteBridge})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"n":1}`, string(res))
+}
+
+// TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed: without
+// DialConversation every command runs on the page Dial attached to; once
+// that page goes away (its session detached, seen as an event or by the
+// command in flight), the next request fails with target_not_found
+// instead of running on whichever page Dial would find now, and only the
+// request after it dials again.
+func TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed(t *testing.T) {
+	ts := newTestServer(t, map[string]string{"tok": "alice"})
+	var mu sync.Mutex
+	var pages []*pageFake
+	dial := func(context.Context) (Browser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := &pageFake{fakeBrowser: newFakeBrowser(), target: fmt.Sprintf("T%d", len(pages)+1)}
+		pages = append(pages, p)
+		return p, nil
+	}
+	last := func() *pageFake {
+		mu.Lock()
+		defer mu.Unlock()
+		return pages[len(pages)-1]
+	}
+	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dial})
+	be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
+	defer be.Close()
+	ctx := context.Background()
+	send := func(method string) error {
+		_, err := be.Send(ctx, browserbackend.Command{Method: method})
+		return err
+	}
+
+	require.NoError(t, send("Count.inc"))
+	first := last()
+
+	// The page's session detaches between two requests. An event posted
+	// after it reaching the server means the bridge has read the detach.
+	marker, stop := be.Subscribe("Page.loadEventFired")
+	defer stop()
+	first.bus.Publish(browserbackend.Event{Method: browserbackend.MethodTargetDetached,
+		Params: json.RawMessage(`{"sessionId":"` + first.SessionID() + `"}`), SessionID: first.SessionID()})
+	first.bus.Publish(browserbackend.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{}`), SessionID: first.SessionID()})
+	<-marker
+
+	pageGone := func(err error) bool {
+		var e *browserbackend.Error
+		return errors.As(err, &e) && e.Code == browserbackend.CodeTargetNotFound
+	}
+	err := send("Count.inc")
+	require.True(t, pageGone(err), "%v", err)
+	assert.ErrorContains(t, err, "went away (target T1)")
+	assert.ErrorIs(t, err, browserbackend.ErrProtocol, "no failover: the agent's page is gone, not the browser")
+	require.NoError(t, send("Count.inc"), "the request after the error attaches again")
+	second := last()
+	assert.Equal(t, "T2", second.target)
+
+	// The page goes away under a command in flight: that command says so,
+	// and the next one dials without a second error.
+	err = send("Fail.detached")
+	require.True(t, pageGone(err), "%v", err)
+	assert.ErrorContains(t, err, "(target T2)")
+	require.NoError(t, send("Count.inc"))
+	assert.Equal(t, "T3", last().target)
 }
