@@ -113,9 +113,10 @@ func withClock(now func() time.Time) Option { return func(s *settings) { s.now =
 
 // A deadline that passes while a Build waits, before its command could be
 // sent (here: for the conversation's tab, which another call holds), is a
-// timeout that says the command was never sent, with the provider's
-// diagnostics on the injected clock: nothing in flight, no connection up,
-// and the time since the provider's last connection answered.
+// timeout that says the command was never sent and what it waited for,
+// with the provider's diagnostics on the injected clock: nothing in flight,
+// no connection up (DialConversation's sockets are their own), and the time
+// since the provider's last connection answered.
 func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
 	wsURL := silentPage(t, make(chan string, 4))
 	clk := &testClock{t: time.Unix(1000, 0)}
@@ -143,5 +144,52 @@ func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
 	assert.False(t, e.Dispatched, "never sent")
 	require.NotNil(t, e.Diagnostics)
 	assert.Equal(t, bb.Diagnostics{SinceLastAnswer: 4 * time.Second}, *e.Diagnostics)
-	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, connecting to the browser (0 in flight, last answer 4s ago, not up): context deadline exceeded", err.Error())
+	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab (another call of the conversation holds it) (0 in flight, last answer 4s ago, not up): context deadline exceeded", err.Error())
+}
+
+// A Build over the shared connection whose deadline passes while another
+// call of the conversation holds its tab says so, with the diagnostics of
+// that connection, which is up: the other call's command in flight, its
+// age, the time since the last answer and the connection's uptime (not
+// "not up", as when no connection was open).
+func TestTimeoutWaitingForTheTabCarriesTheSharedConnectionsDiagnostics(t *testing.T) {
+	got := make(chan string, 4)
+	wsURL := silentPage(t, got)
+	clk := &testClock{t: time.Unix(1000, 0)}
+	cfg := DefaultConfig()
+	cfg.Host, cfg.Enabled = "127.0.0.1", true
+	p := NewProvider(cfg, WithWebSocketURL(wsURL), withClock(clk.now))
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	b, err := p.build(ctx, "conv")
+	require.NoError(t, p.built(ctx, b, err))
+	defer b.Close()
+	<-p.sc.session("conv").resumed // every attach answer is in: the last answer
+	sent := make(chan error, 1)
+	go func() {
+		_, err := b.Send(ctx, bb.Command{Method: "Slow.first"})
+		sent <- err
+	}()
+	require.Equal(t, "Slow.first", <-got)
+	clk.advance(2 * time.Second)
+
+	unlock, err := p.tabs.lock(ctx, "conv") // the call that holds the tab
+	require.NoError(t, err)
+	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
+	defer cancelShort()
+	again, err := p.build(short, "conv")
+	err = p.built(short, again, err)
+	unlock()
+	var e *bb.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.ClassTimeout, e.Class)
+	assert.False(t, e.Dispatched, "never sent")
+	require.NotNil(t, e.Diagnostics)
+	assert.Equal(t, bb.Diagnostics{InFlight: 1, OldestInFlight: 2 * time.Second, SinceLastAnswer: 2 * time.Second, Uptime: 2 * time.Second}, *e.Diagnostics)
+	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab (another call of the conversation holds it) (1 in flight, oldest 2s, last answer 2s ago, up 2s): context deadline exceeded", err.Error())
+
+	require.NoError(t, b.Close())
+	<-sent
 }

@@ -203,10 +203,13 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 //
 // A deadline that passes while Build waits (for the conversation's tab
 // lock, discovery, the WebSocket or the attach) is ClassTimeout, not
-// dispatched, and says that the command was never sent; its Diagnostics are
-// those of the attach commands when one was waiting, else the provider's:
-// nothing in flight, no connection up, and the time since the last
-// connection this Provider opened answered (issue 10).
+// dispatched, and says that the command was never sent and what the Build
+// was doing (connecting, or waiting for the conversation's tab while
+// another call of the conversation held it); its Diagnostics are those of
+// the attach commands when one was waiting, else those of the shared
+// connection when a Build waited for the tab while it was up, else the
+// provider's: nothing in flight, no connection up, and the time since the
+// last connection this Provider opened answered (issue 10).
 func (p *Provider) DialConversation(ctx context.Context, conversationID string) (*Backend, error) {
 	b, err := p.dialOwn(ctx, conversationID)
 	if err := p.built(ctx, b, err); err != nil {
@@ -228,15 +231,40 @@ func (p *Provider) built(ctx context.Context, b *Backend, err error) error {
 	return nil
 }
 
+// tabBusy marks a Build that ended while it waited for its conversation's
+// tab (another call of the conversation holds it); notSent removes it.
+type tabBusy struct{ error }
+
+func (b tabBusy) Unwrap() error { return b.error }
+
 // notSent turns a Build failure at ctx's deadline into the timeout of a
 // command never sent (see DialConversation); other failures are returned
 // as they are.
 func (p *Provider) notSent(ctx context.Context, err error) error {
+	var busy tabBusy
+	waited := errors.As(err, &busy)
+	if waited {
+		err = busy.error
+	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
 	e := ctxErr(ctx, "", false)
-	e.Message += ", connecting to the browser"
+	if waited {
+		// Another call of the conversation held its tab until the
+		// deadline: the state of the connection it works on, when it is
+		// the shared one and up, says what that call is waiting for.
+		e.Message += ", waiting for the conversation's tab (another call of the conversation holds it)"
+		p.mu.Lock()
+		sc := p.sc
+		p.mu.Unlock()
+		if sc != nil && sc.live() {
+			e.Diagnostics = sc.c.track.Diagnostics()
+			return e
+		}
+	} else {
+		e.Message += ", connecting to the browser"
+	}
 	for cause := err; cause != nil; cause = errors.Unwrap(cause) {
 		if inner, ok := cause.(*bb.Error); ok && inner.Diagnostics != nil {
 			// An attach command was waiting: its connection's state.
@@ -384,7 +412,7 @@ func (p *Provider) build(ctx context.Context, conversation string) (*Backend, er
 	}
 	unlock, err := p.tabs.lock(ctx, conversation)
 	if err != nil {
-		return nil, err
+		return nil, tabBusy{err}
 	}
 	defer unlock()
 	sc, err := p.shared(ctx, &s)
@@ -482,7 +510,7 @@ func (p *Provider) dialOwn(ctx context.Context, conversation string) (*Backend, 
 	}
 	unlock, err := p.tabs.lock(ctx, conversation)
 	if err != nil {
-		return nil, err
+		return nil, tabBusy{err}
 	}
 	defer unlock()
 	ep, err := discover(ctx, p.cfg, &s)
