@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 	"time"
 
@@ -154,7 +155,7 @@ func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op str
 		w.self = info.TargetInfo.TargetID
 	}
 	w.hold = startHold(ctx, w)
-	w.loop(navs, func([]byte) { w.navigated() })
+	w.loop(navs, w.onRequestedNavigation)
 	for _, ch := range []<-chan []byte{stopped, loaded, within} {
 		w.loop(ch, func([]byte) {
 			w.each(func(win *window) {
@@ -293,6 +294,30 @@ func (w *watch) onTarget(info *target.Info) {
 		w.violate(err)
 		_, _ = cdp.Call(actx, w.s, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
 	}
+}
+
+// onRequestedNavigation handles a navigation the page asked for
+// (Page.frameRequestedNavigation: a link, a form submission, a location
+// assignment). The main frame's http and https ones are checked at once: an
+// off-list URL is recorded before the windows learn of the navigation, so a
+// call sees it even when its settle ends before the document request does
+// (a kept watch can see a late signal of the previous page). The
+// interception still refuses the request itself, and checks each redirect
+// hop; other schemes and subframes are left to it (a javascript: link runs
+// script, it loads no document).
+func (w *watch) onRequestedNavigation(raw []byte) {
+	var ev page.EventFrameRequestedNavigation
+	if w.self != "" && decodeValue(raw, &ev) == nil && string(ev.FrameID) == string(w.self) {
+		if u, err := url.Parse(ev.URL); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			actx, cancel := w.actx()
+			err := w.g.CheckURL(actx, ev.URL)
+			cancel()
+			if err != nil {
+				w.violate(err)
+			}
+		}
+	}
+	w.navigated()
 }
 
 func (w *watch) navigated() {
