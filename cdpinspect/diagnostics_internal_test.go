@@ -144,7 +144,7 @@ func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
 	assert.False(t, e.Dispatched, "never sent")
 	require.NotNil(t, e.Diagnostics)
 	assert.Equal(t, bb.Diagnostics{SinceLastAnswer: 4 * time.Second}, *e.Diagnostics)
-	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab (another call of the conversation holds it) (0 in flight, last answer 4s ago, not up): context deadline exceeded", err.Error())
+	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab, which another call of the conversation holds (0 in flight, last answer 4s ago, not up): context deadline exceeded", err.Error())
 }
 
 // A Build over the shared connection whose deadline passes while another
@@ -188,7 +188,7 @@ func TestTimeoutWaitingForTheTabCarriesTheSharedConnectionsDiagnostics(t *testin
 	assert.False(t, e.Dispatched, "never sent")
 	require.NotNil(t, e.Diagnostics)
 	assert.Equal(t, bb.Diagnostics{InFlight: 1, OldestInFlight: 2 * time.Second, SinceLastAnswer: 2 * time.Second, Uptime: 2 * time.Second}, *e.Diagnostics)
-	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab (another call of the conversation holds it) (1 in flight, oldest 2s, last answer 2s ago, up 2s): context deadline exceeded", err.Error())
+	assert.Equal(t, "browserbackend: cdp-inspect timeout: deadline passed before the command was sent, waiting for the conversation's tab, which another call of the conversation holds (1 in flight, oldest 2s, last answer 2s ago, up 2s): context deadline exceeded", err.Error())
 
 	require.NoError(t, b.Close())
 	<-sent

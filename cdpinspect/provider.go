@@ -254,7 +254,7 @@ func (p *Provider) notSent(ctx context.Context, err error) error {
 		// Another call of the conversation held its tab until the
 		// deadline: the state of the connection it works on, when it is
 		// the shared one and up, says what that call is waiting for.
-		e.Message += ", waiting for the conversation's tab (another call of the conversation holds it)"
+		e.Message += ", waiting for the conversation's tab, which another call of the conversation holds"
 		p.mu.Lock()
 		sc := p.sc
 		p.mu.Unlock()
