@@ -541,6 +541,13 @@ func (b *Backend) CreatedTarget() bool {
 	return b.created
 }
 
+// Lost reports whether the browser connection has ended (the socket was
+// lost, or Close closed it). It is true before the synthetic
+// Target.detachedFromTarget of a lost connection is published, so an
+// event handler can tell a page that went away (Lost false) from a
+// browser connection that did. Safe for concurrent use.
+func (b *Backend) Lost() bool { return b.c.lost() }
+
 // Done is closed when the browser connection has ended (socket lost or
 // Close). On a Backend that a Provider built on its shared connection, it
 // is closed by this Backend's Close or when the shared connection ends.

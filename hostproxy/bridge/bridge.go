@@ -583,7 +583,7 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 	var e *browserbackend.Error
 	if err != nil && errors.As(err, &e) && e.Class == browserbackend.ClassTransport && r.CDPSessionID == "" {
 		// The page or the socket went away: dial afresh next time.
-		if e.Code == browserbackend.CodeSessionNotFound && lb.key == "" {
+		if e.Code == browserbackend.CodeSessionNotFound && lb.key == "" && !connLost(lb.b) {
 			lb.pageGone.Store(true)
 			if !lb.told.Swap(true) {
 				ge := lb.pageGoneErr(r.CDPMethod)
@@ -713,6 +713,13 @@ type pageSession interface{ SessionID() string }
 
 type pageTarget interface{ TargetID() string }
 
+// connLost reports whether br's browser connection has ended, for a
+// Browser that can tell (cdpinspect.Backend.Lost); false otherwise.
+func connLost(br Browser) bool {
+	l, ok := br.(interface{ Lost() bool })
+	return ok && l.Lost()
+}
+
 // forward posts the browser's CDP events in order until the subscription
 // closes (the browser connection ended or was dropped). Posts use ctx, which
 // release cancels: the events still buffered then are dropped at once.
@@ -732,8 +739,13 @@ func (b *Bridge) forward(ctx context.Context, lb *liveBrowser, events <-chan bro
 		if ev.Method == browserbackend.MethodTargetDetached {
 			if ev.SessionID == page || ev.SessionID == "" {
 				// The attached page is gone: the next request says so
-				// (Dial's browser, see connect) or re-dials.
-				lb.pageGone.Store(true)
+				// (Dial's browser, see connect) or re-dials. A browser
+				// connection that ended (the browser quit or was killed)
+				// detaches its page too: the next request re-dials, as
+				// after any transport failure.
+				if !connLost(lb.b) {
+					lb.pageGone.Store(true)
+				}
 				lb.dead.Store(true)
 				continue
 			}

@@ -21,7 +21,8 @@
 // Options.MaxConversations open); without it every command runs on the one
 // page Dial attached to, and once that page goes away the next request
 // fails with target_not_found (the agent's page is gone; it is not run on
-// another tab as if it were the same) and the one after attaches again.
+// another tab as if it were the same) and the one after attaches again; a
+// lost browser connection is dialled again at once.
 //
 // CDP events of an attached page are forwarded to /v1/host-browser-event
 // with the page's target id as sessionId, so the server routes them to the

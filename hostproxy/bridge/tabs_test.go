@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +21,10 @@ import (
 type pageFake struct {
 	*fakeBrowser
 	target string
+	lost   atomic.Bool // the browser connection ended (Lost)
 }
+
+func (p *pageFake) Lost() bool { return p.lost.Load() }
 
 func (p *pageFake) TargetID() string  { return p.target }
 func (p *pageFake) SessionID() string { return "session-of-" + p.target }
@@ -177,5 +181,18 @@ func TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed(t *testing.T) {
 	require.True(t, pageGone(err), "%v", err)
 	assert.ErrorContains(t, err, "(target T2)")
 	require.NoError(t, send("Count.inc"))
-	assert.Equal(t, "T3", last().target)
+	third := last()
+	assert.Equal(t, "T3", third.target)
+
+	// A browser connection that ends detaches its page too (cdpinspect
+	// publishes a detach before its stream closes): that is a lost
+	// browser, not a page that went away, and the next request dials
+	// again at once, as after any transport failure.
+	third.lost.Store(true)
+	third.bus.Publish(browserbackend.Event{Method: browserbackend.MethodTargetDetached,
+		Params: json.RawMessage(`{"sessionId":"` + third.SessionID() + `"}`), SessionID: third.SessionID()})
+	third.bus.Publish(browserbackend.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{}`), SessionID: third.SessionID()})
+	<-marker
+	require.NoError(t, send("Count.inc"), "a lost browser is dialled again, not reported as a closed page")
+	assert.Equal(t, "T4", last().target)
 }
