@@ -541,8 +541,10 @@ func (b *Backend) CreatedTarget() bool {
 	return b.created
 }
 
-// Lost reports whether the browser connection has ended (the socket was
-// lost, or Close closed it). It is true before the synthetic
+// Lost reports whether the browser connection has ended: the socket was
+// lost, or Close closed it (on a view of a Provider's shared connection,
+// the shared socket; a view's own Close leaves it false). It is true
+// before the synthetic
 // Target.detachedFromTarget of a lost connection is published, so an
 // event handler can tell a page that went away (Lost false) from a
 // browser connection that did. Safe for concurrent use.
