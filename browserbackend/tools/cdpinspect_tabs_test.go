@@ -30,6 +30,7 @@ type rawCDP struct {
 	destroyed map[string]bool     // Target.targetDestroyed seen (discovery is on)
 	opened    map[string][]string // targets created or changed with an openerId, by opener (discovery)
 	sessions  map[string]bool     // Target.attachedToTarget seen: session id → detached since
+	loads     map[string]int      // Page.loadEventFired seen, by session id
 }
 
 func dialRaw(t *testing.T, b *chromiumtest.Browser) *rawCDP {
@@ -38,7 +39,7 @@ func dialRaw(t *testing.T, b *chromiumtest.Browser) *rawCDP {
 	require.NoError(t, err)
 	ws.SetReadLimit(1 << 24)
 	t.Cleanup(func() { ws.CloseNow() })
-	r := &rawCDP{t: t, ws: ws, destroyed: make(map[string]bool), opened: make(map[string][]string), sessions: make(map[string]bool)}
+	r := &rawCDP{t: t, ws: ws, destroyed: make(map[string]bool), opened: make(map[string][]string), sessions: make(map[string]bool), loads: make(map[string]int)}
 	r.call("Target.setDiscoverTargets", map[string]any{"discover": true}, "")
 	return r
 }
@@ -49,13 +50,17 @@ func (r *rawCDP) read(ctx context.Context) (id int, result, cdpErr json.RawMessa
 	_, data, err := r.ws.Read(ctx)
 	require.NoError(r.t, err)
 	var f struct {
-		ID     int             `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+		ID        int             `json:"id"`
+		Method    string          `json:"method"`
+		Params    json.RawMessage `json:"params"`
+		Result    json.RawMessage `json:"result"`
+		Error     json.RawMessage `json:"error"`
+		SessionID string          `json:"sessionId"`
 	}
 	require.NoError(r.t, json.Unmarshal(data, &f))
+	if f.Method == "Page.loadEventFired" {
+		r.loads[f.SessionID]++
+	}
 	if f.Method == "Target.targetDestroyed" {
 		var p struct {
 			TargetID string `json:"targetId"`
@@ -95,6 +100,14 @@ func (r *rawCDP) waitDestroyed(targetID string) {
 // error reply fails the test.
 func (r *rawCDP) call(method string, params any, sessionID string) json.RawMessage {
 	r.t.Helper()
+	result, cdpErr := r.tryCall(method, params, sessionID)
+	require.Empty(r.t, cdpErr, "%s", method)
+	return result
+}
+
+// tryCall is call that returns a CDP error reply instead of failing.
+func (r *rawCDP) tryCall(method string, params any, sessionID string) (result, cdpErr json.RawMessage) {
+	r.t.Helper()
 	ctx := stepCtx(r.t)
 	r.nextID++
 	id := r.nextID
@@ -107,8 +120,7 @@ func (r *rawCDP) call(method string, params any, sessionID string) json.RawMessa
 	for {
 		got, result, cdpErr := r.read(ctx)
 		if got == id {
-			require.Empty(r.t, cdpErr, "%s", method)
-			return result
+			return result, cdpErr
 		}
 	}
 }
@@ -162,10 +174,39 @@ func (r *rawCDP) evalGesture(targetID, expr string) {
 	r.call("Runtime.evaluate", map[string]any{"expression": expr, "userGesture": true}, att.SessionID)
 }
 
-// evalAwait is eval of an expression whose promise is awaited.
-func (r *rawCDP) evalAwait(targetID, expr string) string {
+// titleOnceLoaded returns the title of the document at url in targetID
+// once it has loaded, on a session of the test's own. A tab just created
+// shows its initial about:blank (already complete) until the navigation
+// to url commits, so the check runs again after every load event of the
+// tab until it holds.
+func (r *rawCDP) titleOnceLoaded(targetID, url string) string {
 	r.t.Helper()
-	return r.evaluate(targetID, expr, true)
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(r.t, json.Unmarshal(r.call("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, ""), &att))
+	defer r.call("Target.detachFromTarget", map[string]any{"sessionId": att.SessionID}, "")
+	r.call("Page.enable", map[string]any{}, att.SessionID)
+	want, _ := json.Marshal(url)
+	expr := `location.href === ` + string(want) + ` && document.readyState === "complete" ? document.title : null`
+	ctx := stepCtx(r.t)
+	for {
+		seen := r.loads[att.SessionID]
+		raw, cdpErr := r.tryCall("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, att.SessionID)
+		var res struct {
+			Result struct {
+				Value *string `json:"value"`
+			} `json:"result"`
+		}
+		// An error (the document being replaced as the command
+		// arrived) is a check that did not hold yet.
+		if len(cdpErr) == 0 && json.Unmarshal(raw, &res) == nil && res.Result.Value != nil {
+			return *res.Result.Value
+		}
+		for r.loads[att.SessionID] == seen {
+			r.read(ctx)
+		}
+	}
 }
 
 // pages lists the page targets in Target.getTargets order.

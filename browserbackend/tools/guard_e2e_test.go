@@ -263,8 +263,7 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 				TargetID string `json:"targetId"`
 			}
 			require.NoError(t, json.Unmarshal(pc.user.call("Target.createTarget", map[string]any{"url": gs.user + "/tab"}, ""), &created))
-			assert.Equal(t, "The user's tab", pc.user.evalAwait(created.TargetID,
-				`new Promise(r => document.readyState === "complete" ? r(document.title) : addEventListener("load", () => r(document.title)))`),
+			assert.Equal(t, "The user's tab", pc.user.titleOnceLoaded(created.TargetID, gs.user+"/tab"),
 				"the user's tab loads while the call runs")
 			gs.closeRelease()
 			require.NoError(t, <-done, "the call itself succeeds")
@@ -277,8 +276,7 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 				TargetID string `json:"targetId"`
 			}
 			require.NoError(t, json.Unmarshal(pc.user.call("Target.createTarget", map[string]any{"url": gs.user + "/tab?after"}, ""), &created))
-			assert.Equal(t, "The user's tab", pc.user.evalAwait(created.TargetID,
-				`new Promise(r => document.readyState === "complete" ? r(document.title) : addEventListener("load", () => r(document.title)))`),
+			assert.Equal(t, "The user's tab", pc.user.titleOnceLoaded(created.TargetID, gs.user+"/tab?after"),
 				"the user's tab loads after the calls")
 			pc.user.call("Target.closeTarget", map[string]any{"targetId": created.TargetID}, "")
 		})
