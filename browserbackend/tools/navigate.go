@@ -229,10 +229,23 @@ func (p *Page) startNavigation(ctx context.Context, target string) (page.Navigat
 		if err == nil || attempt > 0 || ctx.Err() != nil || !pageWentAway(err) {
 			return nav, err
 		}
-		if _, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+		if err := p.loadBlank(ctx); err != nil {
 			return page.NavigateResult{}, err
 		}
 	}
+}
+
+// loadBlank loads about:blank in a page that went away (see
+// startNavigation). The page that load lands on can be dead too — on
+// local a fresh page may be the spare, whose renderer died with the others
+// before Playwright reported it (make stress) — so a crash or loss seen by
+// it gets one more load, which then lands on a page of its own.
+func (p *Page) loadBlank(ctx context.Context) error {
+	_, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"})
+	if err != nil && ctx.Err() == nil && pageWentAway(err) {
+		_, err = cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"})
+	}
+	return err
 }
 
 func (p *Page) tryNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
