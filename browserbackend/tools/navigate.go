@@ -222,11 +222,13 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 // renderer that was killed a moment before). A navigation replaces the
 // page's content anyway, so on any of these errors before the document
 // committed about:blank is loaded — a crashed tab gets a new renderer, the
-// local backend opens a fresh page — and the sequence runs once more.
+// local backend opens a fresh page — and the sequence runs again, at most
+// twice: on local the fresh page can be the spare, whose renderer died with
+// the others before Playwright reported it (make stress).
 func (p *Page) startNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
 	for attempt := 0; ; attempt++ {
 		nav, err := p.tryNavigation(ctx, target)
-		if err == nil || attempt > 0 || ctx.Err() != nil || !pageWentAway(err) {
+		if err == nil || attempt > 1 || ctx.Err() != nil || !pageWentAway(err) {
 			return nav, err
 		}
 		if err := p.loadBlank(ctx); err != nil {
