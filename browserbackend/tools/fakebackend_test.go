@@ -75,23 +75,7 @@ func TestNavigateRecoversFromACrashSeenByAnyOfItsFirstCommands(t *testing.T) {
 				}
 				return nil, nil
 			}
-			prov := &browserbackendtest.Provider{K: browserbackend.KindLocal,
-				NewBackend: func() *browserbackendtest.Backend {
-					return browserbackendtest.NewBackend(browserbackend.KindLocal, reply)
-				}}
-			sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-			tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
-			inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}
-
-			res, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{BrowserMode: "local", URL: target})
-			var urls []string
-			for _, b := range prov.Backends() {
-				for _, cmd := range b.Calls() {
-					if u := pageNavigateURL(cmd); u != "" {
-						urls = append(urls, u)
-					}
-				}
-			}
+			res, urls, err := navigateOnFake(target, reply)
 			var want []string
 			if tc.method == "Page.navigate" {
 				want = append(want, target)
@@ -114,6 +98,83 @@ func TestNavigateRecoversFromACrashSeenByAnyOfItsFirstCommands(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "t", res.Title)
 			assert.Equal(t, want, urls)
+		})
+	}
+}
+
+// navigateOnFake runs tools.Navigate to target on a fake local backend
+// that answers with reply, and returns its result and the url of every
+// Page.navigate it sent.
+func navigateOnFake(target string, reply browserbackendtest.Reply) (tools.NavigateResult, []string, error) {
+	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal,
+		NewBackend: func() *browserbackendtest.Backend {
+			return browserbackendtest.NewBackend(browserbackend.KindLocal, reply)
+		}}
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
+	inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}
+	res, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{BrowserMode: "local", URL: target})
+	var urls []string
+	for _, b := range prov.Backends() {
+		for _, cmd := range b.Calls() {
+			if u := pageNavigateURL(cmd); u != "" {
+				urls = append(urls, u)
+			}
+		}
+	}
+	return res, urls, err
+}
+
+// On the extension the crashed tab's revival can abort the first
+// navigation after it (make stress: navigation_failed net::ERR_ABORTED).
+// After a crash an aborted navigation is sent once more; without a crash,
+// or a second time, the abort is the caller's navigation_failed.
+func TestNavigateSendsANavigationAbortedAfterACrashOnceMore(t *testing.T) {
+	const target = "http://127.0.0.1:1/page"
+	crashed := &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeTargetCrashed,
+		Backend: browserbackend.KindLocal, Dispatched: true, Message: "local: the page's renderer crashed"}
+	for _, tc := range []struct {
+		name    string
+		crash   bool  // the first Page.enable sees a crash
+		aborted int32 // how many navigations to target Chromium aborts
+		ok      bool
+		want    []string
+	}{
+		{"after a crash", true, 1, true, []string{"about:blank", target, target}},
+		{"after a crash, twice", true, 2, false, []string{"about:blank", target, target}},
+		{"without a crash", false, 1, false, []string{target}},
+		{"a download after a crash", true, -1, false, []string{"about:blank", target}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var crash atomic.Bool
+			crash.Store(tc.crash)
+			var aborted atomic.Int32
+			aborted.Store(tc.aborted)
+			reply := func(_ context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+				switch {
+				case cmd.Method == "Page.enable" && crash.Swap(false):
+					return nil, crashed
+				case pageNavigateURL(cmd) == target && tc.aborted < 0:
+					return json.RawMessage(`{"frameId":"F","errorText":"net::ERR_ABORTED","isDownload":true}`), nil
+				case pageNavigateURL(cmd) == target && aborted.Add(-1) >= 0:
+					return json.RawMessage(`{"frameId":"F","errorText":"net::ERR_ABORTED"}`), nil
+				case cmd.Method == "Runtime.evaluate":
+					return json.RawMessage(`{"result":{"type":"object","value":{"url":"` + target + `","title":"t","readyState":"complete"}}}`), nil
+				}
+				return nil, nil
+			}
+			res, urls, err := navigateOnFake(target, reply)
+			assert.Equal(t, tc.want, urls)
+			if !tc.ok {
+				var te *tools.Error
+				require.ErrorAs(t, err, &te)
+				if tc.aborted > 0 {
+					assert.Equal(t, tools.CodeNavigationFailed, te.Code)
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "t", res.Title)
 		})
 	}
 }

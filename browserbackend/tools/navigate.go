@@ -224,18 +224,35 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 // committed about:blank is loaded — a crashed tab gets a new renderer, the
 // local backend opens a fresh page — and the sequence runs again, at most
 // twice: on local the fresh page can be the spare, whose renderer died with
-// the others before Playwright reported it (make stress).
+// the others before Playwright reported it (make stress). A navigation run
+// again after such a recovery that Chromium aborts (errorText
+// net::ERR_ABORTED, not a download) is sent once more: on the extension the
+// crashed tab's own revival can abort the first navigation that follows it
+// (make stress); an aborted navigation without a crash before it is the
+// caller's CodeNavigationFailed.
 func (p *Page) startNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
-	for attempt := 0; ; attempt++ {
+	crashes, aborts := 0, 0
+	for {
 		nav, err := p.tryNavigation(ctx, target)
-		if err == nil || attempt > 1 || ctx.Err() != nil || !pageWentAway(err) {
+		switch {
+		case ctx.Err() != nil:
 			return nav, err
-		}
-		if err := p.loadBlank(ctx); err != nil {
-			return page.NavigateResult{}, err
+		case err != nil && pageWentAway(err) && crashes < 2:
+			crashes++
+			if err := p.loadBlank(ctx); err != nil {
+				return page.NavigateResult{}, err
+			}
+		case err == nil && crashes > 0 && aborts == 0 && nav.ErrorText == errAborted && !nav.IsDownload:
+			aborts++
+		default:
+			return nav, err
 		}
 	}
 }
+
+// errAborted is the errorText of a navigation Chromium cancelled, for
+// another navigation or a download among other reasons.
+const errAborted = "net::ERR_ABORTED"
 
 // loadBlank loads about:blank in a page that went away (see
 // startNavigation). The page that load lands on can be dead too — on
