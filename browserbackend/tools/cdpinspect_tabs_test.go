@@ -17,7 +17,6 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -275,14 +274,8 @@ func startOwnerSite(t *testing.T) string {
 // cdpInspectToolsWithClose is cdpInspectTools with Close wired to the
 // provider's CloseConversation, on browser b.
 func cdpInspectToolsWithClose(t *testing.T, b *chromiumtest.Browser) *tools.Tools {
-	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", b.Port
-	cfg.ProbeTimeoutMs = 5000
-	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
-	t.Cleanup(func() { prov.Close() })
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
-		CloseConversation: prov.CloseConversation, DetachConversation: prov.ForgetConversation})
+	prov := cdpInspectProvider(t, b)
+	return toolsOver(t, prov, tools.Options{CloseConversation: prov.CloseConversation, DetachConversation: prov.ForgetConversation})
 }
 
 // TestCDPInspectDetach_TheNextCallOpensANewTab: tools.Detach makes

@@ -326,27 +326,15 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 	t.Run("cdp-inspect", func(t *testing.T) {
 		gs := startGuardSites(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
-		cfg := cdpinspect.DefaultConfig()
-		cfg.Enabled = true
-		cfg.Host = "127.0.0.1"
-		cfg.Port = b.Port
-		cfg.ProbeTimeoutMs = 5000
-		prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
-		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 		// Per invocation: the policy comes with the ctx, not the Options.
-		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+		tl := toolsOver(t, cdpInspectProvider(t, b), tools.Options{})
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
 		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b)})
 	})
 	t.Run("cdp-inspect, kept clients", func(t *testing.T) {
 		gs := startGuardSites(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
-		cfg := cdpinspect.DefaultConfig()
-		cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
-		prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
-		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), KeepClients: true})
-		t.Cleanup(tl.Shutdown)
+		tl := toolsOver(t, cdpInspectProvider(t, b), tools.Options{KeepClients: true})
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
 		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b)})
 	})
@@ -525,12 +513,8 @@ func TestExtensionWorksAfterAGuardedBridgeCallOnItsBrowser(t *testing.T) {
 func TestGuardHoldsEachConversationsPopupsOnASharedConnection(t *testing.T) {
 	gs := startGuardSites(t)
 	b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
-	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
-	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
-	t.Cleanup(func() { prov.Close() })
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+	prov := cdpInspectProvider(t, b)
+	tl := toolsOver(t, prov, tools.Options{})
 	ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
 	user := dialRaw(t, b)
 	invA := browserbackend.Invocation{ConversationID: "conv-shared-a", InterfaceID: "cli"}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -41,15 +40,9 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 	site := startOwnerSite(t)
 	b := chromiumtest.Start(t)
 	raw := dialRaw(t, b)
-	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", b.Port
-	cfg.ProbeTimeoutMs = 5000
-	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	insp := cdpInspectProvider(t, b)
 	prov := &countingProvider{Provider: insp}
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
-		CloseConversation: insp.CloseConversation, KeepClients: true})
-	t.Cleanup(tl.Shutdown)
+	tl := toolsOver(t, prov, tools.Options{CloseConversation: insp.CloseConversation, KeepClients: true})
 	inv := browserbackend.Invocation{ConversationID: "conv-keep", InterfaceID: "cli"}
 	ctx := stepCtx(t)
 

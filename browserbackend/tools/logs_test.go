@@ -21,11 +21,7 @@ func TestTypedTextNeverReachesTheLogs(t *testing.T) {
 	var buf logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := chromiumtest.Start(t)
-	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
-	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(log))
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: log})
-	tl := tools.New(tools.Options{Selector: sel, Logger: log, ScreenshotDir: t.TempDir()})
+	tl := toolsOver(t, cdpInspectProvider(t, b, cdpinspect.WithLogger(log)), tools.Options{Logger: log})
 	inv := browserbackend.Invocation{ConversationID: "conv-log"}
 
 	const secret = "hunter2-correct-horse"

@@ -11,7 +11,6 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -63,12 +62,7 @@ func TestPopupHoldLeavesNoSessionOnTheUsersTabs(t *testing.T) {
 	t.Run("cdp-inspect", func(t *testing.T) {
 		gs := startGuardSites(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
-		cfg := cdpinspect.DefaultConfig()
-		cfg.Enabled, cfg.Host, cfg.Port, cfg.ProbeTimeoutMs = true, "127.0.0.1", b.Port, 5000
-		prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
-		t.Cleanup(func() { prov.Close() })
-		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+		tl := toolsOver(t, cdpInspectProvider(t, b), tools.Options{})
 		g := guard.MustNew(gs.policy)
 		run(t, b, gs, tl, browserbackend.Invocation{ConversationID: "conv-hold-cdp", InterfaceID: "cli"},
 			func() context.Context { return guard.NewContext(stepCtx(t), g) })

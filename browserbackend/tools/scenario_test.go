@@ -138,15 +138,38 @@ func findNode(t *testing.T, snap tools.SnapshotResult, role, name string) tools.
 // headless Chromium.
 func cdpInspectTools(t testing.TB) (*tools.Tools, *chromiumtest.Browser) {
 	b := chromiumtest.Start(t)
+	return toolsOver(t, cdpInspectProvider(t, b), tools.Options{}), b
+}
+
+// cdpInspectProvider returns a cdp-inspect provider for b (its WebSocket URL,
+// no DevToolsActivePort files, the other options given), closed when the
+// test ends.
+func cdpInspectProvider(t testing.TB, b *chromiumtest.Browser, opts ...cdpinspect.Option) *cdpinspect.Provider {
 	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled = true
-	cfg.Host = "127.0.0.1"
-	cfg.Port = b.Port
+	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", b.Port
 	cfg.ProbeTimeoutMs = 5000 // a loaded test machine must not turn an answer into a timeout
-	prov := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs())
+	prov := cdpinspect.NewProvider(cfg, append([]cdpinspect.Option{cdpinspect.WithWebSocketURL(b.BrowserWSURL), cdpinspect.WithUserDataDirs()}, opts...)...)
 	t.Cleanup(func() { prov.Close() })
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
-	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
+	return prov
+}
+
+// toolsOver returns Tools over a Selector whose only provider is prov, with
+// o's other options; the Selector, ScreenshotDir (a test directory) and
+// Logger (quiet) are filled in where o leaves them unset. Kept clients are
+// shut down when the test ends.
+func toolsOver(t testing.TB, prov browserbackend.Provider, o tools.Options) *tools.Tools {
+	if o.Logger == nil {
+		o.Logger = quietLogger()
+	}
+	if o.ScreenshotDir == "" {
+		o.ScreenshotDir = t.TempDir()
+	}
+	o.Selector = browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: o.Logger})
+	tl := tools.New(o)
+	if o.KeepClients {
+		t.Cleanup(tl.Shutdown)
+	}
+	return tl
 }
 
 // localTools returns Tools whose only provider is local (Playwright), with

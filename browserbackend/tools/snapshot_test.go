@@ -13,7 +13,6 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
 
@@ -137,14 +136,8 @@ func BenchmarkSnapshot(b *testing.B) {
 	big.WriteString("</table>")
 	srv := chromiumtest.FixtureServer(b, map[string]string{"/article": art.String(), "/big": big.String()})
 	br := chromiumtest.Start(b)
-	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled, cfg.Host, cfg.Port = true, "127.0.0.1", br.Port
-	cfg.ProbeTimeoutMs = 5000
-	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(br.BrowserWSURL), cdpinspect.WithUserDataDirs())
-	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{insp}, Logger: quietLogger()})
-	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: b.TempDir(), Logger: quietLogger(),
-		CloseConversation: insp.CloseConversation, KeepClients: true})
-	b.Cleanup(tl.Shutdown)
+	insp := cdpInspectProvider(b, br)
+	tl := toolsOver(b, insp, tools.Options{CloseConversation: insp.CloseConversation, KeepClients: true})
 	inv := browserbackend.Invocation{ConversationID: "bench"}
 	ctx := context.Background()
 	for _, pg := range []string{"/article", "/big"} {

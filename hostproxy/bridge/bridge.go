@@ -575,7 +575,7 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 		return errorContent(browserbackend.CodeExtensionRequired,
 			r.CDPMethod+" is implemented only by the chrome extension, not by the desktop bridge"), true
 	}
-	lb, err := b.connect(ctx, r.ConversationID)
+	lb, err := b.connect(ctx, r.ConversationID, r.CDPMethod)
 	if err != nil {
 		return ErrorContentFor(err), true
 	}
@@ -597,7 +597,7 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 			// sent: dialling again says what became of it (the tab the
 			// user closed is target_not_found, no failover), whichever of
 			// the detach and this command came first.
-			if _, err := b.connect(ctx, r.ConversationID); err != nil {
+			if _, err := b.connect(ctx, r.ConversationID, r.CDPMethod); err != nil {
 				return ErrorContentFor(err), true
 			}
 		}
@@ -615,8 +615,9 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 }
 
 // connect returns the live browser of conversation (of Dial when
-// DialConversation is nil or conversation is ""), dialling it when needed.
-func (b *Bridge) connect(ctx context.Context, conversation string) (*liveBrowser, error) {
+// DialConversation is nil or conversation is ""), dialling it when needed;
+// method is the request's, named by an error about the page it was for.
+func (b *Bridge) connect(ctx context.Context, conversation, method string) (*liveBrowser, error) {
 	if b.o.DialConversation == nil {
 		conversation = ""
 	}
@@ -634,7 +635,7 @@ func (b *Bridge) connect(ctx context.Context, conversation string) (*liveBrowser
 			// Dial would attach to whichever page is first now: this
 			// request, written for the page that went away, must not run
 			// there as if nothing had happened.
-			return nil, old.pageGoneErr("")
+			return nil, old.pageGoneErr(method)
 		}
 	}
 	var br Browser

@@ -163,12 +163,13 @@ func TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed(t *testing.T) {
 	first.bus.Publish(browserbackend.Event{Method: "Page.loadEventFired", Params: json.RawMessage(`{}`), SessionID: first.SessionID()})
 	<-marker
 
-	pageGone := func(err error) bool {
+	// pageGone reports whether err is the page-gone error of method.
+	pageGone := func(err error, method string) bool {
 		var e *browserbackend.Error
-		return errors.As(err, &e) && e.Code == browserbackend.CodeTargetNotFound
+		return errors.As(err, &e) && e.Code == browserbackend.CodeTargetNotFound && e.Method == method
 	}
 	err := send("Count.inc")
-	require.True(t, pageGone(err), "%v", err)
+	require.True(t, pageGone(err, "Count.inc"), "%v", err)
 	assert.ErrorContains(t, err, "went away (target T1)")
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol, "no failover: the agent's page is gone, not the browser")
 	require.NoError(t, send("Count.inc"), "the request after the error attaches again")
@@ -178,7 +179,7 @@ func TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed(t *testing.T) {
 	// The page goes away under a command in flight: that command says so,
 	// and the next one dials without a second error.
 	err = send("Fail.detached")
-	require.True(t, pageGone(err), "%v", err)
+	require.True(t, pageGone(err, "Fail.detached"), "%v", err)
 	assert.ErrorContains(t, err, "(target T2)")
 	require.NoError(t, send("Count.inc"))
 	third := last()
