@@ -25,11 +25,11 @@ func ExampleProxy_ResultSocketHandler() {
 	defer hub.Close()
 	proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: slog.New(slog.DiscardHandler)})
 	defer proxy.Close()
-	verify := func(_ context.Context, token, clientID string) (string, error) {
+	verify := func(_ context.Context, token, clientID, iface string) (actor, registeredAs string, err error) {
 		if token != "secret" { // a real host app verifies its access token here
-			return "", errors.New("token rejected")
+			return "", "", errors.New("token rejected")
 		}
-		return "local-user", nil
+		return "local-user", iface, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+wire.PathHostBrowserResultSocket, proxy.ResultSocketHandler(hostproxy.SocketOptions{

@@ -32,12 +32,17 @@ const socketWriteTimeout = 10 * time.Second
 
 // VerifyFunc authenticates the auth message of a result socket: token is the
 // client's access token (the one it sends as a bearer token on the HTTP
-// routes) and clientID the client id it claims. It returns the actor the
-// token acts for, or an error (the socket is then closed with policy
+// routes), clientID the client id it claims and interfaceID the interface
+// it claims ("" when the message names none). It returns the actor the
+// token acts for and the interface a subscribed client is registered as —
+// the claimed one or, when none is claimed, the token's; "" registers it as
+// chrome-extension — or an error (the socket is then closed with policy
 // violation; the error text is sent as the close reason, so it must not
-// contain the token). It must be safe for concurrent use.
-// hostproxy/auth.Authority.VerifyClient is one.
-type VerifyFunc func(ctx context.Context, token, clientID string) (actor string, err error)
+// contain the token). A token issued for another client id or another
+// interface must be refused, as the HTTP routes refuse it: the interface
+// decides what the hub trusts the client with. It must be safe for
+// concurrent use. hostproxy/auth.Authority.VerifyClient is one.
+type VerifyFunc func(ctx context.Context, token, clientID, interfaceID string) (actor, iface string, err error)
 
 // SocketOptions configures ResultSocketHandler.
 type SocketOptions struct {
@@ -160,8 +165,9 @@ type socketReply struct {
 // every socket (status 1001).
 //
 // Subscribed mode (offered when opts.Subscriber is set): an auth message
-// with "subscribe":true (and optionally "interfaceId", default
-// chrome-extension, "machineName" and "lastEventId", the values GET
+// with "subscribe":true (and optionally "interfaceId" — checked by
+// opts.Verify against the token's; when absent, the token's interface, else
+// chrome-extension — "machineName" and "lastEventId", the values GET
 // /v1/events takes from its headers) registers the socket as the client's
 // hub stream, replacing an open one, and is answered
 // {"type":"ready","clientId","subscribed":true}. The socket then carries,
@@ -336,7 +342,7 @@ func (p *Proxy) socketAuth(ctx context.Context, c *websocket.Conn, opts SocketOp
 	if m.Token == "" || m.ClientID == "" {
 		return auth, "", errors.New("hostproxy: auth message needs token and clientId")
 	}
-	actor, err = opts.Verify(actx, m.Token, m.ClientID)
+	actor, m.InterfaceID, err = opts.Verify(actx, m.Token, m.ClientID, m.InterfaceID)
 	if err != nil {
 		return auth, "", err
 	}

@@ -21,12 +21,12 @@ import (
 const testOrigin = "chrome-extension://fnkhihckcobbnjjhjjacjdbbidilbmnl"
 
 // testVerify accepts "tok-<actor>" for any client id except "unbound-…".
-func testVerify(_ context.Context, token, clientID string) (string, error) {
+func testVerify(_ context.Context, token, _, iface string) (string, string, error) {
 	actor, ok := strings.CutPrefix(token, "tok-")
 	if !ok || actor == "" {
-		return "", errors.New("hostproxy test: token rejected")
+		return "", "", errors.New("hostproxy test: token rejected")
 	}
-	return actor, nil
+	return actor, iface, nil
 }
 
 type socketFixture struct {

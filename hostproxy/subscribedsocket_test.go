@@ -37,8 +37,8 @@ func newCappedSubWorld(t *testing.T, offer bool, maxBody int64) *subWorld {
 	t.Helper()
 	w := &subWorld{hub: eventhub.New(eventhub.WithLogger(slog.New(slog.DiscardHandler)))}
 	w.proxy = hostproxy.New(hostproxy.Options{Hub: w.hub, Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: maxBody})
-	so := hostproxy.SocketOptions{Verify: func(_ context.Context, token, _ string) (string, error) {
-		return strings.TrimPrefix(token, "tok-"), nil
+	so := hostproxy.SocketOptions{Verify: func(_ context.Context, token, _, iface string) (string, string, error) {
+		return strings.TrimPrefix(token, "tok-"), iface, nil
 	}}
 	if offer {
 		so.Subscriber = w.hub

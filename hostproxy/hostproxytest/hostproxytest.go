@@ -69,11 +69,11 @@ func NewServer(tb testing.TB, o ServerOptions) *Server {
 	var socket http.Handler
 	if o.ResultSocket {
 		socket = s.Proxy.ResultSocketHandler(hostproxy.SocketOptions{
-			Verify: func(_ context.Context, token, _ string) (string, error) {
+			Verify: func(_ context.Context, token, _, iface string) (string, string, error) {
 				if actor, ok := o.Tokens[token]; ok {
-					return actor, nil
+					return actor, iface, nil
 				}
-				return "", errors.New("hostproxytest: unknown token")
+				return "", "", errors.New("hostproxytest: unknown token")
 			},
 			AllowedOrigins: o.SocketOrigins,
 		})

@@ -123,3 +123,53 @@ func TestResultSocketIsMountedAndCompletesAnExtensionCommand(t *testing.T) {
 	assert.Equal(t, []hostproxy.Transport{hostproxy.TransportWebSocket}, transports)
 	mu.Unlock()
 }
+
+// A subscribed result socket registers its client with the hub as the
+// interface its token was issued for: an extension's token cannot
+// register as a desktop client (and gain its capabilities), a desktop
+// token cannot pass for the extension, and a client that claims no
+// interface is registered as its token's, not as the extension.
+func TestResultSocketRegistersTheInterfaceItsTokenWasIssuedFor(t *testing.T) {
+	rt, err := runtime.New(runtime.Config{Key: bytes.Repeat([]byte("s"), 32), AllowedOrigins: []string{origin},
+		SelectorOptions: browserbackend.Options{Grace: -1}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(rt.Handler)
+	t.Cleanup(func() { rt.Close(); srv.Close() })
+	ext, err := rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceChromeExtension})
+	require.NoError(t, err)
+	desk, err := rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceMacOS})
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name, token, claims, want string // want "" = refused
+	}{
+		{"extension token claiming macos", ext.Token, wire.InterfaceMacOS, ""},
+		{"macos token claiming the extension", desk.Token, wire.InterfaceChromeExtension, ""},
+		{"macos token claiming nothing", desk.Token, "", wire.InterfaceMacOS},
+		{"extension token claiming nothing", ext.Token, "", wire.InterfaceChromeExtension},
+		{"macos token claiming macos", desk.Token, wire.InterfaceMacOS, wire.InterfaceMacOS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := "sock-" + strings.ReplaceAll(tc.name, " ", "-")
+			c, _, err := dialResultSocket(t, srv, "")
+			require.NoError(t, err)
+			msg := map[string]any{"type": "auth", "token": tc.token, "clientId": client, "subscribe": true}
+			if tc.claims != "" {
+				msg["interfaceId"] = tc.claims
+			}
+			wsSend(t, c, msg)
+			m, err := wsRecv(c)
+			if tc.want == "" {
+				assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v %v", m, err)
+				_, registered := rt.Hub.Client(client)
+				assert.False(t, registered)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "ready", m["type"])
+			info, ok := rt.Hub.Client(client)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, info.InterfaceID)
+		})
+	}
+}
