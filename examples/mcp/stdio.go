@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxFrameBytes bounds one stdio frame (a line), the SDK's own default.
+const maxFrameBytes = mcp.DefaultMaxLineLength
+
+// stdioFrames sits between the stdio streams and the SDK's IOTransport,
+// which ends the session at the first frame it cannot decode (a client's
+// malformed line would otherwise take its session, its pages and the
+// process with it). It passes on each line that is a JSON-RPC 2.0 message
+// (or a batch of them) and answers every other line itself, as JSON-RPC
+// says a server answers one: -32700 when the line is not one JSON value,
+// -32600 when it is JSON but not a message (wrong or missing "jsonrpc",
+// an id that is neither a string nor a number, a response with neither
+// result nor error, an empty batch, a line over maxFrameBytes), with the
+// frame's id when it has a usable one and null otherwise. A refused frame
+// is logged with its size and reason, never its content. Blank lines are
+// skipped; a CR before the LF is allowed.
+//
+// It returns the reader and writer to give IOTransport: the writer is
+// shared with the error answers under one lock (one Write per message, as
+// the SDK writes), and the reader ends when in ends. The goroutine that
+// reads in ends with in.
+func stdioFrames(in io.ReadCloser, out io.WriteCloser, log *slog.Logger) (io.ReadCloser, io.WriteCloser) {
+	pr, pw := io.Pipe()
+	w := &frameWriter{w: out}
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, tooLong, err := readFrame(br, maxFrameBytes)
+			if reason, code, id := check(line, tooLong); reason != "" {
+				log.Warn("mcp: stdio frame refused", "module", "example-mcp", "bytes", len(line), "reason", reason)
+				if w.answer(id, code, reason) != nil {
+					_ = pw.CloseWithError(io.ErrClosedPipe)
+					return
+				}
+			} else if len(line) > 0 {
+				if _, werr := pw.Write(append(line, '\n')); werr != nil {
+					return // the SDK closed its side
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					_ = pw.Close()
+				} else {
+					_ = pw.CloseWithError(err)
+				}
+				return
+			}
+		}
+	}()
+	return readCloser{pr, in}, w
+}
+
+// readFrame reads one line without its line ending. A line over max is
+// read to its end and dropped: tooLong is set and line is empty. err is
+// the reader's (io.EOF after a last line without LF).
+func readFrame(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+2 { // the CR LF are not the frame's
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(line, "\r\n"), tooLong, rerr
+	}
+}
+
+// frameWriter serialises the SDK's writes and the filter's answers on one
+// stream.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Write(p)
+}
+
+func (f *frameWriter) Close() error { return f.w.Close() }
+
+// answer writes a JSON-RPC error response with id (null when nil).
+func (f *frameWriter) answer(id json.RawMessage, code int64, message string) error {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
+	_, err := f.Write(append(data, '\n'))
+	return err
+}
+
+// check says why line is not passed on ("" when it is), the JSON-RPC code
+// to answer with and the id to answer.
+func check(line []byte, tooLong bool) (reason string, code int64, id json.RawMessage) {
+	switch {
+	case tooLong:
+		return "the frame is larger than " + strconv.Itoa(maxFrameBytes) + " bytes", jsonrpc.CodeInvalidRequest, nil
+	case len(bytes.TrimSpace(line)) == 0:
+		return "", 0, nil
+	case !json.Valid(line):
+		return "parse error: the frame is not one JSON value", jsonrpc.CodeParseError, nil
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(line, &batch) == nil {
+		if len(batch) == 0 {
+			return "invalid request: an empty batch", jsonrpc.CodeInvalidRequest, nil
+		}
+		for _, m := range batch {
+			if reason, code, _ := checkMessage(m); reason != "" {
+				return reason + " (in a batch)", code, nil
+			}
+		}
+		return "", 0, nil
+	}
+	return checkMessage(line)
+}
+
+// checkMessage checks one message of a frame.
+func checkMessage(raw []byte) (reason string, code int64, id json.RawMessage) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "invalid request: a message must be a JSON object", jsonrpc.CodeInvalidRequest, nil
+	}
+	if len(m.ID) > 0 && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) {
+		id = m.ID
+	}
+	if _, err := jsonrpc.DecodeMessage(raw); err != nil {
+		return "invalid request: " + err.Error(), jsonrpc.CodeInvalidRequest, id
+	}
+	if m.Method != nil {
+		return "", 0, nil
+	}
+	if m.Result == nil && m.Error == nil {
+		return "invalid request: a response needs a result or an error", jsonrpc.CodeInvalidRequest, id
+	}
+	return "", 0, nil
+}
+
+// readCloser reads from the pipe and closes both it and the stdio stream
+// it is fed from.
+type readCloser struct {
+	*io.PipeReader
+	in io.Closer
+}
+
+func (r readCloser) Close() error {
+	return errors.Join(r.PipeReader.Close(), r.in.Close())
+}
