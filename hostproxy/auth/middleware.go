@@ -76,6 +76,24 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// RefuseWebPages answers 403 to a request a web page sent — cross_site for
+// Sec-Fetch-Site cross-site or same-site, origin_not_allowed for an Origin
+// that is not an allowed chrome-extension:// origin (WIRE-7), each with the
+// audit line Middleware writes — and passes every other request to next.
+// Mount it in front of a rate limiter: Middleware refuses these requests
+// too, but after the limiter has counted them, so a page the user merely
+// visits could spend the loopback budget the paired clients need (every
+// loopback peer shares one). Safe for concurrent use.
+func (a *Authority) RefuseWebPages(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code, reason := a.crossSite(r); code != "" {
+			a.deny(w, r, http.StatusForbidden, code, "requests from web pages are refused", slog.String("reason", reason))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Identify is a lenient companion of Middleware for placing in front of a
 // rate limiter: when the request carries a valid access token it stores the
 // actor (eventhub.WithActor) and the claims, so the limiter can pick the

@@ -104,3 +104,62 @@ func TestRuntime_ResultOfAPendingRequestPassesAnExhaustedRateLimit(t *testing.T)
 		postResult(t, srv, tok.Token, client, hostproxy.ResultBody{RequestID: msg.RequestID, Content: "{}"}),
 		"a late second answer is a stray post")
 }
+
+// status sends a body-less POST to path with hdr and returns the status,
+// the response drained and closed.
+func status(t *testing.T, srv *httptest.Server, path string, hdr map[string]string) int {
+	t.Helper()
+	resp := do(t, srv, http.MethodPost, path, hdr, "")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// All loopback peers share one unauthenticated budget (HUB-6: 20 a
+// minute). A web page the user visits can send requests to the loopback
+// server, and they used to be counted before they were refused, so a page
+// could lock the paired extension's result socket out for a minute. Now a
+// web page's request is refused before it is counted, the socket's
+// handshakes have a budget of their own, and a flood without a token is
+// counted however it names its client.
+func TestRuntime_RefusedRequestsCannotSpendTheBudgetPairedClientsNeed(t *testing.T) {
+	rt, srv := newServer(t, nil)
+	tok, err := rt.Auth.Mint(auth.Grant{InterfaceID: wire.InterfaceChromeExtension})
+	require.NoError(t, err)
+	socketOpens := func() bool {
+		t.Helper()
+		c, resp, err := dialResultSocket(t, srv, origin)
+		if err != nil {
+			require.NotNil(t, resp, "%v", err)
+			assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			return false
+		}
+		wsSend(t, c, map[string]string{"type": "auth", "token": tok.Token, "clientId": "ext-1"})
+		m, err := wsRecv(c)
+		require.NoError(t, err)
+		require.Equal(t, "ready", m["type"])
+		return true
+	}
+
+	// A web page: refused as such every time, never 429, whatever the count.
+	for range 2 * ratelimit.DefaultUnauthenticatedLimit {
+		require.Equal(t, http.StatusForbidden, status(t, srv, wire.PathPing, map[string]string{"Origin": "https://evil.example"}))
+		require.Equal(t, http.StatusForbidden, status(t, srv, wire.PathPing, map[string]string{"Sec-Fetch-Site": "cross-site"}))
+	}
+	require.True(t, socketOpens(), "the page spent nothing the socket needs")
+
+	// A local caller without a token (naming a client does not help) uses
+	// up the unauthenticated budget of the HTTP routes ...
+	limited := false
+	for range 2 * ratelimit.DefaultUnauthenticatedLimit {
+		st := status(t, srv, wire.PathHostBrowserEvent, map[string]string{wire.HeaderClientID: "ext-1"})
+		if st == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+		require.Equal(t, http.StatusUnauthorized, st)
+	}
+	require.True(t, limited, "token-less event posts are counted")
+	// ... not the socket's.
+	require.True(t, socketOpens(), "the socket's handshakes have a budget of their own")
+}

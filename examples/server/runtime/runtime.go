@@ -196,10 +196,15 @@ func New(cfg Config) (*Runtime, error) {
 		// the proxy waits on is an answer to the server's own request:
 		// refusing it would turn a command the browser ran into a timeout
 		// at its deadline (SEL-10), so it is not counted either; stray
-		// result posts are.
+		// result posts are. Only an authenticated request (Identify found
+		// a valid token) is exempt: a flood without one is counted, and
+		// refused by Middleware after.
 		Limiter: ratelimit.New(ratelimit.Config{Logger: log, Exempt: func(r *http.Request) bool {
-			return r.URL.Path == wire.PathHostBrowserEvent || r.URL.Path == wire.PathHostBrowserSessionInvalidated ||
-				proxy.AwaitsResult(r) || ratelimit.DefaultExempt(r)
+			if _, ok := eventhub.ActorFrom(r.Context()); ok && (r.URL.Path == wire.PathHostBrowserEvent ||
+				r.URL.Path == wire.PathHostBrowserSessionInvalidated || proxy.AwaitsResult(r)) {
+				return true
+			}
+			return ratelimit.DefaultExempt(r)
 		}}),
 		log:   log,
 		guard: cfg.Guard,
@@ -220,17 +225,21 @@ func New(cfg Config) (*Runtime, error) {
 	mux.Handle("POST "+wire.PathPair, a.PairHandler())
 	mux.Handle("POST "+wire.PathPairRefresh, a.RefreshHandler())
 	mux.Handle("POST "+CommandPath, a.LocalOnly(http.HandlerFunc(rt.serveCommand)))
-	// Identify lets the limiter see the actor; Middleware then refuses
-	// anything without a valid token.
-	protected := a.Identify(rt.Limiter.Handler(a.Middleware(authed)))
+	// A web page's request is refused before the limiter counts it (a page
+	// the user visits must not spend the paired clients' budget); Identify
+	// lets the limiter see the actor; Middleware then refuses anything
+	// without a valid token.
+	protected := a.RefuseWebPages(a.Identify(rt.Limiter.Handler(a.Middleware(authed))))
 	for _, p := range []string{wire.PathEvents, wire.PathPing, wire.PathHostBrowserResult,
 		wire.PathHostBrowserEvent, wire.PathHostBrowserSessionInvalidated} {
 		mux.Handle(p, protected)
 	}
 	// The result socket authenticates with its first message (a browser
 	// cannot set headers on a WebSocket), so it sits outside Middleware;
-	// like pairing it is local-only, and its handshake is rate-limited
-	// like any unauthenticated request.
+	// like pairing it is local-only, a web page's handshake is refused
+	// before it is counted, and its handshakes are rate-limited as
+	// unauthenticated requests (HUB-6: 20 a minute) with a budget of their
+	// own, which other unauthenticated requests cannot use up.
 	// It also offers the subscribed mode (one socket for requests, cancels,
 	// results and events), registering through the hub the events route
 	// uses; a client that does not ask for it keeps GET /v1/events.
@@ -241,9 +250,10 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.NoSubscribedSocket {
 		socketSub = nil
 	}
-	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(rt.Limiter.Handler(proxy.ResultSocketHandler(
+	handshakes := ratelimit.New(ratelimit.Config{Logger: log, Exempt: func(*http.Request) bool { return false }})
+	mux.Handle("GET "+wire.PathHostBrowserResultSocket, a.LocalOnly(a.RefuseWebPages(handshakes.Handler(proxy.ResultSocketHandler(
 		hostproxy.SocketOptions{Verify: a.VerifyClient, AllowedOrigins: cfg.AllowedOrigins, LoopbackOnly: true,
-			Subscriber: socketSub}))))
+			Subscriber: socketSub})))))
 	rt.Handler = mux
 	return rt, nil
 }
