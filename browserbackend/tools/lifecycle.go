@@ -83,6 +83,9 @@ func (t *Tools) Close(ctx context.Context, inv browserbackend.Invocation, in Rel
 }
 
 func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput, op string, closing bool) (ReleaseResult, error) {
+	if err := checkInvocation(op, inv); err != nil {
+		return ReleaseResult{}, err
+	}
 	mode, err := parseMode(t.sel, op, in.BrowserMode, inv)
 	if err != nil {
 		return ReleaseResult{}, err
@@ -157,6 +160,9 @@ type StatusInput struct {
 // Status is the browser_status tool (SEL-13); see the package-level Status.
 func (t *Tools) Status(ctx context.Context, inv browserbackend.Invocation, in StatusInput) (StatusReport, error) {
 	const op = "status"
+	if err := checkInvocation(op, inv); err != nil {
+		return StatusReport{}, err
+	}
 	mode, err := parseMode(t.sel, op, in.BrowserMode, inv)
 	if err != nil {
 		return StatusReport{}, err

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -80,6 +81,9 @@ type NavigateResult struct {
 func checkURL(op, raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return invalidInput(op, "url is required")
+	}
+	if len(raw) > MaxURLBytes {
+		return invalidInput(op, fmt.Sprintf("url is %d bytes; Chromium loads at most %d", len(raw), MaxURLBytes))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -23,6 +24,44 @@ const (
 	// MaxTimeout bounds every TimeoutMs.
 	MaxTimeout = 5 * time.Minute
 )
+
+// Input bounds every tool checks before it contacts a backend
+// (CodeInvalidInput): the conversation id goes into the selector's memo, the
+// backends' per-conversation tabs and pages and every log line of the call.
+const (
+	// MaxConversationIDBytes bounds Invocation.ConversationID; control
+	// characters are refused too.
+	MaxConversationIDBytes = 256
+	// MaxURLBytes bounds a URL to load: Chromium's own limit on a URL
+	// (url::kMaxURLChars, 2 MiB).
+	MaxURLBytes = 2 << 20
+)
+
+// checkInvocation checks what every tool call takes from inv.
+func checkInvocation(op string, inv browserbackend.Invocation) error {
+	return checkConversationID(op, inv.ConversationID)
+}
+
+// CheckConversationID returns nil when every tool accepts id as an
+// Invocation.ConversationID, else an *Error with CodeInvalidInput (op
+// "conversation"): at most MaxConversationIDBytes, no control characters.
+// For a front end (an MCP server, say) that keeps state per conversation
+// before the tool call checks it.
+func CheckConversationID(id string) error {
+	return checkConversationID("conversation", id)
+}
+
+func checkConversationID(op, id string) error {
+	if len(id) > MaxConversationIDBytes {
+		return invalidInput(op, fmt.Sprintf("conversation id is %d bytes; at most %d are accepted", len(id), MaxConversationIDBytes))
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] == 0x7f {
+			return invalidInput(op, "conversation id has a control character")
+		}
+	}
+	return nil
+}
 
 // Call describes how a tool call was served: the backend that answered and
 // every backend tried, in order (SEL-7 attempt records).
@@ -199,6 +238,9 @@ func run[R any, PR interface {
 	callResult
 }](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
 	var zero R
+	if err := checkInvocation(s.op, inv); err != nil {
+		return zero, err
+	}
 	mode, err := parseMode(t.sel, s.op, s.mode, inv)
 	if err != nil {
 		return zero, err

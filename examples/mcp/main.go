@@ -269,7 +269,12 @@ func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The reference server's timeouts: a client that trickles its headers
+	// or body, or parks an idle connection, is cut off. The session's GET
+	// stream is not: net/http lifts the read deadline once a request has
+	// been read.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: runtime.DefaultReadHeaderTimeout,
+		ReadTimeout: runtime.DefaultReadTimeout, IdleTimeout: runtime.DefaultIdleTimeout}
 	log.Info("serving MCP over streamable HTTP", "module", "example-mcp", "url", "http://"+ln.Addr().String()+MCPPath)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -2,6 +2,7 @@ package mcptools_test
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,4 +79,47 @@ func TestPinnedModeThatIsUnavailableReturnsTheReportWithRemediation(t *testing.T
 	assert.Contains(t, txt, "browser_status", "the text says what to call next")
 	assert.Zero(t, local.Builds(), "a pinned mode never falls back to local")
 	assert.Nil(t, res.StructuredContent, "a failure has no structured result")
+}
+
+// A conversation_id over tools.MaxConversationIDBytes, or with a control
+// character, is a tool error before any provider is asked, and the server
+// does not keep it (a client sending distinct huge ids grew the server's
+// memory without bound). A named conversation is forgotten once
+// browser_close closed it.
+func TestAnOversizedConversationIDIsRefusedAndNotKept(t *testing.T) {
+	tl, provs := fakeChain()
+	srv, ms := serve(t, mcptools.Options{Tools: tl})
+	cs := connect(t, ms, nil)
+	for _, id := range []string{strings.Repeat("c", tools.MaxConversationIDBytes+1), "conv\x00x", "conv\nx"} {
+		for _, name := range mcptools.ToolNames {
+			res := call(t, cs, name, with(validArgs[name], "conversation_id", id))
+			require.True(t, res.IsError, name)
+			assert.Contains(t, text(res), "conversation id", name)
+		}
+	}
+	assert.Empty(t, srv.Conversations(), "no refused id is kept")
+	for _, p := range provs {
+		assert.Zero(t, p.Proposed(), "%s: no provider was asked", p.K)
+	}
+
+	named := strings.Repeat("n", tools.MaxConversationIDBytes)
+	res := call(t, cs, "browser_status", map[string]any{"conversation_id": named})
+	require.False(t, res.IsError, text(res))
+	assert.Contains(t, srv.Conversations(), named)
+	res = call(t, cs, "browser_close", map[string]any{"conversation_id": named})
+	require.False(t, res.IsError, text(res))
+	assert.NotContains(t, srv.Conversations(), named, "closed, so no longer kept")
+}
+
+// A URL longer than Chromium loads is refused before any provider is asked.
+func TestAURLOverChromiumsLimitIsRefused(t *testing.T) {
+	tl, provs := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	cs := connect(t, ms, nil)
+	res := call(t, cs, "browser_navigate", map[string]any{"url": "https://example.test/?" + strings.Repeat("q", tools.MaxURLBytes)})
+	require.True(t, res.IsError)
+	assert.Contains(t, text(res), "Chromium loads at most")
+	for _, p := range provs {
+		assert.Zero(t, p.Proposed(), "%s: no provider was asked", p.K)
+	}
 }

@@ -186,6 +186,9 @@ func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocati
 	if ss == nil {
 		return browserbackend.Invocation{}, nil, nil, errNoSession
 	}
+	if err := tools.CheckConversationID(c.ConversationID); err != nil {
+		return browserbackend.Invocation{}, nil, nil, err // not kept in named
+	}
 	st := s.sessions[ss]
 	if st == nil {
 		st = &session{conversationID: "mcp-" + sessionKey(ss)}
@@ -208,6 +211,15 @@ func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocati
 }
 
 var errNoSession = errors.New("mcptools: a tool call without an MCP session")
+
+// forgetNamed drops conv from the conversations calls have named (after a
+// browser_close of it), so that a client naming many conversations over
+// time does not grow the set without bound.
+func (s *Server) forgetNamed(conv string) {
+	s.mu.Lock()
+	delete(s.named, conv)
+	s.mu.Unlock()
+}
 
 func sessionKey(ss *mcp.ServerSession) string {
 	if id := ss.ID(); id != "" {

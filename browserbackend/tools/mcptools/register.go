@@ -210,7 +210,11 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_close", title: "Close",
 		desc: "Close what the conversation opened (its own tab or private page; never the user's tabs) and release its browser.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ReleaseArgs) (tools.ReleaseResult, error) {
-			return s.opts.Tools.Close(ctx, inv, tools.ReleaseInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
+			res, err := s.opts.Tools.Close(ctx, inv, tools.ReleaseInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
+			if err == nil {
+				s.forgetNamed(inv.ConversationID) // closed: nothing is left for Close to release
+			}
+			return res, err
 		},
 		text:    func(r tools.ReleaseResult) string { return releaseText("Closed", r) },
 		backend: func(r tools.ReleaseResult) browserbackend.Kind { return r.Backend },
