@@ -67,6 +67,28 @@ const tempProfilePrefix = "browserchain-local-"
 // 156, makes every navigation fail with net::ERR_ABORTED.)
 const configSubdir = "xdg-config"
 
+// scratchPrefix names the directory, in the system's temporary directory,
+// that a launched browser gets as TMPDIR. Chromium makes scratch
+// directories of its own there (org.chromium.Chromium.*, its singleton
+// socket among them) and removes them when it exits, but not when it is
+// killed: they piled up in the system's temporary directory. teardown
+// removes the whole scratch directory, and sweepStaleProfiles one a killed
+// host left (its ownerLink names the host process). The name is short on
+// purpose: the singleton socket's path must fit a Unix socket address
+// (maxSocketPath); where it would not, the browser keeps the system's
+// TMPDIR.
+const scratchPrefix = "browserchain-t-"
+
+// maxSocketPath bounds the path of Chromium's singleton socket under a
+// scratch directory: a Unix socket address holds 108 bytes on Linux, 104
+// on macOS, with its terminating NUL; Chromium exits (FATAL) on a longer
+// one.
+const maxSocketPath = 100
+
+// chromiumSocketSuffix is what Chromium appends to TMPDIR for its
+// singleton socket.
+const chromiumSocketSuffix = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
+
 // Options configures a Browser. The zero value launches the system Chromium
 // headless in a temporary profile.
 type Options struct {
@@ -165,6 +187,7 @@ type state struct {
 	bctx          playwright.BrowserContext
 	profileDir    string
 	removeProfile bool
+	scratchDir    string // the browser's TMPDIR, removed at teardown; "" for the system's
 	driverPID     int
 	driverWatch   chan struct{} // closed when the driver-exit watcher ended; nil without one
 	browserPID    int           // the Chromium browser process; 0 when not found
@@ -367,13 +390,13 @@ func (b *Browser) doLaunch() (*state, error) {
 		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
 	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.now)}
+	sweepStaleProfiles(os.TempDir(), b.log)
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
 			return nil, launchFailed("cannot create profile directory", err)
 		}
 		st.profileDir = b.opts.ProfileDir
 	} else {
-		sweepStaleProfiles(os.TempDir(), b.log)
 		dir, err := os.MkdirTemp("", tempProfilePrefix)
 		if err != nil {
 			return nil, launchFailed("cannot create a temporary profile directory", err)
@@ -387,6 +410,7 @@ func (b *Browser) doLaunch() (*state, error) {
 		_ = b.teardown(st) // leaves nothing running; the launch error is what matters
 		return nil, launchFailed(msg, err)
 	}
+	st.scratchDir = makeScratch(b.log)
 
 	// Stdout/Stderr stay nil on purpose: a non-nil Stderr without Logger makes
 	// playwright-go redirect the global log package; Verbose stays false, so
@@ -417,7 +441,7 @@ func (b *Browser) doLaunch() (*state, error) {
 		ExecutablePath: playwright.String(b.opts.ExecutablePath),
 		Headless:       playwright.Bool(!b.opts.Headed),
 		Args:           args,
-		Env:            browserEnv(filepath.Join(st.profileDir, configSubdir)),
+		Env:            browserEnv(filepath.Join(st.profileDir, configSubdir), st.scratchDir),
 		Timeout:        playwright.Float(float64(b.opts.LaunchTimeout.Milliseconds())),
 	})
 	if err != nil {
@@ -496,6 +520,11 @@ func (b *Browser) teardown(st *state) error {
 	if st.removeProfile {
 		if err := os.RemoveAll(st.profileDir); err != nil {
 			errs = append(errs, fmt.Errorf("local: remove profile: %w", err))
+		}
+	}
+	if st.scratchDir != "" {
+		if err := os.RemoveAll(st.scratchDir); err != nil {
+			errs = append(errs, fmt.Errorf("local: remove the browser's scratch directory: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -839,8 +868,9 @@ func (b *Browser) track() bool {
 }
 
 // browserEnv returns this process's environment with XDG_CONFIG_HOME set to
-// configHome (Playwright replaces the browser's whole environment by Env).
-func browserEnv(configHome string) map[string]string {
+// configHome and TMPDIR to tmp unless it is "" (Playwright replaces the
+// browser's whole environment by Env).
+func browserEnv(configHome, tmp string) map[string]string {
 	env := make(map[string]string)
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
@@ -848,6 +878,9 @@ func browserEnv(configHome string) map[string]string {
 		}
 	}
 	env["XDG_CONFIG_HOME"] = configHome
+	if tmp != "" {
+		env["TMPDIR"] = tmp
+	}
 	return env
 }
 

@@ -5,6 +5,8 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -325,4 +327,51 @@ func TestTimeoutBeforeSendCarriesBrowserDiagnostics(t *testing.T) {
 	b.mu.Unlock()
 	close(relaunch.done)
 	evalValue(t, ctx, c, "2") // the browser serves again
+}
+
+// Chromium removes its scratch directories (org.chromium.Chromium.*) when
+// it exits, not when it is killed. The browser's TMPDIR is a directory of
+// its own that teardown removes, so a killed browser leaves nothing in the
+// system's temporary directory: with a temporary profile (inside it) and
+// with a caller's profile directory (a scratch directory beside it).
+func TestKilledBrowserLeavesNoScratchInTheTemporaryDirectory(t *testing.T) {
+	for _, persistent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "temporary profile", true: "caller's profile"}[persistent], func(t *testing.T) {
+			opts := Options{Logger: quietLogger()}
+			if persistent {
+				opts.ProfileDir = filepath.Join(t.TempDir(), "profile")
+			}
+			// A short TMPDIR: t.TempDir's would make Chromium's socket path
+			// too long for a scratch directory (makeScratch).
+			tmp, err := os.MkdirTemp("", "s")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+			t.Setenv("TMPDIR", tmp)
+			b := New(opts)
+			t.Cleanup(func() { _ = b.Close() })
+			ctx := testCtx(t)
+			c := b.Client("scratch")
+			defer c.Close()
+			assert.Equal(t, "2", evalValue(t, ctx, c, "1+1"))
+			b.mu.Lock()
+			st := b.st
+			b.mu.Unlock()
+			require.NotZero(t, st.browserPID)
+			require.NotEmpty(t, st.scratchDir)
+			scratch, err := filepath.Glob(filepath.Join(st.scratchDir, "org.chromium.Chromium.*"))
+			require.NoError(t, err)
+			require.NotEmpty(t, scratch, "Chromium made its scratch directories in the browser's TMPDIR")
+
+			require.NoError(t, syscall.Kill(st.browserPID, syscall.SIGKILL))
+			<-st.dead
+			require.NoError(t, b.Close())
+			left, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			assert.Empty(t, names, "nothing of the killed browser is left in %s", tmp)
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,11 @@ func TestSweepStaleProfilesRemovesOnlyDeadOnes(t *testing.T) {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.Mkdir(p, 0o700))
 		if lock != "" {
-			require.NoError(t, os.Symlink(lock, filepath.Join(p, "SingletonLock")))
+			link := "SingletonLock"
+			if strings.HasPrefix(name, scratchPrefix) {
+				link = ownerLink
+			}
+			require.NoError(t, os.Symlink(lock, filepath.Join(p, link)))
 		}
 		if age > 0 {
 			old := time.Now().Add(-age)
@@ -44,13 +49,18 @@ func TestSweepStaleProfilesRemovesOnlyDeadOnes(t *testing.T) {
 	fresh := mk(tempProfilePrefix+"fresh", "", 0)
 	old := mk(tempProfilePrefix+"old", "", 2*staleProfileAge)
 	foreign := mk("not-ours", host+"-"+strconv.Itoa(deadPID), 2*staleProfileAge)
+	// A browser's scratch directory goes with the host process it names,
+	// not with its age.
+	deadScratch := mk(scratchPrefix+"dead", host+"-"+strconv.Itoa(deadPID), 0)
+	liveScratch := mk(scratchPrefix+"live", host+"-"+strconv.Itoa(os.Getpid()), 2*staleProfileAge)
+	unnamedScratch := mk(scratchPrefix+"unnamed", "", 2*staleProfileAge)
 
 	sweepStaleProfiles(dir, quietLogger())
 
-	for _, p := range []string{liveLock, otherHost, fresh, foreign} {
+	for _, p := range []string{liveLock, otherHost, fresh, foreign, liveScratch, unnamedScratch} {
 		assert.DirExists(t, p)
 	}
-	for _, p := range []string{deadLock, old} {
+	for _, p := range []string{deadLock, old, deadScratch} {
 		assert.NoDirExists(t, p)
 	}
 }

@@ -170,6 +170,16 @@ func Start(t testing.TB, opts ...Option) *Browser {
 	path := Path()
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Chromium's own scratch directories (org.chromium.Chromium.*) go into
+	// a directory the test removes: a browser a test kills leaves them
+	// behind. Its singleton socket's path must fit a Unix socket address,
+	// so a long temporary directory keeps the system's.
+	if scratch, err := os.MkdirTemp("", "chromiumtest-t-"); err == nil {
+		t.Cleanup(func() { _ = os.RemoveAll(scratch) }) // after the browser's kill below
+		if len(scratch) <= 55 {
+			cmd.Env = append(os.Environ(), "TMPDIR="+scratch)
+		}
+	}
 	logBuf := &tailBuffer{max: 64 << 10}
 	cmd.Stdout = logBuf
 	cmd.Stderr = logBuf
