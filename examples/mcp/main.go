@@ -227,9 +227,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 
 	if c.httpAddr == "" {
 		log.Info("serving MCP over stdio", "module", "example-mcp")
-		in, out := stdioFrames(stdin, stdout, log)
-		// The frames are bounded by stdioFrames (maxFrameBytes).
-		err := ms.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1})
+		err := ms.Run(ctx, mcptools.StdioTransport(stdin, stdout, log))
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			err = nil
 		}

@@ -8,7 +8,7 @@
 //	srv := mcptools.New(mcptools.Options{Tools: tl, ActorPrincipalID: "user-7"})
 //	defer srv.Close()
 //	ms := srv.NewMCPServer(nil)               // or srv.Register(yourServer)
-//	err := ms.Run(ctx, &mcp.StdioTransport{})  // or mcp.NewStreamableHTTPHandler
+//	err := ms.Run(ctx, mcptools.StdioTransport(os.Stdin, os.Stdout, nil)) // or mcp.NewStreamableHTTPHandler
 //
 // The tools are browser_navigate, browser_snapshot, browser_screenshot,
 // browser_click, browser_type, browser_hover, browser_scroll,

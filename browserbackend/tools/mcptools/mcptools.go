@@ -154,7 +154,7 @@ func New(opts Options) *Server {
 
 // NewMCPServer returns an MCP server named impl (nil: "browserchain") that
 // offers SupportedProtocolVersions, the logging capability and the browser
-// tools (Register). Serve it with Run(ctx, &mcp.StdioTransport{}) or
+// tools (Register). Serve it with Run(ctx, StdioTransport(os.Stdin, os.Stdout, nil)) or
 // mcp.NewStreamableHTTPHandler.
 func (s *Server) NewMCPServer(impl *mcp.Implementation) *mcp.Server {
 	if impl == nil {

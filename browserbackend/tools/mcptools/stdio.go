@@ -1,8 +1,9 @@
-package main
+package mcptools
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,23 +18,49 @@ import (
 // maxFrameBytes bounds one stdio frame (a line), the SDK's own default.
 const maxFrameBytes = mcp.DefaultMaxLineLength
 
-// stdioFrames sits between the stdio streams and the SDK's IOTransport,
-// which ends the session at the first frame it cannot decode (a client's
-// malformed line would otherwise take its session, its pages and the
-// process with it). It passes on each line that is a JSON-RPC 2.0 message
-// (or a batch of them) and answers every other line itself, as JSON-RPC
-// says a server answers one: -32700 when the line is not one JSON value,
-// -32600 when it is JSON but not a message (wrong or missing "jsonrpc",
-// an id that is neither a string nor a number, a response with neither
-// result nor error, an empty batch, a line over maxFrameBytes), with the
-// frame's id when it has a usable one and null otherwise. A refused frame
-// is logged with its size and reason, never its content. Blank lines are
-// skipped; a CR before the LF is allowed.
+// StdioTransport returns the transport that serves MCP over in and out
+// (os.Stdin and os.Stdout for a server a client launches): the SDK's
+// newline-delimited mcp.IOTransport behind a frame filter. The SDK's own
+// stdio transports end the session at the first frame they cannot decode,
+// so one malformed line from a client cost it its session and its pages
+// (and a server built on them, its process). The filter passes on each line
+// that is a JSON-RPC 2.0 message (or a batch of them) and answers every other
+// line itself, as JSON-RPC says a server answers one: -32700 when the line
+// is not one JSON value, -32600 when it is JSON but not a message (wrong or
+// missing "jsonrpc", an id that is neither a string nor a number, a
+// response with neither result nor error, an empty batch, a line over
+// mcp.DefaultMaxLineLength), with the frame's id when it has a usable one
+// and null otherwise. A refused frame is logged to log (nil:
+// slog.Default()) with its size and reason, never its content. Blank lines
+// are skipped; a CR before the LF is allowed. Answers and the SDK's writes
+// share one lock (the SDK writes a message in one Write).
 //
-// It returns the reader and writer to give IOTransport: the writer is
-// shared with the error answers under one lock (one Write per message, as
-// the SDK writes), and the reader ends when in ends. The goroutine that
-// reads in ends with in.
+//	err := srv.NewMCPServer(nil).Run(ctx, mcptools.StdioTransport(os.Stdin, os.Stdout, logger))
+//
+// Each Connect starts one goroutine that reads in until it ends.
+func StdioTransport(in io.ReadCloser, out io.WriteCloser, log *slog.Logger) mcp.Transport {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &stdioTransport{in: in, out: out, log: log}
+}
+
+type stdioTransport struct {
+	in  io.ReadCloser
+	out io.WriteCloser
+	log *slog.Logger
+}
+
+// Connect implements mcp.Transport.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	in, out := stdioFrames(t.in, t.out, t.log)
+	// The frames are bounded by the filter (maxFrameBytes).
+	return (&mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}).Connect(ctx)
+}
+
+// stdioFrames returns the reader and writer StdioTransport gives the SDK:
+// the writer is shared with the filter's answers, and the reader ends when
+// in ends. The goroutine that reads in ends with in.
 func stdioFrames(in io.ReadCloser, out io.WriteCloser, log *slog.Logger) (io.ReadCloser, io.WriteCloser) {
 	pr, pw := io.Pipe()
 	w := &frameWriter{w: out}
@@ -42,7 +69,7 @@ func stdioFrames(in io.ReadCloser, out io.WriteCloser, log *slog.Logger) (io.Rea
 		for {
 			line, tooLong, err := readFrame(br, maxFrameBytes)
 			if reason, code, id := check(line, tooLong); reason != "" {
-				log.Warn("mcp: stdio frame refused", "module", "example-mcp", "bytes", len(line), "reason", reason)
+				log.Warn("mcptools: stdio frame refused", "module", "browser-mcp", "bytes", len(line), "reason", reason)
 				if w.answer(id, code, reason) != nil {
 					_ = pw.CloseWithError(io.ErrClosedPipe)
 					return
