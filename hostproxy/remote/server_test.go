@@ -378,6 +378,34 @@ func TestCapacity_NewDevice503ExistingDeviceReplacesItsOwn(t *testing.T) {
 	assert.True(t, ok)
 }
 
+// A request that carries a device's credential but fails the upgrade (a
+// plain GET, an aborted handshake) leaves the device's open socket as it
+// was: still online, still counted against the capacity, still closed by
+// Revoke; it used to take the socket's slot and drop it, orphaning the
+// socket (out of Online, the capacity, Revoke's reach, and Close waited for
+// it).
+func TestCapacity_AFailedUpgradeLeavesTheDevicesSocketItsSlot(t *testing.T) {
+	f := newFixture(t, fixtureOpts{limits: Limits{MaxConnections: 1}})
+	token, devID := f.pair("u")
+	d := f.dial(token)
+
+	req, err := http.NewRequest(http.MethodGet, f.http.URL+"/extension", nil)
+	require.NoError(t, err)
+	req.Header.Set("Sec-WebSocket-Protocol", wire.SubprotocolAuthPrefix+token)
+	resp, err := f.http.Client().Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusUpgradeRequired, resp.StatusCode, "not a WebSocket handshake")
+
+	assert.Equal(t, []string{devID}, f.srv.Online())
+	other, _ := f.pair("u")
+	_, resp, err = f.dialRaw("/extension", []string{wire.SubprotocolAuthPrefix + other}, nil)
+	require.Error(t, err, "the device still holds the one slot")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.NoError(t, f.srv.Revoke(context.Background(), devID))
+	assert.Equal(t, StatusRevoked, d.closed())
+}
+
 // TestAuthorize_OverItsRate429RetryAfter (REM-6).
 func TestAuthorize_OverItsRate429RetryAfter(t *testing.T) {
 	f := newFixture(t, fixtureOpts{limits: Limits{AuthorizeRate: 2}})

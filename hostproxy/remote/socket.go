@@ -124,6 +124,24 @@ func (s *Server) claim(dev Device) (c, old *conn, err error) {
 	return c, old, nil
 }
 
+// giveBack returns the slot c took from old to old when c never became a
+// socket (its upgrade failed) and old is still live: a request that carries
+// a device's credential but fails the upgrade must not orphan the device's
+// open socket (it would drop out of Online, of the capacity count and of
+// Revoke's and Disconnect's reach, and Close would wait for it).
+func (s *Server) giveBack(c, old *conn) {
+	if old == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Under s.mu, as old's release: an old that ends from here on finds its
+	// slot again and frees it.
+	if s.slots[c.dev.DeviceID] == c && !old.ended() {
+		s.slots[c.dev.DeviceID] = old
+	}
+}
+
 // release frees c's slot unless a newer connection of the device took it.
 func (s *Server) release(c *conn) {
 	s.mu.Lock()
@@ -279,7 +297,8 @@ func (s *Server) SocketHandler() http.Handler {
 		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{proto}, InsecureSkipVerify: true})
 		if err != nil {
 			s.log.Warn("remote socket upgrade failed", "deviceId", dev.DeviceID, "peer", r.RemoteAddr, "error", err)
-			return // Accept has answered
+			s.giveBack(c, old) // the device's live socket keeps its slot
+			return             // Accept has answered
 		}
 		if old != nil {
 			old.end(endReplaced, "replaced by a newer connection of this device")
