@@ -129,8 +129,22 @@ func (s *Server) UICall(ctx context.Context, deviceID, method string, params any
 	id, ch := c.ui.add()
 	defer c.ui.drop(id)
 	frame, _ := json.Marshal(uiRequest{ID: id, Method: method, Params: p})
-	if !c.writeRaw(frame) {
-		return nil, uiErr(method, browserbackend.ClassTransport, browserbackend.CodeTransportError, "", "the socket closed")
+	// The write waits behind the socket's other writes (a stalled device's
+	// socket takes up to writeTimeout to fail one); the call must still end
+	// at ctx. The write goes on in the background: a write cut off midway
+	// would drop the socket (see writeRaw), and it ends within
+	// writeTimeout, or when the socket closes.
+	written := make(chan bool, 1)
+	go func() { written <- c.writeRaw(frame) }()
+	select {
+	case ok := <-written:
+		if !ok {
+			return nil, uiErr(method, browserbackend.ClassTransport, browserbackend.CodeTransportError, "", "the socket closed")
+		}
+	case <-ctx.Done():
+		e := browserbackend.ContextError(ctx, method, true) // the frame may be on its way
+		e.Backend = browserbackend.KindExtension
+		return nil, e
 	}
 	select {
 	case ans := <-ch:

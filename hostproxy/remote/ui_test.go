@@ -113,3 +113,39 @@ func TestUI_ADisconnectFailsTheCallInFlightWithATransportError(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, devices, 1, "the device keeps its grant")
 }
+
+// A UI call ends at its context even when its frame cannot be written yet
+// (the socket's writes wait behind a stalled device's): it used to wait
+// for the socket's own write timeout (10 s) and then fail as a transport
+// error. The socket stays up, and the frame goes out once the socket
+// writes again.
+func TestUI_ACallWhoseFrameWaitsToBeWrittenEndsAtItsContext(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	token, deviceID := f.pair("user-7")
+	d := f.dial(token)
+	f.srv.mu.Lock()
+	c := f.srv.slots[deviceID]
+	f.srv.mu.Unlock()
+	c.mu.Lock()
+	ws := c.ws
+	c.mu.Unlock()
+	// An open message writer holds the socket's write lock: every other
+	// write waits, as behind a blocked write to a device that stopped
+	// reading.
+	hold, err := ws.Writer(context.Background(), websocket.MessageText)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { _, err := f.srv.UICall(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": "conv-1"}); errs <- err }()
+	cancel()
+	err = <-errs
+	var be *browserbackend.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, browserbackend.ClassAborted, be.Class, "%v", err)
+	assert.Equal(t, []string{deviceID}, f.srv.Online(), "the socket stays up")
+
+	_, _ = hold.Write([]byte(`{"type":"noop"}`))
+	require.NoError(t, hold.Close())
+	assert.Equal(t, wire.UITaskFocus, d.nextUI().Method, "the frame went out once the socket wrote again")
+}
