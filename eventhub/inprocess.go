@@ -637,6 +637,23 @@ func (h *InProcess) Unregister(clientID string) bool {
 	return true
 }
 
+// Supersede ends the client's registration as replaced (EndReplaced, as
+// when the same client id registers here again) and closes its stream. A
+// hub spread over several processes calls it when the client has
+// registered on another replica since: its old stream here must stop
+// receiving what is now delivered there (natshub). It reports whether the
+// client was connected.
+func (h *InProcess) Supersede(clientID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.clients[clientID]
+	if s == nil {
+		return false
+	}
+	h.endLocked(s, EndReplaced, "")
+	return true
+}
+
 // Close ends every stream (EndHubClosed), waits for pending hook calls and
 // stops the hook goroutine. Later Publish and subscribe calls fail with
 // ErrClosed. Close is idempotent. Stream handlers return promptly; a host

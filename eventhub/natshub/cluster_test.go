@@ -624,3 +624,29 @@ func TestResumeAfterBothDoesNotReplayAnAwaitedRequestWrittenLater(t *testing.T) 
 	require.NoError(t, err)
 	require.Equal(t, "marker", next(t, s2)["type"], "the request the client had was replayed")
 }
+
+// A client that registers on another replica while its old stream is
+// still open (a half-open connection, a reconnect that raced the drop)
+// replaces the old registration cluster-wide, as it does within one
+// replica: the old stream ends (EndReplaced) and a command reaches the
+// client once, on the new one. The old registration kept its delivery
+// subscription and both streams received every command.
+func TestAClientRegisteringOnAnotherReplicaEndsItsOldStream(t *testing.T) {
+	_, rs := cluster(t, time.Hour)
+	a, b, c := rs[0], rs[1], rs[2]
+	old := dial(t, a, "ext-1", "")
+	waitListed(t, c.hub, "ext-1", true)
+	moved := dial(t, b, "ext-1", "")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // against a hang only
+	defer cancel()
+	_, err := old.NextEvent(ctx)
+	require.Error(t, err, "the old stream on A ends")
+	require.NoError(t, ctx.Err(), "it ended, not the wait")
+	_, held := a.hub.Local().Client("ext-1")
+	require.False(t, held, "A holds the client no more")
+
+	_, err = c.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "once"})
+	require.NoError(t, err)
+	require.Equal(t, "once", next(t, moved)["type"])
+}

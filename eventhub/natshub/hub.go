@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -198,7 +199,7 @@ type localReg struct {
 	actor    string
 	reg      string
 	subs     []*nats.Subscription
-	rev      uint64
+	rev      atomic.Uint64     // the revision of its roster entry this replica wrote; 0 before the put
 	replayed map[string]string // event id its publisher knows → id of its replay here
 	asm      assembler
 }

@@ -84,7 +84,7 @@ func (h *Hub) putEntry(ctx context.Context, reg *localReg, info eventhub.ClientI
 		h.log.Warn("natshub: roster put failed; retried at the next refresh", "clientId", reg.clientID, "error", err)
 		return
 	}
-	reg.rev = rev
+	reg.rev.Store(rev)
 }
 
 // onUnregister unsubscribes the client's subjects and deletes its roster
@@ -103,7 +103,7 @@ func (h *Hub) onUnregister(info eventhub.ClientInfo, _ eventhub.EndReason) {
 	}
 	reg.mu.Lock()
 	unsubscribe(reg)
-	rev := reg.rev
+	rev := reg.rev.Load()
 	reg.mu.Unlock()
 	if rev == 0 {
 		return
@@ -297,7 +297,7 @@ func (h *Hub) watchOnce() error {
 				}
 				continue
 			}
-			h.applyEntry(clientID, v, put)
+			h.applyEntry(clientID, v, put, e.Revision())
 		}
 	}
 }
@@ -332,6 +332,12 @@ func (h *Hub) replaceView(m map[string]rosterValue) {
 				stale = append(stale, id)
 			}
 			continue
+		}
+		// The bucket names another replica for a client held here whose
+		// entry this replica had written: the other put came later (see
+		// applyEntry).
+		if reg := h.locals[id]; reg != nil && reg.rev.Load() != 0 {
+			h.supersedeLocked(reg)
 		}
 		h.seenLocked(v.Replica)
 		if r := h.view[id]; r != nil {
@@ -377,10 +383,20 @@ func (h *Hub) reputLocal() {
 	}
 }
 
-// applyEntry applies one watched change to the view.
-func (h *Hub) applyEntry(clientID string, v rosterValue, put bool) {
+// applyEntry applies one watched change, the entry's revision rev, to the
+// view. A put by another replica newer than this replica's own entry for a
+// client it holds means the client registered there since (it reconnected
+// elsewhere while its old stream here is still open): the registration
+// here is ended as replaced, or both streams would receive every command
+// sent to the client.
+func (h *Hub) applyEntry(clientID string, v rosterValue, put bool, rev uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if put && v.Replica != h.replica {
+		if reg := h.locals[clientID]; reg != nil && reg.rev.Load() != 0 && rev > reg.rev.Load() {
+			h.supersedeLocked(reg)
+		}
+	}
 	old := h.view[clientID]
 	if !put {
 		if old != nil {
@@ -411,6 +427,17 @@ func (h *Hub) applyEntry(clientID string, v rosterValue, put bool) {
 		}
 	}
 	h.fireChangedLocked()
+}
+
+// supersedeLocked ends the local registration reg, which another replica's
+// has replaced (EndReplaced; onUnregister then unsubscribes its subjects and
+// leaves the newer roster entry alone). The local hub runs its hooks on
+// their own goroutine, so h.mu may be held. A registration of the same
+// client id made here in the moment before can be ended with it; its
+// client reconnects.
+func (h *Hub) supersedeLocked(reg *localReg) {
+	h.log.Info("natshub: client registered on another replica; ending its registration here", "clientId", reg.clientID)
+	h.local.Supersede(reg.clientID)
 }
 
 func (h *Hub) seenLocked(replica string) {
@@ -510,10 +537,10 @@ func (h *Hub) refreshLoop() {
 			ctx, stop := context.WithTimeout(h.ctx, opTimeout)
 			reg.mu.Lock()
 			val, _ := json.Marshal(rosterValue{Info: info, Replica: h.replica, Reg: reg.reg})
-			if reg.rev == 0 {
+			if reg.rev.Load() == 0 {
 				h.putEntry(ctx, reg, info)
-			} else if rev, err := kv.Update(ctx, token(reg.clientID), val, reg.rev); err == nil {
-				reg.rev = rev
+			} else if rev, err := kv.Update(ctx, token(reg.clientID), val, reg.rev.Load()); err == nil {
+				reg.rev.Store(rev)
 			} else {
 				h.log.Debug("natshub: roster refresh skipped", "clientId", reg.clientID, "error", err)
 			}
