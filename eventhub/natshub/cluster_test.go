@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -649,4 +650,26 @@ func TestAClientRegisteringOnAnotherReplicaEndsItsOldStream(t *testing.T) {
 	_, err = c.hub.Publish(context.Background(), eventhub.Target{ClientID: "ext-1"}, "", map[string]string{"type": "once"})
 	require.NoError(t, err)
 	require.Equal(t, "once", next(t, moved)["type"])
+}
+
+// A result posted to B while the broker restarts reaches its caller on A.
+// The replicas subscribe again as they reconnect; a result relayed before
+// A had found no responder, was refused as unknown_request (a client drops
+// it) and the caller waited out its deadline. A relay that finds no
+// responder for a replica not declared dead is sent again for a moment.
+func TestAResultPostedWhileTheBrokerRestartsReachesItsCaller(t *testing.T) {
+	srv, rs := cluster(t, time.Second)
+	a, b := rs[0], rs[1]
+	s := dial(t, b, "ext-1", "")
+	waitListed(t, a.hub, "ext-1", true)
+	out := request(a.proxy, context.Background(), "ext-1")
+	msg := next(t, s)
+	require.Equal(t, wire.TypeHostBrowserRequest, msg["type"])
+
+	srv.Restart()
+	code, e := postResult(t, b, "ext-1", actor, msg["requestId"].(string), `{"ok":1}`)
+	require.Equal(t, http.StatusOK, code, e)
+	o := wait(t, out)
+	require.NoError(t, o.err)
+	assert.JSONEq(t, `{"ok":1}`, string(o.res))
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/nats-io/nats.go"
@@ -80,6 +81,25 @@ func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hos
 		hdr.Set(hdrAcked, "1")
 	}
 	m, err := request(ctx, h.nc, h.subj("replica", owner, "relay"), hdr, data)
+	// No responder for a replica not declared dead: the broker may not know
+	// its subscription yet — replicas subscribe again as they reconnect
+	// after a broker restart, and a result posted in that moment found
+	// none, was refused as unknown, and its caller waited out its deadline.
+	// It is sent again, with backoff, for up to staleWait. (A replica heard
+	// of only by its request ids counts: a new replica hears the others at
+	// their next heartbeat.)
+	for wait, until := relayRetryMin, time.Now().Add(staleWait); errors.Is(err, nats.ErrNoResponders) &&
+		h.replicaAlive(owner) && time.Now().Add(wait).Before(until); wait = min(2*wait, relayRetryMax) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return hostproxy.RelayVerdict{Status: http.StatusServiceUnavailable, Code: "relay_failed",
+				Message: "the replica waiting for this result did not answer"}, true
+		case <-t.C:
+		}
+		m, err = request(ctx, h.nc, h.subj("replica", owner, "relay"), hdr, data)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return hostproxy.RelayVerdict{}, false
 	}
@@ -90,6 +110,21 @@ func (r relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (hos
 			Message: "the replica waiting for this result did not answer"}, true
 	}
 	return v, true
+}
+
+// The backoff of a result relay that found no responder (see RelayResult).
+const (
+	relayRetryMin = 20 * time.Millisecond
+	relayRetryMax = 250 * time.Millisecond
+)
+
+// replicaAlive reports whether this replica has not declared replica dead
+// (it may not have heard it yet).
+func (h *Hub) replicaAlive(replica string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.replicas[replica]
+	return r == nil || !r.dead
 }
 
 func (h *Hub) onRelay(m *nats.Msg) {
