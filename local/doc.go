@@ -98,6 +98,13 @@
 // XDG_CONFIG_HOME=<profile>/xdg-config so that even Chromium's
 // chrome_crashpad_handler helpers, which leave the browser's process group,
 // are identifiable by the profile path (and nothing lands in ~/.config).
+// It also gets TMPDIR=<a browserchain-t-* directory of its own> (unless that
+// path would make Chromium's singleton socket path too long for a Unix
+// socket), removed at teardown: Chromium's own scratch directories
+// (org.chromium.Chromium.*) go there, and a browser killed before it could
+// remove them leaves nothing in the system's temporary directory. (The
+// Playwright driver's playwright-artifacts-* directory is the driver's:
+// playwright-go offers no way to set the driver's environment.)
 //
 // When the host process is killed outright (SIGKILL, no cleanup), nothing in
 // this package runs; playwright-go starts the driver without a parent-death
@@ -105,10 +112,11 @@
 // (TestHostKilledLeavesNoProcess, Linux): the kernel closes the driver's
 // stdin pipe, the driver exits on EOF, and on exit it kills the browser it
 // launched; every browser process, crash handlers included, is gone
-// shortly after the host dies. The temporary profile such a host leaves
-// behind is removed by the next launch on the machine (a profile whose
-// Chromium lock names a dead process of this host, or an unlocked one older
-// than a day).
+// shortly after the host dies. The temporary profile and the scratch
+// directory such a host leaves behind are removed by the next launch on the
+// machine (a profile whose Chromium lock names a dead process of this host,
+// or an unlocked one older than a day; a scratch directory whose owner link
+// names a dead process of this host).
 //
 // # Why github.com/mxschmitt/playwright-go
 //

@@ -43,12 +43,14 @@ func makeScratch(log *slog.Logger) string {
 	return dir
 }
 
-// sweepStaleProfiles removes temporary profiles (tempProfilePrefix) under dir
-// that a killed host left behind (LOC-3: Close removes its own, but a SIGKILLed
-// host cannot). A profile is stale when Chromium's SingletonLock names this
-// host and a process that no longer exists, or when it has no lock and has
-// not changed for staleProfileAge. Best effort: errors are logged at debug
-// level and ignored.
+// sweepStaleProfiles removes temporary profiles (tempProfilePrefix) and
+// browser scratch directories (scratchPrefix) under dir that a killed host
+// left behind (LOC-3: Close removes its own, but a SIGKILLed host cannot). A
+// profile is stale when Chromium's SingletonLock names this host and a
+// process that no longer exists, or when it has no lock and has not changed
+// for staleProfileAge; a scratch directory when its ownerLink names this
+// host and a process that no longer exists. Best effort: errors are logged
+// at debug level and ignored.
 func sweepStaleProfiles(dir string, log *slog.Logger) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -73,7 +75,7 @@ func sweepStaleProfiles(dir string, log *slog.Logger) {
 			log.Debug("local: cannot remove a stale profile", "path", path, "error", err)
 			continue
 		}
-		log.Info("local: removed a stale temporary profile", "path", path)
+		log.Info("local: removed a stale temporary directory", "path", path)
 	}
 }
 
