@@ -592,11 +592,12 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 			}
 		}
 		b.drop(lb)
-		if e.Code == browserbackend.CodeSessionNotFound && !e.Dispatched && lb.key != "" {
-			// The conversation's own tab closed before the command was
-			// sent: dialling again says what became of it (the tab the
-			// user closed is target_not_found, no failover), whichever of
-			// the detach and this command came first.
+		if e.Code == browserbackend.CodeSessionNotFound && lb.key != "" {
+			// The conversation's own tab's session went away, before the
+			// command was sent or under it (a late detach, make stress):
+			// dialling again says what became of the tab (one the user
+			// closed is target_not_found, no failover), whichever of the
+			// detach and this command came first.
 			if _, err := b.connect(ctx, r.ConversationID, r.CDPMethod); err != nil {
 				return ErrorContentFor(err), true
 			}

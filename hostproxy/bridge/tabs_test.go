@@ -36,6 +36,11 @@ func (p *pageFake) Send(ctx context.Context, cmd browserbackend.Command) (json.R
 	if cmd.Method == "Fail.detached" {
 		return nil, browserbackend.TransportError(browserbackend.CodeSessionNotFound, "the page session went away", nil)
 	}
+	if cmd.Method == "Fail.detachedInFlight" {
+		e := browserbackend.TransportError(browserbackend.CodeSessionNotFound, "the page session went away", nil)
+		e.Dispatched = true
+		return nil, e
+	}
 	return p.fakeBrowser.Send(ctx, cmd)
 }
 
@@ -196,4 +201,38 @@ func TestBridge_APageThatWentAwayIsReportedBeforeAnotherIsUsed(t *testing.T) {
 	<-marker
 	require.NoError(t, send("Count.inc"), "a lost browser is dialled again, not reported as a closed page")
 	assert.Equal(t, "T4", last().target)
+}
+
+// A conversation's tab the user closed is target_not_found (no failover)
+// for the command that finds its session gone, whether the session was
+// gone before the command was sent or its detach came while the command
+// was in flight (make stress: the detach was late, the command failed as a
+// transport error, the selector failed over, and the agent learned of the
+// closed tab only on its next call).
+func TestBridge_AConversationTabClosedUnderACommandIsTargetNotFound(t *testing.T) {
+	ts := newTestServer(t, map[string]string{"tok": "alice"})
+	var mu sync.Mutex
+	dials := map[string]int{}
+	dialConv := func(_ context.Context, conv string) (Browser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		dials[conv]++
+		if dials[conv] == 1 {
+			return &pageFake{fakeBrowser: newFakeBrowser(), target: "T-" + conv}, nil
+		}
+		return nil, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound,
+			Backend: browserbackend.KindHostBridge, Message: "the conversation's tab was closed (target T-" + conv + ")"}
+	}
+	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dialer(newFakeBrowser()), DialConversation: dialConv})
+	for conv, method := range map[string]string{"before": "Fail.detached", "in-flight": "Fail.detachedInFlight"} {
+		be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ConversationID: conv, ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
+		_, err := be.Send(context.Background(), browserbackend.Command{Method: "Count.inc"})
+		require.NoError(t, err, conv)
+		_, err = be.Send(context.Background(), browserbackend.Command{Method: method})
+		var e *browserbackend.Error
+		require.ErrorAs(t, err, &e, conv)
+		assert.Equal(t, browserbackend.CodeTargetNotFound, e.Code, "%s: %v", conv, err)
+		assert.ErrorIs(t, err, browserbackend.ErrProtocol, "%s: no failover", conv)
+		be.Close()
+	}
 }
