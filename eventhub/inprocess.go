@@ -627,13 +627,19 @@ func (h *InProcess) sweepLocked(now time.Time) {
 // Unregister ends the client's registration and closes its stream (HUB-1).
 // It reports whether the client was connected.
 func (h *InProcess) Unregister(clientID string) bool {
+	return h.endClient(clientID, EndUnregistered)
+}
+
+// endClient ends the client's registration with reason; false when it was
+// not connected.
+func (h *InProcess) endClient(clientID string, reason EndReason) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.clients[clientID]
 	if s == nil {
 		return false
 	}
-	h.endLocked(s, EndUnregistered, "")
+	h.endLocked(s, reason, "")
 	return true
 }
 
@@ -644,14 +650,7 @@ func (h *InProcess) Unregister(clientID string) bool {
 // receiving what is now delivered there (natshub). It reports whether the
 // client was connected.
 func (h *InProcess) Supersede(clientID string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.clients[clientID]
-	if s == nil {
-		return false
-	}
-	h.endLocked(s, EndReplaced, "")
-	return true
+	return h.endClient(clientID, EndReplaced)
 }
 
 // Close ends every stream (EndHubClosed), waits for pending hook calls and

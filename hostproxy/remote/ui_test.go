@@ -137,7 +137,10 @@ func TestUI_ACallWhoseFrameWaitsToBeWrittenEndsAtItsContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
-	go func() { _, err := f.srv.UICall(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": "conv-1"}); errs <- err }()
+	go func() {
+		_, err := f.srv.UICall(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": "conv-1"})
+		errs <- err
+	}()
 	cancel()
 	err = <-errs
 	var be *browserbackend.Error
