@@ -17,9 +17,13 @@
 //   - Navigate waits for Page.loadEventFired / Page.frameStoppedLoading of
 //     the navigated frame; it never polls. HTTP redirects resolve inside the
 //     navigation and the final URL is reported.
-//   - Snapshot renders Accessibility.getFullAXTree of every frame it can read
-//     (read concurrently), each child frame under its iframe element, in
-//     document order; each node's ref is "e<backendDOMNodeId>", valid across
+//   - Snapshot renders the page's roles and names from one
+//     DOMSnapshot.captureSnapshot (roles, names and values computed as
+//     Chromium's accessibility tree computes them for HTML; several times
+//     faster than reading that tree on a large page), or with
+//     Source "accessibility" from Accessibility.getFullAXTree of every frame
+//     it can read; each child frame under its iframe element, in document
+//     order; each node's ref is "e<backendDOMNodeId>", valid across
 //     calls while the node lives, accepted by Click, Type, Hover, Scroll,
 //     SelectOption, PressKey and Extract. It is complete up to
 //     DefaultSnapshotMaxNodes nodes unless MaxNodes says otherwise; a tree

@@ -32,6 +32,9 @@ type SnapshotInput struct {
 	// max MaxSnapshotNodes); the rest is cut, Truncated set and the Text
 	// ends with a line saying so.
 	MaxNodes int `json:"max_nodes,omitempty"`
+	// Source is SnapshotSourceDOM (the default when "") or
+	// SnapshotSourceAccessibility.
+	Source string `json:"source,omitempty"`
 }
 
 // SnapshotNode is one rendered accessibility node.
@@ -67,20 +70,39 @@ type SnapshotResult struct {
 	Call
 }
 
-// Snapshot reads the page's accessibility tree (Accessibility.getFullAXTree,
-// once for the main frame and once per child frame from Page.getFrameTree,
-// the trees read concurrently once the frame tree is known, at most 8 child
-// frames at once, each placed under its
-// iframe element found with DOM.getFrameOwner) and renders the nodes that
-// carry meaning: ignored nodes and nameless generic containers are flattened
-// into their children, inline text boxes are dropped. Every node with a DOM
-// node gets a ref ("e<backendDOMNodeId>") that Click, Type, Hover,
-// SelectOption, Extract … accept. A frame whose tree cannot be read is listed
-// in SkippedFrames; a frame whose iframe element is not in its parent's tree
-// is rendered after the main tree, at depth 0.
+// Snapshot sources (SnapshotInput.Source).
+const (
+	// SnapshotSourceDOM renders the page from one DOMSnapshot.captureSnapshot
+	// (the default): roles and names are computed from the DOM and its layout.
+	SnapshotSourceDOM = "dom"
+	// SnapshotSourceAccessibility renders Chromium's own accessibility tree
+	// (Accessibility.getFullAXTree of every frame): Chromium's roles and
+	// names exactly, at several times the cost on a large page.
+	SnapshotSourceAccessibility = "accessibility"
+)
+
+// Snapshot renders the page as a tree of roles and names (TOOL-1) and gives
+// every node with a DOM element a ref ("e<backendDOMNodeId>") that Click,
+// Type, Hover, SelectOption, Extract … accept. Ignored nodes and nameless
+// generic containers are flattened into their children; a text node that
+// repeats its parent's name is left out.
 //
-// Errors: CodeInvalidInput for MaxNodes out of range, CodeTimeout when ctx
-// ends while reading, otherwise the backend's error wrapped (TOOL-1).
+// The default source (SnapshotSourceDOM) reads the page and every
+// same-process frame with one DOMSnapshot.captureSnapshot and computes each
+// element's role, name and value in Go the way Chromium's accessibility tree
+// does for HTML (roles from the role attribute or the tag, names from
+// aria-labelledby, aria-label, labels, alt, value, legend, caption, content,
+// title, placeholder; a password field's value masked): only rendered
+// content is shown (no layout object, visibility hidden, aria-hidden and
+// inert subtrees are left out). A child frame's tree follows its iframe's
+// line; a frame in another process (a cross-site frame) is listed in
+// SkippedFrames. SnapshotSourceAccessibility reads Chromium's accessibility
+// tree instead (Accessibility.getFullAXTree once per frame, child frames at
+// most 8 at once, each under its iframe found with DOM.getFrameOwner).
+//
+// Errors: CodeInvalidInput for MaxNodes out of range or an unknown Source,
+// CodeTimeout when ctx ends while reading, otherwise the backend's error
+// wrapped.
 func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
 	const op = "snapshot"
 	max := in.MaxNodes
@@ -90,6 +112,18 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 	case max < 0 || max > MaxSnapshotNodes:
 		return SnapshotResult{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
 	}
+	switch in.Source {
+	case "", SnapshotSourceDOM:
+		return p.snapshotDOM(ctx, op, max)
+	case SnapshotSourceAccessibility:
+		return p.snapshotAX(ctx, op, max)
+	}
+	return SnapshotResult{}, invalidInput(op, fmt.Sprintf("source must be %q or %q", SnapshotSourceDOM, SnapshotSourceAccessibility))
+}
+
+// snapshotAX renders Chromium's accessibility tree of every frame it can
+// read (SnapshotSourceAccessibility).
+func (p *Page) snapshotAX(ctx context.Context, op string, max int) (SnapshotResult, error) {
 	var res SnapshotResult
 	// On a session that has not selected its backend yet, Page.getFrameTree
 	// goes first and alone: the first command of a call selects the backend
@@ -173,8 +207,7 @@ func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, 
 	}
 	r := newRenderer(max, frames)
 	r.renderFrames()
-	res.Nodes, res.Truncated = r.nodes, r.truncated
-	res.Text = r.b.String()
+	r.result(&res)
 	return res, nil
 }
 
@@ -209,19 +242,45 @@ type ownerKey struct {
 	node  cdp.BackendNodeID
 }
 
-type renderer struct {
+// snapLines collects a snapshot's nodes and its text, at most max of them.
+type snapLines struct {
 	max       int
 	nodes     []SnapshotNode
 	b         strings.Builder
 	scratch   []byte
 	truncated bool
-	frames    []snapFrame
-	owners    map[ownerKey][]int
-	placed    []bool
+}
+
+// grow makes room for n of the page's nodes (at most max).
+func (r *snapLines) grow(n int) {
+	n = min(n, r.max)
+	r.nodes = make([]SnapshotNode, 0, n)
+	r.b.Grow(n * 40)
+}
+
+// finish ends a cut tree's text with the line that says so.
+func (r *snapLines) finish() {
+	if r.truncated {
+		fmt.Fprintf(&r.b, "[snapshot cut at %d nodes: the page has more; pass a larger max_nodes (up to %d) to see it]\n",
+			r.max, MaxSnapshotNodes)
+	}
+}
+
+// result fills res's nodes, text and Truncated.
+func (r *snapLines) result(res *SnapshotResult) {
+	res.Nodes, res.Truncated = r.nodes, r.truncated
+	res.Text = r.b.String()
+}
+
+type renderer struct {
+	snapLines
+	frames []snapFrame
+	owners map[ownerKey][]int
+	placed []bool
 }
 
 func newRenderer(max int, frames []snapFrame) *renderer {
-	r := &renderer{max: max, frames: frames, placed: make([]bool, len(frames))}
+	r := &renderer{snapLines: snapLines{max: max}, frames: frames, placed: make([]bool, len(frames))}
 	total := 0
 	for i, f := range frames {
 		total += len(f.tree.nodes)
@@ -233,9 +292,7 @@ func newRenderer(max int, frames []snapFrame) *renderer {
 			r.owners[k] = append(r.owners[k], i)
 		}
 	}
-	n := min(total, max)
-	r.nodes = make([]SnapshotNode, 0, n)
-	r.b.Grow(n * 40)
+	r.grow(total)
 	return r
 }
 
@@ -248,10 +305,7 @@ func (r *renderer) renderFrames() {
 			r.renderFrame(i, 0)
 		}
 	}
-	if r.truncated {
-		fmt.Fprintf(&r.b, "[snapshot cut at %d nodes: the page has more; pass a larger max_nodes (up to %d) to see it]\n",
-			r.max, MaxSnapshotNodes)
-	}
+	r.finish()
 }
 
 // skipRole reports roles dropped with their subtree; flatRole those replaced
@@ -324,7 +378,7 @@ func (r *renderer) renderFrame(fi, depth int) {
 	}
 }
 
-func (r *renderer) line(n SnapshotNode) {
+func (r *snapLines) line(n SnapshotNode) {
 	if len(r.nodes) >= r.max {
 		r.truncated = true
 		return

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/domsnapshot"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -167,4 +169,58 @@ func BenchmarkSnapshotDecodeRender(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A DOM snapshot answer is rendered from what it holds, and one that does
+// not hold together (indexes out of range, a parent after its child, a
+// frame that holds itself) renders what it can without a panic or a loop.
+func TestDOMSnapshotRendersWhatTheAnswerHolds(t *testing.T) {
+	strs := []string{"http://t/", "title", "F1", "#document", "HTML", "BODY", "BUTTON", "#text", "Send", "visible", "type", "button", "IFRAME", "hidden", "P", "gone"}
+	layout := func(nodes ...int64) *domsnapshot.LayoutTreeSnapshot {
+		l := &domsnapshot.LayoutTreeSnapshot{NodeIndex: nodes}
+		for range nodes {
+			l.Styles = append(l.Styles, domsnapshot.ArrayOfStrings{9})
+			l.Text = append(l.Text, -1)
+		}
+		return l
+	}
+	good := &domsnapshot.DocumentSnapshot{DocumentURL: 0, Title: 1, FrameID: 2,
+		Nodes: &domsnapshot.NodeTreeSnapshot{
+			ParentIndex:   []int64{-1, 0, 1, 2, 3, 2, 5},
+			NodeType:      []int64{9, 1, 1, 1, 3, 1, 3},
+			NodeName:      []domsnapshot.StringIndex{3, 4, 5, 6, 7, 14, 7},
+			NodeValue:     []domsnapshot.StringIndex{-1, -1, -1, -1, 8, -1, 15},
+			BackendNodeID: []cdp.BackendNodeID{1, 2, 3, 4, 5, 6, 7},
+			Attributes:    []domsnapshot.ArrayOfStrings{nil, nil, nil, {10, 11}, nil, nil, nil},
+		},
+		Layout: layout(0, 1, 2, 3, 4, 5, 6),
+	}
+	good.Layout.Styles[5] = domsnapshot.ArrayOfStrings{13} // the paragraph is visibility:hidden …
+	good.Layout.Styles[6] = domsnapshot.ArrayOfStrings{13} // … and so is its text
+	r := &domRenderer{docs: newDOMDocs(&domsnapshot.CaptureSnapshotResult{Documents: []*domsnapshot.DocumentSnapshot{good}, Strings: strs}), placed: make([]bool, 1)}
+	r.max = 100
+	r.renderDoc(0, 0, "")
+	assert.Equal(t, "- button \"Send\" [ref=e4]\n", r.b.String())
+	assert.Equal(t, "title", r.docs[0].title)
+
+	bad := []*domsnapshot.DocumentSnapshot{
+		{Nodes: &domsnapshot.NodeTreeSnapshot{ // columns shorter than the parents
+			ParentIndex: []int64{-1, 0, 1}, NodeType: []int64{9}, NodeName: []domsnapshot.StringIndex{3}}},
+		{DocumentURL: 99, Nodes: &domsnapshot.NodeTreeSnapshot{ // parents after children, strings out of range
+			ParentIndex:   []int64{-1, 2, 1, 7},
+			NodeType:      []int64{9, 1, 1, 3},
+			NodeName:      []domsnapshot.StringIndex{3, 12, 500, 7},
+			NodeValue:     []domsnapshot.StringIndex{-1, -1, -1, 400},
+			BackendNodeID: []cdp.BackendNodeID{1, 2, 3, 4},
+			Attributes:    []domsnapshot.ArrayOfStrings{nil, {10}, {600, 700}},
+			// the iframe holds document 1 (itself) and 7 (none)
+			ContentDocumentIndex: &domsnapshot.RareIntegerData{Index: []int64{1, 2}, Value: []int64{1, 7}},
+		}, Layout: layout(0, 1, 2, 3, 42, -3)},
+	}
+	r = &domRenderer{docs: newDOMDocs(&domsnapshot.CaptureSnapshotResult{Documents: append([]*domsnapshot.DocumentSnapshot{good}, bad...), Strings: strs}), placed: make([]bool, 3)}
+	r.max = 100
+	for di := range r.docs {
+		r.renderDoc(di, 0, "")
+	}
+	assert.NotContains(t, r.b.String(), "frame", "no document is rendered inside itself")
 }

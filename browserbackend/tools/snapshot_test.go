@@ -110,6 +110,123 @@ func TestSnapshotMultiFramePageIsInDocumentOrder(t *testing.T) {
 	require.NoError(t, err, "a ref from a child frame works")
 }
 
+// richPage holds most kinds of HTML element an agent meets, named in every
+// way HTML and ARIA allow, and content hidden in every way CSS and ARIA
+// allow.
+const richPage = `<!doctype html><html lang="en"><head><title>rich</title><style>.vh{visibility:hidden}.dn{display:none}.dc{display:contents}</style></head><body>
+<header><nav aria-label="Primary"><ul><li><a href="/a">Home</a></li><li><a href="/b"><img src="x.png" alt="Logo"> Shop</a></li></ul></nav></header>
+<main>
+<h1>Title <em>here</em></h1>
+<h3 id="lh">Labelled heading</h3>
+<section aria-labelledby="lh"><p>Some <strong>bold</strong> text and <code>code</code>.</p></section>
+<section><p>plain section</p></section>
+<article><h2>Art</h2><p>para one</p></article>
+<aside>side</aside>
+<form aria-label="Sign up" action="/s">
+<label for="u">User name</label><input id="u" name="u" value="bob">
+<label>Wrapped <input type="email" name="e" placeholder="you@x"></label>
+<input type="password" id="pw" aria-label="Password" value="s3cret">
+<input type="search" aria-label="Find">
+<input type="checkbox" id="c1" checked><label for="c1">Remember</label>
+<input type="radio" name="r" id="r1"><label for="r1">One</label>
+<input type="number" aria-label="Count" value="3">
+<input type="range" aria-label="Volume" value="30">
+<input type="submit">
+<input type="reset" value="Clear">
+<input type="button" value="Push">
+<input type="hidden" value="h">
+<input type="text" title="Titled">
+<input type="text" placeholder="Only placeholder">
+<textarea aria-label="Notes">some notes</textarea>
+<select aria-label="Colour"><option>Red</option><option selected>Green</option></select>
+<select size="3" aria-label="Many"><option>A</option><option>B</option></select>
+<fieldset><legend>Group legend</legend><input type="checkbox" aria-label="In group"></fieldset>
+<button type="button" aria-label="Close dialog">X</button>
+<button><span>Nested</span> <b>text</b></button>
+<button aria-labelledby="lh">Labelled by</button>
+<button disabled>Disabled</button>
+</form>
+<div role="button" tabindex="0">Div button</div>
+<div role="checkbox" aria-checked="true" aria-label="Aria check"></div>
+<div role="dialog" aria-label="Dlg"><p>in dialog</p></div>
+<div aria-label="Named div">named div text</div>
+<div aria-hidden="true"><button>Hidden by aria</button></div>
+<div class="dn"><button>Hidden by display</button></div>
+<div class="vh"><button>Hidden by visibility</button><span style="visibility:visible">visible child</span></div>
+<div class="dc"><button>In contents</button></div>
+<ol><li>first</li><li>second</li></ol>
+<dl><dt>Term</dt><dd>Definition</dd></dl>
+<table><caption>Prices</caption><thead><tr><th>Item</th><th>Cost</th></tr></thead><tbody><tr><td>Tea</td><td>2</td></tr></tbody></table>
+<figure><img src="y.png" alt="Chart"><figcaption>Fig caption</figcaption></figure>
+<img src="z.png" alt="">
+<img src="w.png">
+<hr>
+<details><summary>More</summary><p>detail text</p></details>
+<blockquote>quoted</blockquote>
+<p>Line one<br>line two</p>
+<a href="/c" title="Link title"></a>
+<a>no href</a>
+<progress value="3" max="10" aria-label="Prog"></progress>
+<span role="link" tabindex="0">span link</span>
+<div role="tablist"><div role="tab" aria-selected="true">Tab A</div></div>
+<iframe src="data:text/html,<p>frame text</p>" title="Inner"></iframe>
+</main>
+<footer>foot</footer>
+<my-el></my-el>
+<script>customElements.define('my-el', class extends HTMLElement { constructor(){ super(); this.attachShadow({mode:'open'}).innerHTML = '<button>Shadow button</button><slot></slot>'; } });</script>
+</body></html>`
+
+// The DOM snapshot (the default) computes each element's role, name and
+// value the way Chromium's accessibility tree does: on a page of most kinds
+// of element, every node of one source is a node of the other with the
+// same role, name, value and ref, and hidden content is in neither. The
+// accessibility tree's extra nodes are the ones the DOM snapshot leaves out
+// on purpose: the text inside a text field (its value says it), a
+// drop-down's popup (its options are under the drop-down) and text nodes
+// without text.
+func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
+	srv := chromiumtest.FixtureServer(t, map[string]string{"/rich": richPage})
+	tl, _ := cdpInspectTools(t)
+	inv := browserbackend.Invocation{ConversationID: "rich"}
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/rich"})
+	require.NoError(t, err)
+	ax, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{Source: tools.SnapshotSourceAccessibility})
+	require.NoError(t, err)
+	dom, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+	assert.Equal(t, ax.URL, dom.URL)
+	assert.Equal(t, "rich", dom.Title)
+
+	type key struct{ Ref, Role, Name, Value, Frame string }
+	keys := func(s tools.SnapshotResult, left func(i int) bool) []key {
+		var out []key
+		for i, n := range s.Nodes {
+			if !left(i) {
+				out = append(out, key{n.Ref, n.Role, n.Name, n.Value, n.Frame})
+			}
+		}
+		return out
+	}
+	axKeys := keys(ax, func(i int) bool {
+		n := ax.Nodes[i]
+		switch {
+		case n.Role == "MenuListPopup", n.Role == "StaticText" && n.Name == "":
+			return true
+		case n.Role == "StaticText" && i > 0:
+			p := ax.Nodes[i-1]
+			return p.Depth == n.Depth-1 && p.Value != "" && p.Value == n.Name
+		}
+		return false
+	})
+	assert.Equal(t, axKeys, keys(dom, func(int) bool { return false }),
+		"accessibility tree:\n%s\nDOM snapshot:\n%s", ax.Text, dom.Text)
+	for _, hidden := range []string{"Hidden by aria", "Hidden by display", "Hidden by visibility", "detail text", "s3cret"} {
+		assert.NotContains(t, dom.Text, hidden)
+	}
+	assert.Contains(t, dom.Text, `textbox "Password" value="••••••"`, "a password field's value is masked")
+	assert.Contains(t, dom.Text, `- frame "data:text/html,<p>frame text</p>"`)
+}
+
 // BenchmarkSnapshot times tools.Snapshot on a kept cdp-inspect client over
 // the pages of the MCP comparison (bench/harness): a 3,000-word article and
 // a page of 5,000 elements.
@@ -141,20 +258,22 @@ func BenchmarkSnapshot(b *testing.B) {
 	inv := browserbackend.Invocation{ConversationID: "bench"}
 	ctx := context.Background()
 	for _, pg := range []string{"/article", "/big"} {
-		b.Run(strings.TrimPrefix(pg, "/"), func(b *testing.B) {
-			if _, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: srv.URL + pg}); err != nil {
-				b.Fatal(err)
-			}
-			var ds []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				if _, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{}); err != nil {
+		for _, src := range []string{tools.SnapshotSourceDOM, tools.SnapshotSourceAccessibility} {
+			b.Run(strings.TrimPrefix(pg, "/")+"/"+src, func(b *testing.B) {
+				if _, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: srv.URL + pg}); err != nil {
 					b.Fatal(err)
 				}
-				ds = append(ds, time.Since(t0))
-			}
-			slices.Sort(ds)
-			b.ReportMetric(float64(ds[len(ds)/2])/1e6, "median-ms")
-		})
+				var ds []time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					if _, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{Source: src}); err != nil {
+						b.Fatal(err)
+					}
+					ds = append(ds, time.Since(t0))
+				}
+				slices.Sort(ds)
+				b.ReportMetric(float64(ds[len(ds)/2])/1e6, "median-ms")
+			})
+		}
 	}
 }

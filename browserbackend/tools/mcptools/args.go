@@ -36,7 +36,8 @@ type NavigateArgs struct {
 
 // SnapshotArgs is the browser_snapshot input.
 type SnapshotArgs struct {
-	MaxNodes int `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
+	MaxNodes int    `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
+	Source   string `json:"source,omitempty" jsonschema:"Where roles and names come from: dom (default: computed from one read of the DOM, fast on large pages) or accessibility (Chromium's own accessibility tree, exact, several times slower on a large page)."`
 	Common
 }
 

@@ -1,0 +1,183 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/domsnapshot"
+	"github.com/chromedp/cdproto/page"
+)
+
+// errNoDocument is a DOMSnapshot answer without the page's document.
+var errNoDocument = errors.New("tools: DOMSnapshot.captureSnapshot returned no document")
+
+// snapshotDOM renders the page from one DOMSnapshot.captureSnapshot
+// (SnapshotSourceDOM). Page.getFrameTree, read with it, names the frames the
+// snapshot could not hold (another process's).
+func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotResult, error) {
+	var (
+		res     SnapshotResult
+		tree    page.GetFrameTreeResult
+		treeErr error
+		wg      sync.WaitGroup
+	)
+	// A session that has not selected its backend yet sends its first
+	// command alone (see snapshotAX).
+	if p.bound() {
+		wg.Go(func() { tree, treeErr = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}) })
+	} else if tree, treeErr = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}); treeErr != nil {
+		return res, wrap(op, treeErr)
+	}
+	var snap domsnapshot.CaptureSnapshotResult
+	err := p.s.Call(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{ComputedStyles: domStyles}, &snap)
+	wg.Wait()
+	if err == nil {
+		err = treeErr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading the page", Err: ctx.Err()}
+		}
+		return res, wrap(op, err)
+	}
+	docs := newDOMDocs(&snap)
+	if len(docs) == 0 || len(docs[0].first) == 0 {
+		return res, wrap(op, errNoDocument)
+	}
+	res.URL, res.Title = docs[0].url, docs[0].title
+	if tree.FrameTree != nil {
+		read := make(map[string]bool, len(docs))
+		for _, d := range docs {
+			read[d.frameID] = true
+		}
+		for _, f := range appendChildFrames(nil, tree.FrameTree, 0) {
+			if !read[string(f.id)] {
+				res.SkippedFrames = append(res.SkippedFrames, f.url+": the frame runs in another process (another site's); its tree was not read")
+			}
+		}
+	}
+	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
+	r.max = max
+	total := 0
+	for _, d := range docs {
+		total += len(d.typ)
+	}
+	r.grow(total / 2)
+	r.renderDoc(0, 0, "")
+	r.finish()
+	r.result(&res)
+	return res, nil
+}
+
+// domRenderer renders the documents of a DOM snapshot, each child document
+// under its iframe.
+type domRenderer struct {
+	snapLines
+	docs   []*domDoc
+	placed []bool
+}
+
+func (r *domRenderer) renderDoc(di, depth int, frame string) {
+	r.placed[di] = true
+	d := r.docs[di]
+	if len(d.first) == 0 {
+		return
+	}
+	for c := d.first[0]; c >= 0; c = d.next[c] {
+		r.visit(d, c, depth, "", frame)
+	}
+}
+
+// visit renders node i at depth; parentName is the name of the element it is
+// in, which a text node repeating it does not add to.
+func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame string) {
+	if r.truncated {
+		return
+	}
+	switch d.typ[i] {
+	case 3:
+		if d.laid[i] < 0 || d.hidden[i] {
+			return
+		}
+		if t := collapseString(d.s(d.value[i])); t != "" && t != parentName {
+			r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
+		}
+		return
+	case 1:
+	default:
+		return
+	}
+	if !d.live[i] {
+		return
+	}
+	tag := d.tag(i)
+	switch tag {
+	case "SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT", "HEAD", "BR", "WBR":
+		return
+	}
+	if v, _ := d.attr(i, "aria-hidden"); v == "true" {
+		return
+	}
+	if _, inert := d.attr(i, "inert"); inert {
+		return
+	}
+	if tag == "LABEL" && d.labelsToggle(i) {
+		return
+	}
+	if p, ok := d.pseudo[i]; ok {
+		r.pseudo(d, i, p, depth, frame)
+		return
+	}
+	next, name := depth, ""
+	if !d.hidden[i] {
+		role := d.role(i, tag)
+		if role != "" {
+			name = d.accName(i, tag, role)
+			if alt, ok := d.attr(i, "alt"); role == "image" && name == "" && ok && alt == "" {
+				role = "" // an image with alt="" is decoration
+			}
+		}
+		if role != "" && !(role == "generic" && name == "") {
+			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: d.valueOf(i, tag, role), Depth: depth, Frame: frame})
+			next = depth + 1
+			switch {
+			case tag == "SELECT":
+				for _, o := range d.options(i) {
+					r.line(SnapshotNode{Ref: Ref(d.backend[o]), Role: "option", Name: d.optionText(o), Depth: next, Frame: frame})
+				}
+				return
+			case leafRoles[role] || tag == "TEXTAREA" || tag == "svg":
+				return
+			}
+		}
+		if tag == "IFRAME" {
+			if di, ok := d.contentDoc[i]; ok && di > 0 && di < len(r.docs) && !r.placed[di] {
+				r.line(SnapshotNode{Role: "frame", Name: r.docs[di].url, Depth: next})
+				r.renderDoc(di, next+1, r.docs[di].url)
+			}
+			return
+		}
+	}
+	for c := d.first[i]; c >= 0; c = d.next[c] {
+		r.visit(d, c, next, name, frame)
+	}
+}
+
+// pseudo renders a generated box: a list item's marker as Chromium's
+// ListMarker, ::before and ::after content as text.
+func (r *domRenderer) pseudo(d *domDoc, i int32, kind string, depth int, frame string) {
+	t := collapseString(d.s(d.ltext[i]))
+	if t == "" || d.hidden[i] {
+		return
+	}
+	switch kind {
+	case "marker":
+		if p := d.parent[i]; p >= 0 && d.tag(p) == "LI" {
+			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: "ListMarker", Name: t, Depth: depth, Frame: frame})
+		}
+	case "before", "after":
+		r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
+	}
+}
