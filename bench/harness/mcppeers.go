@@ -44,12 +44,19 @@ const (
 	StepClick      = "click the button"
 	StepExtract    = "extract the result text"
 	StepScreenshot = "screenshot (viewport)"
+	StepShotIdle   = "screenshot (viewport, page idle 300 ms)"
 	StepArticle    = "snapshot (3,000-word article)"
 	StepBig        = "snapshot (5,000-element page)"
 )
 
 // MCPSteps lists the timed steps in report order.
-var MCPSteps = []string{StepNavigate, StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot, StepArticle, StepBig}
+var MCPSteps = []string{StepNavigate, StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot, StepShotIdle, StepArticle, StepBig}
+
+// shotIdle is how long the page is left alone, untimed, before the second
+// screenshot: Chromium answers a capture asked for right after a change of
+// the page once it has produced a new frame, and one on an idle page from
+// the frame it has.
+const shotIdle = 300 * time.Millisecond
 
 // MCPStep is one step's figures on one server.
 type MCPStep struct {
@@ -643,7 +650,7 @@ func runMCPScenario(ctx context.Context, s *mcpServer, fix *Fixtures, r *MCPResu
 			return nil
 		}
 	}
-	form := []string{StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot}
+	form := []string{StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot, StepShotIdle}
 	if _, err := record(StepNavigate, p.navigate(fix.URL(PageForm))); err != nil {
 		if gone(err) {
 			return err
@@ -668,10 +675,15 @@ func runMCPScenario(ctx context.Context, s *mcpServer, fix *Fixtures, r *MCPResu
 }
 
 // formSteps runs the form page's steps after its navigation: snapshot,
-// type, click, extract (which checks what the page shows) and screenshot.
+// type, click, extract (which checks what the page shows), screenshot, and
+// a screenshot again once the page has been idle for shotIdle.
 func formSteps(s *mcpServer, record func(string, mcpCall) (string, error), failed func(string, error), skip func(...string)) {
 	p := s.peer
-	defer func() { _, _ = record(StepScreenshot, p.screenshot) }()
+	defer func() {
+		_, _ = record(StepScreenshot, p.screenshot)
+		time.Sleep(shotIdle) // the measured condition (an idle page), not synchronisation
+		_, _ = record(StepShotIdle, p.screenshot)
+	}()
 	snap, err := record(StepSnapshot, p.snapshot)
 	if err != nil {
 		skip(StepType, StepClick, StepExtract)

@@ -87,6 +87,8 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 		"(`--cdp-endpoint http://127.0.0.1:N`), from npm as scripts/setup.sh pins them. Pages on 127.0.0.1: a form "+
 		"(one labelled field, a button that writes the field into the page), an article of %d words, a page of "+
 		"≈%d elements. The field's and the button's ref (uid) are read from each server's own snapshot text. "+
+		"The form's steps end with two screenshots: one right after the extract, one after the page was left "+
+		"alone for 300 ms (untimed). "+
 		"%d rounds after warm-up; each round runs the whole scenario once per server, the servers in an order "+
 		"shuffled per round. **Bytes** is what a call returns to the model: the text of its text content plus the "+
 		"base64 of its images; **structured** is the JSON size of `structuredContent` (a client that passes both to "+
