@@ -189,6 +189,13 @@ func browserchainOwnPage(ctx context.Context, s *mcpServer, port int) (func(cont
 	if _, _, _, _, err := s.call(ctx, mcpCall{"browser_navigate", map[string]any{"url": mark}}); err != nil {
 		return nil, err
 	}
+	return raiser(ctx, port, mark)
+}
+
+// raiser finds the page at mark in the browser's /json/list (DevTools HTTP
+// port port) and returns a function that brings it to the front with
+// /json/activate.
+func raiser(ctx context.Context, port int, mark string) (func(context.Context) error, error) {
 	var id string
 	err := devtoolsJSON(ctx, port, "/json/list", func(body []byte) error {
 		var targets []struct{ ID, Type, URL string }

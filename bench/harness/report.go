@@ -29,6 +29,8 @@ type Results struct {
 	Scale *ScaleResult `json:",omitempty"`
 	// Transport is the extension transport phase (§10).
 	Transport []TransportResult `json:",omitempty"`
+	// ToolScenario is the in-process tool scenario per backend.
+	ToolScenario []ToolScenarioResult `json:",omitempty"`
 	// ToolCall is the tool-call phase (nil when not run).
 	ToolCall *ToolCallResult `json:",omitempty"`
 	// Analysis is appended verbatim (bench/ANALYSIS.md).
@@ -401,6 +403,7 @@ func (r *Results) Render(out io.Writer) {
 	r.renderScale(p)
 	r.renderTransport(p)
 	r.renderToolCall(p)
+	r.renderToolScenario(p)
 
 	if r.Analysis != "" {
 		p("%s\n", strings.TrimSpace(r.Analysis))

@@ -15,7 +15,9 @@
 //  8. scale: 1,000 conversations at once over 100 simulated extension
 //     clients, and a few on one local Chromium (issue 16);
 //  9. toolcall: a tool call over the ordinary cdp-inspect path next to a raw
-//     CDP command, in a quiet and in a busy browser (issue 16).
+//     CDP command, in a quiet and in a busy browser (issue 16);
+//  10. tools: the MCP scenario through the in-process tools on every backend
+//     (issue 16).
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
@@ -62,6 +64,7 @@ type counts struct {
 	mcp                             harness.MCPOptions
 	scale                           harness.ScaleOptions
 	tool, toolWarmup                int
+	scenario                        int
 }
 
 var full = counts{
@@ -77,6 +80,7 @@ var full = counts{
 	mcp:   harness.MCPOptions{Rounds: 10, Warmup: 1, Cold: 3},
 	scale: harness.ScaleOptions{Clients: 100, Conversations: 1000, Rounds: 20, LocalConversations: 16, LocalRounds: 50},
 	tool:  300, toolWarmup: 20,
+	scenario: 10,
 }
 
 var quick = counts{
@@ -92,6 +96,7 @@ var quick = counts{
 	mcp:   harness.MCPOptions{Rounds: 2, Warmup: 1, Cold: 2},
 	scale: harness.ScaleOptions{Clients: 20, Conversations: 100, Rounds: 5, LocalConversations: 4, LocalRounds: 5},
 	tool:  30, toolWarmup: 5,
+	scenario: 2,
 }
 
 // findRoot walks up from the working directory to the repository root (the
@@ -119,7 +124,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,hub,distributed,mcp,scale,transport,toolcall); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,tools,hub,distributed,mcp,scale,transport,toolcall); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -201,7 +206,7 @@ func run() error {
 	// The world (one Chromium with the extension, the bridge, local) serves
 	// the first phases only; a run of the other phases alone skips it.
 	needWorld := len(selected) == 0
-	for _, p := range []string{"evaluate", "worker", "screenshot", "failover", "coldstart", "guard"} {
+	for _, p := range []string{"evaluate", "worker", "screenshot", "failover", "coldstart", "guard", "tools"} {
 		needWorld = needWorld || selected[p]
 	}
 	w := &harness.World{Root: *root}
@@ -256,6 +261,12 @@ func run() error {
 	if err == nil {
 		err = phase("guard", func() (err error) {
 			res.Guard, err = harness.MeasureGuardCost(ctx, w, n.guard, n.guard/10)
+			return err
+		})
+	}
+	if err == nil {
+		err = phase("tools", func() (err error) {
+			res.ToolScenario, err = harness.MeasureToolScenario(ctx, w, n.scenario, 2)
 			return err
 		})
 	}

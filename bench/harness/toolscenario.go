@@ -1,0 +1,242 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/local"
+)
+
+// ToolSteps are the steps of the in-process tool scenario, in order: the
+// MCP scenario's (§8) through tools.Tools directly.
+var ToolSteps = []string{StepNavigate, StepSnapshot, StepType, StepClick, StepExtract, StepScreenshot, StepArticle, StepBig}
+
+// ToolScenarioResult is one backend's timings of the in-process tool
+// scenario, per step (ToolSteps).
+type ToolScenarioResult struct {
+	Backend string
+	Steps   map[string]Durations
+}
+
+// MeasureToolScenario runs the MCP scenario's steps through tools.Tools in
+// this process with KeepClients (as examples/mcp does) on every backend of
+// the world: cdp-inspect (a Chromium of its own), local, host-bridge and the
+// extension, one conversation each, the backends in an order shuffled per
+// round. Navigations to the article and the large page are not timed; their
+// snapshots are.
+func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]ToolScenarioResult, error) {
+	ch, err := StartChromium(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
+	cfg := InspectConfig()
+	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
+	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard))
+	defer insp.Close()
+	over := func(p bb.Provider, closeConv func(context.Context, bb.Kind, string) error) *tools.Tools {
+		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: true, CloseConversation: closeConv,
+			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{p}})})
+	}
+	plain := func(conv string) bb.Invocation { return bb.Invocation{ConversationID: conv} }
+	// port is the DevTools HTTP port of the browser the backend drives (0
+	// for local, whose pages are each in a window of their own).
+	backends := []struct {
+		name  string
+		tl    *tools.Tools
+		inv   bb.Invocation
+		port  int
+		raise func(context.Context) error
+	}{
+		{name: GuardInspect, tl: over(insp, insp.CloseConversation), inv: plain("bench-tools-inspect"), port: ch.Port},
+		{name: GuardLocal, tl: over(local.NewProvider(w.Local), func(_ context.Context, _ bb.Kind, conv string) error {
+			return w.Local.CloseConversation(conv)
+		}), inv: plain("bench-tools-local")},
+		{name: GuardBridge, tl: over(w.Server.Proxy.HostBridgeProvider(hostproxyProviderOpts), nil),
+			inv: w.Server.BridgeInvocation("bench-tools-bridge"), port: w.Chromium.Port},
+		{name: GuardExtension, tl: over(w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts), nil),
+			inv: w.Server.Invocation("bench-tools-ext", wire.InterfaceMacOS), port: w.Chromium.Port},
+	}
+	out := make([]ToolScenarioResult, len(backends))
+	for i := range backends {
+		be := &backends[i]
+		out[i] = ToolScenarioResult{Backend: be.name, Steps: map[string]Durations{}}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+			_, _ = be.tl.Close(cctx, be.inv, tools.ReleaseInput{})
+			cancel()
+			be.tl.Shutdown()
+		}()
+		// A page in the background of a headless window gets no frames, and
+		// a screenshot of it waits for one until its deadline (§8): the
+		// conversation's tab is found by a URL only it has and raised before
+		// each round, untimed.
+		if be.port != 0 {
+			mark := w.Fix.URL(PageForm) + "?tab=" + be.name
+			cctx, cancel := context.WithTimeout(ctx, stepTimeout)
+			_, err := be.tl.Navigate(cctx, be.inv, tools.NavigateInput{URL: mark})
+			if err == nil {
+				be.raise, err = raiser(cctx, be.port, mark)
+			}
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("tool scenario: %s: the conversation's tab: %w", be.name, err)
+			}
+		}
+	}
+	order := newRounds(len(backends))
+	for n := 0; n < warmup+rounds; n++ {
+		for _, k := range order.next() {
+			be := backends[k]
+			if be.raise != nil {
+				if err := be.raise(ctx); err != nil {
+					return nil, fmt.Errorf("tool scenario: %s: raise the tab: %w", be.name, err)
+				}
+			}
+			steps, err := toolScenario(ctx, be.tl, be.inv, w.Fix)
+			if err != nil {
+				return nil, fmt.Errorf("tool scenario: %s: %w", be.name, err)
+			}
+			if n >= warmup {
+				for step, d := range steps {
+					out[k].Steps[step] = append(out[k].Steps[step], d)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// toolScenario runs the scenario once and returns each timed step's time.
+func toolScenario(ctx context.Context, tl *tools.Tools, inv bb.Invocation, fix *Fixtures) (map[string]time.Duration, error) {
+	got := map[string]time.Duration{}
+	timed := func(step string, f func(context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		defer cancel()
+		t0 := time.Now()
+		err := f(cctx)
+		got[step] = time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		return nil
+	}
+	navigate := func(path string) func(context.Context) error {
+		return func(c context.Context) error {
+			_, err := tl.Navigate(c, inv, tools.NavigateInput{URL: fix.URL(path)})
+			return err
+		}
+	}
+	var snap tools.SnapshotResult
+	snapshot := func(c context.Context) (err error) {
+		snap, err = tl.Snapshot(c, inv, tools.SnapshotInput{})
+		return err
+	}
+	ref := func(role, name string) (string, error) {
+		for _, n := range snap.Nodes {
+			if n.Role == role && n.Name == name && n.Ref != "" {
+				return n.Ref, nil
+			}
+		}
+		return "", fmt.Errorf("no %s %q in the snapshot", role, name)
+	}
+	if err := timed(StepNavigate, navigate(PageForm)); err != nil {
+		return nil, err
+	}
+	if err := timed(StepSnapshot, snapshot); err != nil {
+		return nil, err
+	}
+	field, err := ref("textbox", "Display name")
+	if err != nil {
+		return nil, err
+	}
+	button, err := ref("button", "Apply")
+	if err != nil {
+		return nil, err
+	}
+	steps := []struct {
+		step string
+		f    func(context.Context) error
+	}{
+		{StepType, func(c context.Context) error {
+			_, err := tl.Type(c, inv, tools.TypeInput{Target: tools.Target{Ref: field}, Text: FormText})
+			return err
+		}},
+		{StepClick, func(c context.Context) error {
+			_, err := tl.Click(c, inv, tools.ElementInput{Target: tools.Target{Ref: button}})
+			return err
+		}},
+		{StepExtract, func(c context.Context) error {
+			res, err := tl.Extract(c, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
+			if err == nil && !strings.Contains(res.Text, FormResult) {
+				err = fmt.Errorf("the page shows %q, not %q", res.Text, FormResult)
+			}
+			return err
+		}},
+		{StepScreenshot, func(c context.Context) error {
+			_, err := tl.Screenshot(c, inv, tools.ScreenshotInput{})
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := timed(s.step, s.f); err != nil {
+			return nil, err
+		}
+	}
+	for _, pg := range []struct{ path, step string }{{PageArticle, StepArticle}, {PageBig, StepBig}} {
+		cctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		err := navigate(pg.path)(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("navigate %s: %w", pg.path, err)
+		}
+		if err := timed(pg.step, snapshot); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
+
+func (r *Results) renderToolScenario(p func(string, ...any)) {
+	if len(r.ToolScenario) == 0 {
+		return
+	}
+	n := 0
+	for _, d := range r.ToolScenario[0].Steps {
+		n = len(d)
+	}
+	p("## 12. The tool scenario in process, every backend\n\n")
+	p("§8's scenario through `tools.Tools` in this process with `KeepClients` (as examples/mcp runs it), no MCP "+
+		"server in between: cdp-inspect on a Chromium of its own, local, host-bridge through the world's desktop "+
+		"bridge and the extension through the reference extension, one conversation each; %d rounds after warm-up, "+
+		"the backends in an order shuffled per round. The navigations to the article and the large page are not "+
+		"timed. Each cell is the median, with the p99 in brackets.\n\n", n)
+	p("| step |")
+	for _, b := range r.ToolScenario {
+		p(" %s |", b.Backend)
+	}
+	p("\n|---|")
+	for range r.ToolScenario {
+		p("---|")
+	}
+	p("\n")
+	for _, step := range ToolSteps {
+		p("| %s |", step)
+		for _, b := range r.ToolScenario {
+			d := b.Steps[step]
+			if len(d) == 0 {
+				p(" n/a |")
+				continue
+			}
+			p(" %s (%s) |", ms(d.Median()), ms(d.P99()))
+		}
+		p("\n")
+	}
+	p("\n")
+}
