@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -75,8 +76,9 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 // under its iframe.
 type domRenderer struct {
 	snapLines
-	docs   []*domDoc
-	placed []bool
+	docs    []*domDoc
+	placed  []bool
+	tooDeep bool
 }
 
 func (r *domRenderer) renderDoc(di, depth int, frame string) {
@@ -90,10 +92,25 @@ func (r *domRenderer) renderDoc(di, depth int, frame string) {
 	}
 }
 
+// maxDOMDepth bounds the levels of a document the walk descends (Blink's
+// HTML parser nests at most 512; a script can nest deeper).
+const maxDOMDepth = 1024
+
 // visit renders node i at depth; parentName is the name of the element it is
 // in, which a text node repeating it does not add to.
 func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame string) {
+	r.visitAt(d, i, depth, parentName, frame, 0)
+}
+
+func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame string, level int) {
 	if r.truncated {
+		return
+	}
+	if level > maxDOMDepth {
+		if !r.tooDeep {
+			r.tooDeep = true
+			r.line(SnapshotNode{Role: "StaticText", Name: fmt.Sprintf("[content nested deeper than %d levels is not shown]", maxDOMDepth), Depth: depth, Frame: frame})
+		}
 		return
 	}
 	switch d.typ[i] {
@@ -101,7 +118,7 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 		if d.laid[i] < 0 || d.hidden[i] {
 			return
 		}
-		if t := collapseString(d.s(d.value[i])); t != "" && t != parentName {
+		if t := capName(collapseString(d.shownText(i))); t != "" && t != parentName {
 			r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
 		}
 		return
@@ -117,7 +134,7 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 	case "SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT", "HEAD", "BR", "WBR":
 		return
 	}
-	if v, _ := d.attr(i, "aria-hidden"); v == "true" {
+	if d.ariaHidden(i, tag) {
 		return
 	}
 	if _, inert := d.attr(i, "inert"); inert {
@@ -160,15 +177,13 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 			return
 		}
 	}
-	for c := d.first[i]; c >= 0; c = d.next[c] {
-		r.visit(d, c, next, name, frame)
-	}
+	d.eachChild(i, func(c int32) { r.visitAt(d, c, next, name, frame, level+1) })
 }
 
 // pseudo renders a generated box: a list item's marker as Chromium's
 // ListMarker, ::before and ::after content as text.
 func (r *domRenderer) pseudo(d *domDoc, i int32, kind string, depth int, frame string) {
-	t := collapseString(d.s(d.ltext[i]))
+	t := capName(collapseString(d.ltext[i]))
 	if t == "" || d.hidden[i] {
 		return
 	}

@@ -36,7 +36,10 @@ type domDoc struct {
 	live []bool
 	// hidden is true for a node whose own visibility is hidden or collapse.
 	hidden []bool
-	ltext  []domsnapshot.StringIndex
+	// ltext is the text of the node's layout objects, as rendered (text
+	// transforms and text security applied; a text node split by
+	// ::first-letter has two, joined here).
+	ltext []string
 	// Sparse per-node data, keyed by node index.
 	inputValue map[int32]string
 	textValue  map[int32]string
@@ -73,10 +76,16 @@ func newDOMDoc(str []string, d *domsnapshot.DocumentSnapshot) *domDoc {
 	}
 	doc.first, doc.next, doc.parent = make([]int32, count), make([]int32, count), make([]int32, count)
 	doc.laid, doc.live, doc.hidden = make([]int32, count), make([]bool, count), make([]bool, count)
-	doc.ltext = make([]domsnapshot.StringIndex, count)
+	doc.ltext = make([]string, count)
 	last := make([]int32, count)
 	for i := range count {
-		doc.first[i], doc.next[i], doc.laid[i], last[i], doc.ltext[i] = -1, -1, -1, -1, -1
+		doc.first[i], doc.next[i], doc.laid[i], last[i] = -1, -1, -1, -1
+	}
+	// Every column is cut to the node count, so that no loop over one of
+	// them indexes past another.
+	doc.typ, doc.name, doc.value, doc.backend = doc.typ[:count], doc.name[:count], doc.value[:count], doc.backend[:count]
+	if len(doc.attrs) > count {
+		doc.attrs = doc.attrs[:count]
 	}
 	for i, p := range n.ParentIndex {
 		// A parent comes before its children; any other index is dropped, so
@@ -98,10 +107,12 @@ func newDOMDoc(str []string, d *domsnapshot.DocumentSnapshot) *domDoc {
 			if ni < 0 || int(ni) >= count {
 				continue
 			}
-			doc.laid[ni] = int32(li)
+			if doc.laid[ni] < 0 {
+				doc.laid[ni] = int32(li)
+			}
 			doc.live[ni] = true
 			if li < len(l.Text) {
-				doc.ltext[ni] = l.Text[li]
+				doc.ltext[ni] += doc.s(l.Text[li])
 			}
 			if li < len(l.Styles) && len(l.Styles[li]) > 0 {
 				switch doc.s(domsnapshot.StringIndex(l.Styles[li][0])) {
@@ -194,27 +205,71 @@ func (d *domDoc) byID(id string) (int32, bool) {
 	return i, ok
 }
 
-// labelsToggle reports whether label element i labels a checkbox or a
-// radio button: Chromium folds such a label into the control's name and
-// does not show it.
-func (d *domDoc) labelsToggle(i int32) bool {
-	c := int32(-1)
-	if id, ok := d.attr(i, "for"); ok {
-		if e, ok := d.byID(id); ok {
-			c = e
+// labelControl returns the control label element l labels: the element its
+// for attribute names, else its first labelable descendant; -1 for none.
+func (d *domDoc) labelControl(l int32) int32 {
+	if id, ok := d.attr(l, "for"); ok {
+		if e, ok := d.byID(id); ok && labelable(d, e) {
+			return e
 		}
-	} else {
-		for e := d.first[i]; e >= 0 && c < 0; e = d.next[e] {
-			if d.typ[e] == 1 && d.tag(e) == "INPUT" {
-				c = e
-			}
+		return -1
+	}
+	end := d.subtreeEnd(l)
+	for e := l + 1; e < end; e++ {
+		if d.typ[e] == 1 && labelable(d, e) {
+			return e
 		}
 	}
-	if c < 0 || d.tag(c) != "INPUT" {
+	return -1
+}
+
+// subtreeEnd returns the index after node i's last descendant (the answer
+// lists nodes depth first).
+func (d *domDoc) subtreeEnd(i int32) int32 {
+	for n := i; n >= 0; n = d.parent[n] {
+		if d.next[n] >= 0 {
+			return d.next[n]
+		}
+	}
+	return int32(len(d.typ))
+}
+
+func labelable(d *domDoc, e int32) bool {
+	switch d.tag(e) {
+	case "INPUT":
+		t, _ := d.attr(e, "type")
+		return !strings.EqualFold(t, "hidden")
+	case "BUTTON", "METER", "OUTPUT", "PROGRESS", "SELECT", "TEXTAREA":
+		return true
+	}
+	return false
+}
+
+// labelsToggle reports whether label element l is folded into the checkbox
+// or radio button it labels, as Chromium folds it: the control is shown,
+// takes its name from the label (no aria-label or aria-labelledby of its
+// own), and the label holds nothing else that takes focus.
+func (d *domDoc) labelsToggle(l int32) bool {
+	c := d.labelControl(l)
+	if c < 0 || d.tag(c) != "INPUT" || !d.live[c] || d.hidden[c] {
 		return false
 	}
 	t, _ := d.attr(c, "type")
-	return strings.EqualFold(t, "checkbox") || strings.EqualFold(t, "radio")
+	if !strings.EqualFold(t, "checkbox") && !strings.EqualFold(t, "radio") {
+		return false
+	}
+	for _, a := range []string{"aria-label", "aria-labelledby"} {
+		if v, ok := d.attr(c, a); ok && strings.TrimSpace(v) != "" {
+			return false
+		}
+	}
+	end := d.subtreeEnd(l)
+	for e := l + 1; e < end; e++ {
+		if e != c && d.typ[e] == 1 && d.focusable(e, d.tag(e)) {
+			return false
+		}
+	}
+	return true
 }
 
 // labelsFor returns the label elements whose for attribute is id.
@@ -230,6 +285,35 @@ func (d *domDoc) labelsFor(id string) []int32 {
 		}
 	}
 	return d.labels[id]
+}
+
+// ariaHidden reports whether element i hides itself and its subtree with
+// aria-hidden: any value but "", "false" and "undefined" (ASCII case
+// ignored), except on <html> and <body>, where Chromium ignores it.
+func (d *domDoc) ariaHidden(i int32, tag string) bool {
+	v, ok := d.attr(i, "aria-hidden")
+	if !ok || tag == "HTML" || tag == "BODY" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "false", "undefined":
+		return false
+	}
+	return true
+}
+
+// focusable reports whether element i takes focus by its tag or a
+// tabindex: such an element keeps its role whatever role attribute says.
+func (d *domDoc) focusable(i int32, tag string) bool {
+	switch tag {
+	case "BUTTON", "INPUT", "SELECT", "TEXTAREA":
+		return true
+	case "A", "AREA":
+		_, ok := d.attr(i, "href")
+		return ok
+	}
+	_, ok := d.attr(i, "tabindex")
+	return ok
 }
 
 // ariaRoles are the ARIA roles a role attribute may name, each with the
@@ -272,6 +356,9 @@ func (d *domDoc) role(i int32, tag string) string {
 		for _, tok := range strings.Fields(strings.ToLower(r)) {
 			if role, ok := ariaRoles[tok]; ok {
 				if role == "none" {
+					if d.focusable(i, tag) {
+						break
+					}
 					return ""
 				}
 				return role
@@ -403,7 +490,7 @@ func (d *domDoc) role(i int32, tag string) string {
 	case "TIME":
 		return "time"
 	case "svg":
-		if d.hasOwnName(i) {
+		if d.hasOwnName(i) || d.svgTitle(i) != "" {
 			return "image"
 		}
 		return ""
@@ -460,32 +547,42 @@ func (d *domDoc) hasOwnName(i int32) bool {
 	return false
 }
 
+// maxName is the longest name rendered, in bytes (Chromium cuts string
+// attributes of its accessibility tree at 10,000 characters).
+const maxName = 10000
+
+// maxTextDepth bounds the levels a name is gathered from.
+const maxTextDepth = 256
+
 // accName returns element i's accessible name, following the steps of the
 // accessible name computation Chromium applies to HTML: aria-labelledby,
 // aria-label, the element's own naming (labels, alt, value, legend, caption,
-// title of a frame), its content for the roles named by it, then title and
-// placeholder. Whitespace is collapsed.
+// title of a frame or an SVG), its content for the roles named by it, then
+// title and placeholder. Whitespace is collapsed; at most maxName bytes.
 func (d *domDoc) accName(i int32, tag, role string) string {
 	if v, ok := d.attr(i, "aria-labelledby"); ok {
-		var parts []string
+		var b []byte
+		seen := map[string]bool{}
 		for _, id := range strings.Fields(v) {
+			if seen[id] || len(b) >= maxName {
+				continue
+			}
+			seen[id] = true
 			if e, ok := d.byID(id); ok {
-				if t := d.labelText(e); t != "" {
-					parts = append(parts, t)
-				}
+				b = d.labelledByText(append(b, ' '), e)
 			}
 		}
-		if len(parts) > 0 {
-			return strings.Join(parts, " ")
+		if n := capName(collapseSpace(b)); n != "" {
+			return n
 		}
 	}
 	if v, ok := d.attr(i, "aria-label"); ok {
-		if v = collapseString(v); v != "" {
+		if v = capName(collapseString(v)); v != "" {
 			return v
 		}
 	}
 	if n := d.nativeName(i, tag); n != "" {
-		return n
+		return capName(n)
 	}
 	if nameFromContent[role] {
 		if n := d.text(i); n != "" {
@@ -493,16 +590,30 @@ func (d *domDoc) accName(i int32, tag, role string) string {
 		}
 	}
 	if v, ok := d.attr(i, "title"); ok {
-		if v = collapseString(v); v != "" {
+		if v = capName(collapseString(v)); v != "" {
 			return v
 		}
 	}
 	if role == "textbox" || role == "searchbox" || role == "combobox" {
-		if v, ok := d.attr(i, "placeholder"); ok {
-			return collapseString(v)
+		for _, a := range []string{"placeholder", "aria-placeholder"} {
+			if v, ok := d.attr(i, a); ok && strings.TrimSpace(v) != "" {
+				return capName(collapseString(v))
+			}
 		}
 	}
 	return ""
+}
+
+// capName cuts s to at most maxName bytes, at a character boundary.
+func capName(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	n := maxName
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // nativeName is the name HTML gives element i by its own markup.
@@ -511,6 +622,29 @@ func (d *domDoc) nativeName(i int32, tag string) string {
 	case "INPUT", "TEXTAREA", "SELECT", "METER", "PROGRESS", "BUTTON", "OUTPUT":
 		t, _ := d.attr(i, "type")
 		t = strings.ToLower(t)
+		var parts []string
+		if id, ok := d.attr(i, "id"); ok && id != "" {
+			for _, l := range d.labelsFor(id) {
+				if t := d.text(l); t != "" {
+					parts = append(parts, t)
+				}
+			}
+		}
+		if len(parts) == 0 {
+			for p := d.parent[i]; p >= 0; p = d.parent[p] {
+				if d.tag(p) == "LABEL" {
+					if _, hasFor := d.attr(p, "for"); !hasFor && d.labelControl(p) == i {
+						if t := d.text(p); t != "" {
+							parts = append(parts, t)
+						}
+					}
+					break
+				}
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, " ")
+		}
 		if tag == "INPUT" {
 			switch t {
 			case "submit", "reset", "button":
@@ -523,7 +657,6 @@ func (d *domDoc) nativeName(i int32, tag string) string {
 				case "reset":
 					return "Reset"
 				}
-				return ""
 			case "image":
 				if v, ok := d.attr(i, "alt"); ok {
 					return collapseString(v)
@@ -531,25 +664,7 @@ func (d *domDoc) nativeName(i int32, tag string) string {
 				return "Submit"
 			}
 		}
-		var parts []string
-		if id, ok := d.attr(i, "id"); ok && id != "" {
-			for _, l := range d.labelsFor(id) {
-				if t := d.labelText(l); t != "" {
-					parts = append(parts, t)
-				}
-			}
-		}
-		if len(parts) == 0 {
-			for p := d.parent[i]; p >= 0; p = d.parent[p] {
-				if d.tag(p) == "LABEL" {
-					if t := d.labelText(p); t != "" {
-						parts = append(parts, t)
-					}
-					break
-				}
-			}
-		}
-		return strings.Join(parts, " ")
+		return ""
 	case "IMG", "AREA":
 		v, _ := d.attr(i, "alt")
 		return collapseString(v)
@@ -560,6 +675,18 @@ func (d *domDoc) nativeName(i int32, tag string) string {
 	case "IFRAME":
 		v, _ := d.attr(i, "title")
 		return collapseString(v)
+	case "svg":
+		return d.svgTitle(i)
+	}
+	return ""
+}
+
+// svgTitle is the text of SVG element i's <title> child.
+func (d *domDoc) svgTitle(i int32) string {
+	for c := d.first[i]; c >= 0; c = d.next[c] {
+		if d.typ[c] == 1 && d.tag(c) == "title" {
+			return capName(collapseSpace(d.labelledByText(nil, c))) // a <title> is never rendered
+		}
 	}
 	return ""
 }
@@ -574,37 +701,39 @@ func (d *domDoc) childText(i int32, tag string) string {
 	return ""
 }
 
-// labelText is the text of a label or of an element aria-labelledby names:
-// an aria-label of its own wins, then its content (form controls in it are
-// left out).
-func (d *domDoc) labelText(i int32) string {
-	if d.typ[i] == 1 {
-		if v, ok := d.attr(i, "aria-label"); ok {
-			if v = collapseString(v); v != "" {
-				return v
-			}
+// labelledByText appends the text of element e as aria-labelledby reads it:
+// its aria-label if it has one, else its content, hidden or not (ARIA lets
+// a label be hidden); form controls in it are left out.
+func (d *domDoc) labelledByText(b []byte, e int32) []byte {
+	if d.typ[e] == 1 {
+		if v, ok := d.attr(e, "aria-label"); ok && strings.TrimSpace(v) != "" {
+			return append(b, v...)
 		}
 	}
-	return d.text(i)
+	return d.appendText(b, e, 0, true)
 }
 
-// text is the rendered text of node i's subtree, whitespace collapsed: the
-// text nodes that have a layout object, an image's alt, a nested element's
-// aria-label in place of its content; a block-level element is set apart by
-// a space, form controls and hidden subtrees are left out.
+// text is the rendered text of node i's subtree, whitespace collapsed, at
+// most maxName bytes: the text nodes that are rendered (as rendered), an
+// image's alt, an SVG's title, a nested element's aria-label in place of its
+// content, ::before and ::after content in its place; a block-level element
+// is set apart by a space; form controls and hidden subtrees are left out.
 func (d *domDoc) text(i int32) string {
-	var b []byte
-	b = d.appendText(b, i, 0)
-	return collapseSpace(b)
+	return capName(collapseSpace(d.appendText(nil, i, 0, false)))
 }
 
-func (d *domDoc) appendText(b []byte, i int32, depth int) []byte {
-	if depth > 256 {
+// appendText appends node i's text (see text); all also reads what is not
+// rendered (for aria-labelledby).
+func (d *domDoc) appendText(b []byte, i int32, depth int, all bool) []byte {
+	if depth > maxTextDepth || len(b) >= 2*maxName {
 		return b
 	}
 	switch d.typ[i] {
 	case 3:
-		if d.laid[i] >= 0 && !d.hidden[i] {
+		switch {
+		case d.laid[i] >= 0 && !d.hidden[i]:
+			b = append(b, d.shownText(i)...)
+		case all:
 			b = append(b, d.s(d.value[i])...)
 		}
 		return b
@@ -612,45 +741,67 @@ func (d *domDoc) appendText(b []byte, i int32, depth int) []byte {
 	default:
 		return b
 	}
-	if !d.live[i] {
-		return b
-	}
-	if v, _ := d.attr(i, "aria-hidden"); v == "true" {
-		return b
-	}
 	tag := d.tag(i)
+	if !all && (!d.live[i] || d.ariaHidden(i, tag)) {
+		return b
+	}
 	switch tag {
 	case "INPUT", "SELECT", "TEXTAREA", "SCRIPT", "STYLE":
 		return b
-	case "IMG":
-		v, _ := d.attr(i, "alt")
-		return append(append(append(b, ' '), v...), ' ')
 	case "BR":
 		return append(b, ' ')
 	}
-	if depth > 0 {
+	shown := all || !d.hidden[i]
+	if depth > 0 && shown {
 		if v, ok := d.attr(i, "aria-label"); ok && strings.TrimSpace(v) != "" {
 			return append(append(append(b, ' '), v...), ' ')
 		}
 	}
-	if p, ok := d.pseudo[i]; ok && p != "before" && p != "after" {
+	switch tag {
+	case "IMG":
+		if shown {
+			v, _ := d.attr(i, "alt")
+			b = append(append(append(b, ' '), v...), ' ')
+		}
+		return b
+	case "svg":
+		if shown {
+			b = append(append(append(b, ' '), d.svgTitle(i)...), ' ')
+		}
 		return b
 	}
-	if d.pseudo[i] != "" || d.first[i] < 0 {
-		// A ::before or ::after box carries its text on its own layout object.
-		b = append(b, d.s(d.ltext[i])...)
+	if p, ok := d.pseudo[i]; ok {
+		if shown && (p == "before" || p == "after") {
+			b = append(b, d.ltext[i]...)
+		}
+		return b
 	}
 	block := blockTag(tag)
 	if block {
 		b = append(b, ' ')
 	}
-	for c := d.first[i]; c >= 0; c = d.next[c] {
-		b = d.appendText(b, c, depth+1)
-	}
+	d.eachChild(i, func(c int32) { b = d.appendText(b, c, depth+1, all) })
 	if block {
 		b = append(b, ' ')
 	}
 	return b
+}
+
+// eachChild calls f with each child of node i in rendering order: a
+// ::before box and the DOM children in order, then the ::after box (the
+// answer lists every generated box first).
+func (d *domDoc) eachChild(i int32, f func(int32)) {
+	after := int32(-1)
+	for c := d.first[i]; c >= 0; c = d.next[c] {
+		if d.pseudo[c] == "after" {
+			after = c
+			continue
+		}
+		f(c)
+	}
+	if after >= 0 {
+		f(after)
+	}
 }
 
 func blockTag(tag string) bool {
@@ -663,18 +814,37 @@ func blockTag(tag string) bool {
 	return false
 }
 
-// value is what Chromium shows as element i's value: a text field's current
-// text (a password field's as one bullet per character, as Chromium masks
-// it), the chosen option of a drop-down, a range's or progress bar's value.
+// shownText is text node i's text as rendered, or its DOM text when the
+// answer gives none for its layout object.
+func (d *domDoc) shownText(i int32) string {
+	if t := d.ltext[i]; t != "" {
+		return t
+	}
+	return d.s(d.value[i])
+}
+
+// editable reports whether element i is a contenteditable host.
+func (d *domDoc) editable(i int32) bool {
+	v, ok := d.attr(i, "contenteditable")
+	return ok && !strings.EqualFold(strings.TrimSpace(v), "false")
+}
+
+// valueOf is what Chromium shows as element i's value: a text field's
+// current text (a password field's as one bullet per character, as Chromium
+// masks it; an editable element's rendered text), the chosen option of a
+// drop-down, a range's, progress bar's or meter's value.
 func (d *domDoc) valueOf(i int32, tag, role string) string {
 	switch role {
 	case "textbox", "searchbox", "spinbutton", "combobox", "slider":
 	case "progressbar", "meter":
-		v, _ := d.attr(i, "aria-valuenow")
-		if v == "" {
-			v, _ = d.attr(i, "value")
+		if v, ok := d.attr(i, "aria-valuenow"); ok {
+			return v
 		}
-		return v
+		if tag == "PROGRESS" || tag == "METER" {
+			v, _ := d.attr(i, "value")
+			return v
+		}
+		return ""
 	default:
 		return ""
 	}
@@ -703,6 +873,10 @@ func (d *domDoc) valueOf(i int32, tag, role string) string {
 		if first >= 0 && role == "combobox" {
 			return d.optionText(first)
 		}
+		return ""
+	}
+	if d.editable(i) && (role == "textbox" || role == "searchbox") {
+		return d.text(i)
 	}
 	return ""
 }

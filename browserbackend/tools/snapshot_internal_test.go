@@ -224,3 +224,197 @@ func TestDOMSnapshotRendersWhatTheAnswerHolds(t *testing.T) {
 	}
 	assert.NotContains(t, r.b.String(), "frame", "no document is rendered inside itself")
 }
+
+// tnode is an element (tag) or a text node (tag "") of a hand-built DOM
+// snapshot answer; built with snapOf.
+type tnode struct {
+	tag      string
+	attrs    []string // name, value, …
+	text     string   // a text node's DOM text
+	shown    string   // a text node's rendered text when it differs from text
+	kids     []tnode
+	noLayout bool   // no layout object (display:none, <title>, …)
+	hidden   bool   // visibility:hidden
+	pseudo   string // "before", "after", "marker": a generated box with text shown
+}
+
+func txt(s string) tnode                            { return tnode{text: s} }
+func el(tag string, attrs ...string) tnode          { return tnode{tag: tag, attrs: attrs} }
+func (n tnode) with(kids ...tnode) tnode            { n.kids = kids; return n }
+func (n tnode) hide() tnode                         { n.hidden = true; return n }
+func (n tnode) unrendered() tnode                   { n.noLayout = true; return n }
+func pseudoBox(kind, shown string) tnode            { return tnode{tag: "::" + kind, pseudo: kind, shown: shown} }
+func rendered(dom, shown string) tnode              { return tnode{text: dom, shown: shown} }
+func docOf(body ...tnode) tnode                     { return el("HTML").with(el("BODY").with(body...)) }
+func renderTree(t *testing.T, body ...tnode) string { return renderSnap(t, snapOf(body...)) }
+
+// snapOf builds a one-document answer of #document > HTML > BODY > body.
+func snapOf(body ...tnode) *domsnapshot.CaptureSnapshotResult {
+	var strs []string
+	index := map[string]int64{}
+	str := func(s string) domsnapshot.StringIndex {
+		if i, ok := index[s]; ok {
+			return domsnapshot.StringIndex(i)
+		}
+		index[s] = int64(len(strs))
+		strs = append(strs, s)
+		return domsnapshot.StringIndex(index[s])
+	}
+	nodes := &domsnapshot.NodeTreeSnapshot{PseudoType: &domsnapshot.RareStringData{}}
+	layout := &domsnapshot.LayoutTreeSnapshot{}
+	var add func(n tnode, parent int64, hidden bool)
+	add = func(n tnode, parent int64, hidden bool) {
+		i := int64(len(nodes.ParentIndex))
+		hidden = hidden || n.hidden
+		nodes.ParentIndex = append(nodes.ParentIndex, parent)
+		nodes.BackendNodeID = append(nodes.BackendNodeID, cdp.BackendNodeID(i+1))
+		var attrs domsnapshot.ArrayOfStrings
+		for _, a := range n.attrs {
+			attrs = append(attrs, int64(str(a)))
+		}
+		nodes.Attributes = append(nodes.Attributes, attrs)
+		shown := n.shown
+		if n.tag == "" {
+			nodes.NodeType = append(nodes.NodeType, 3)
+			nodes.NodeName = append(nodes.NodeName, str("#text"))
+			nodes.NodeValue = append(nodes.NodeValue, str(n.text))
+			if shown == "" {
+				shown = n.text
+			}
+		} else {
+			nodes.NodeType = append(nodes.NodeType, 1)
+			nodes.NodeName = append(nodes.NodeName, str(n.tag))
+			nodes.NodeValue = append(nodes.NodeValue, -1)
+		}
+		if n.pseudo != "" {
+			nodes.PseudoType.Index = append(nodes.PseudoType.Index, i)
+			nodes.PseudoType.Value = append(nodes.PseudoType.Value, str(n.pseudo))
+		}
+		if !n.noLayout {
+			vis := "visible"
+			if hidden {
+				vis = "hidden"
+			}
+			layout.NodeIndex = append(layout.NodeIndex, i)
+			layout.Styles = append(layout.Styles, domsnapshot.ArrayOfStrings{int64(str(vis))})
+			t := domsnapshot.StringIndex(-1)
+			if shown != "" {
+				t = str(shown)
+			}
+			layout.Text = append(layout.Text, t)
+		}
+		for _, k := range n.kids {
+			if n.noLayout {
+				k.noLayout = true
+			}
+			add(k, i, hidden)
+		}
+	}
+	add(tnode{tag: "#document"}.with(docOf(body...)), -1, false)
+	nodes.NodeType[0] = 9
+	return &domsnapshot.CaptureSnapshotResult{Strings: strs, Documents: []*domsnapshot.DocumentSnapshot{
+		{DocumentURL: str("http://t/"), Title: str("t"), FrameID: str("F"), Nodes: nodes, Layout: layout}}}
+}
+
+func renderSnap(t *testing.T, res *domsnapshot.CaptureSnapshotResult) string {
+	t.Helper()
+	docs := newDOMDocs(res)
+	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
+	r.max = DefaultSnapshotMaxNodes
+	r.renderDoc(0, 0, "")
+	r.finish()
+	return r.b.String()
+}
+
+// Names, values and hiding as Chromium's accessibility tree has them, for
+// the cases a review of the DOM source found it wrong (each row failed on
+// the first version).
+func TestDOMSnapshotNamesAndHidesAsChromiumDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		body       []tnode
+		want, omit []string
+	}{
+		{"aria-hidden in any case hides", []tnode{el("DIV", "aria-hidden", "TRUE").with(el("BUTTON").with(txt("Hidden")))},
+			nil, []string{"Hidden"}},
+		{"aria-hidden=false hides nothing", []tnode{el("DIV", "aria-hidden", "false").with(el("BUTTON").with(txt("Shown")))},
+			[]string{`button "Shown"`}, nil},
+		{"a hidden image adds nothing to a name", []tnode{el("BUTTON").with(txt("Go"), el("IMG", "alt", "secret alt").hide())},
+			[]string{`button "Go"`}, []string{"secret"}},
+		{"a wrapping label names its own control only", []tnode{el("LABEL").with(txt("Email "), el("INPUT", "type", "email"), el("BUTTON").with(txt("Clear")))},
+			[]string{`button "Clear"`}, []string{`button "Email`}},
+		{"a checkbox's label with a link stays", []tnode{el("INPUT", "type", "checkbox", "id", "t"), el("LABEL", "for", "t").with(txt("I accept the "), el("A", "href", "/terms").with(txt("terms")))},
+			[]string{`checkbox "I accept the terms"`, `link "terms"`}, nil},
+		{"a plain checkbox label is folded", []tnode{el("INPUT", "type", "checkbox", "id", "t"), el("LABEL", "for", "t").with(txt("Remember"))},
+			[]string{`checkbox "Remember"`}, []string{"LabelText"}},
+		{"the label of a hidden custom toggle stays", []tnode{el("INPUT", "type", "checkbox", "id", "t").unrendered(), el("LABEL", "for", "t").with(txt("Dark mode"))},
+			[]string{`LabelText`, `text "Dark mode"`}, nil},
+		{"aria-labelledby reads hidden text", []tnode{el("SPAN", "id", "l").with(txt("Search site")).unrendered(), el("INPUT", "aria-labelledby", "l")},
+			[]string{`textbox "Search site"`}, nil},
+		{"an editable box's text is its value", []tnode{el("DIV", "role", "textbox", "contenteditable", "", "aria-label", "Message").with(txt("Hello there"))},
+			[]string{`textbox "Message" value="Hello there"`}, nil},
+		{"an image's aria-label names its link", []tnode{el("A", "href", "/").with(el("IMG", "src", "logo.png", "aria-label", "Home"))},
+			[]string{`link "Home"`}, nil},
+		{"an SVG's title names its button", []tnode{el("BUTTON").with(el("svg").with(el("title").with(txt("Search")).unrendered()))},
+			[]string{`button "Search"`}, nil},
+		{"::after comes after the content", []tnode{el("A", "href", "/d").with(pseudoBox("after", " (opens new tab)"), txt("Docs"))},
+			[]string{`link "Docs (opens new tab)"`}, nil},
+		{"text is read as rendered", []tnode{el("SPAN").with(rendered("1234", "••••")), el("P").with(rendered("shout", "SHOUT"))},
+			[]string{`text "••••"`, `text "SHOUT"`}, []string{"1234", "shout"}},
+		{"a password field as a meter shows no value", []tnode{el("INPUT", "type", "password", "role", "meter", "value", "hunter2")},
+			[]string{"meter"}, []string{"hunter2"}},
+		{"a focusable element keeps its role", []tnode{el("BUTTON", "role", "presentation").with(txt("Save"))},
+			[]string{`button "Save"`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := renderTree(t, tc.body...)
+			for _, w := range tc.want {
+				assert.Contains(t, out, w)
+			}
+			for _, o := range tc.omit {
+				assert.NotContains(t, out, o)
+			}
+		})
+	}
+}
+
+// What a page builds to make a snapshot expensive stays bounded: a name is
+// at most maxName bytes however often aria-labelledby repeats an id or
+// however deep names nest, and a nesting deeper than the walk goes is said
+// to be cut, without a stack overflow.
+func TestDOMSnapshotBoundsWhatAPageCanMakeItDo(t *testing.T) {
+	long := strings.Repeat("word ", 4400) // 22 kB
+	ids := strings.TrimSpace(strings.Repeat("x ", 5000))
+	out := renderTree(t, el("DIV", "id", "x").with(txt(long)), el("BUTTON", "aria-labelledby", ids))
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len(line), maxName+64)
+	}
+
+	nest := txt(long)
+	for range 250 {
+		nest = el("DIV", "role", "treeitem").with(nest)
+	}
+	out = renderTree(t, nest)
+	assert.Less(t, len(out), 250*(maxName+600), "each of the 250 names is cut at maxName")
+
+	deep := el("SPAN").with(txt("bottom"))
+	for range 5000 {
+		deep = el("DIV").with(deep)
+	}
+	out = renderTree(t, deep)
+	assert.Contains(t, out, fmt.Sprintf("nested deeper than %d levels", maxDOMDepth))
+	assert.NotContains(t, out, "bottom")
+}
+
+// Columns longer than the node count (a malformed answer) are cut to it:
+// ids and labels found past the end are never used.
+func TestDOMSnapshotCutsColumnsToTheNodeCount(t *testing.T) {
+	res := snapOf(el("BUTTON", "aria-labelledby", "x").with(txt("b")), el("INPUT", "id", "u"))
+	n := res.Documents[0].Nodes
+	n.NodeType = append(n.NodeType, 1, 1)
+	n.NodeName = append(n.NodeName, 0)
+	n.Attributes = append(n.Attributes, domsnapshot.ArrayOfStrings{int64(len(res.Strings)), int64(len(res.Strings) + 1)})
+	res.Strings = append(res.Strings, "id", "x")
+	out := renderSnap(t, res)
+	assert.Contains(t, out, `button "b"`)
+}

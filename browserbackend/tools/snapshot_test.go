@@ -113,7 +113,7 @@ func TestSnapshotMultiFramePageIsInDocumentOrder(t *testing.T) {
 // richPage holds most kinds of HTML element an agent meets, named in every
 // way HTML and ARIA allow, and content hidden in every way CSS and ARIA
 // allow.
-const richPage = `<!doctype html><html lang="en"><head><title>rich</title><style>.vh{visibility:hidden}.dn{display:none}.dc{display:contents}</style></head><body>
+const richPage = `<!doctype html><html lang="en"><head><title>rich</title><style>.vh{visibility:hidden}.dn{display:none}.dc{display:contents}.ext::after{content:" (opens new tab)"}</style></head><body>
 <header><nav aria-label="Primary"><ul><li><a href="/a">Home</a></li><li><a href="/b"><img src="x.png" alt="Logo"> Shop</a></li></ul></nav></header>
 <main>
 <h1>Title <em>here</em></h1>
@@ -172,6 +172,19 @@ const richPage = `<!doctype html><html lang="en"><head><title>rich</title><style
 <iframe src="data:text/html,<p>frame text</p>" title="Inner"></iframe>
 </main>
 <footer>foot</footer>
+<section aria-label="Review cases">
+<label>Email <input type="email"><button type="button">Clear</button></label>
+<input type="checkbox" id="terms"><label for="terms">I accept the <a href="/terms">terms</a></label>
+<span id="hiddenlabel" hidden>Search site</span><input aria-labelledby="hiddenlabel">
+<div role="textbox" contenteditable aria-label="Message">Hello there</div>
+<a href="/home"><img src="logo.png" aria-label="Home"></a>
+<button type="button"><svg width="10" height="10"><title>Search</title><circle cx="5" cy="5" r="4"></circle></svg></button>
+<a href="/docs" class="ext">Docs</a>
+<p style="text-transform:uppercase">shout</p>
+<p style="-webkit-text-security:disc">1234</p>
+<div aria-hidden="TRUE"><button>Hidden by aria in capitals</button></div>
+<button role="presentation">Keeps its role</button>
+</section>
 <my-el></my-el>
 <script>customElements.define('my-el', class extends HTMLElement { constructor(){ super(); this.attachShadow({mode:'open'}).innerHTML = '<button>Shadow button</button><slot></slot>'; } });</script>
 </body></html>`
