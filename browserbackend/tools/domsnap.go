@@ -4,39 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"net/url"
+	"strings"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/domsnapshot"
-	"github.com/chromedp/cdproto/page"
 )
 
 // errNoDocument is a DOMSnapshot answer without the page's document.
 var errNoDocument = errors.New("tools: DOMSnapshot.captureSnapshot returned no document")
 
+// notRead is the reason given for a frame the DOM snapshot cannot hold.
+const notRead = "the frame's document is not in the page's snapshot (a cross-site frame runs in a process of its own); its content was not read"
+
 // snapshotDOM renders the page from one DOMSnapshot.captureSnapshot
-// (SnapshotSourceDOM). Page.getFrameTree, read with it, names the frames the
-// snapshot could not hold (another process's).
+// (SnapshotSourceDOM).
 func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotResult, error) {
-	var (
-		res     SnapshotResult
-		tree    page.GetFrameTreeResult
-		treeErr error
-		wg      sync.WaitGroup
-	)
-	// A session that has not selected its backend yet sends its first
-	// command alone (see snapshotAX).
-	if p.bound() {
-		wg.Go(func() { tree, treeErr = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}) })
-	} else if tree, treeErr = cdp.Call(ctx, p.s, page.GetFrameTree, cdp.Empty{}); treeErr != nil {
-		return res, wrap(op, treeErr)
-	}
+	var res SnapshotResult
 	var snap domsnapshot.CaptureSnapshotResult
 	err := p.s.Call(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{ComputedStyles: domStyles}, &snap)
-	wg.Wait()
-	if err == nil {
-		err = treeErr
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading the page", Err: ctx.Err()}
@@ -48,17 +33,6 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 		return res, wrap(op, errNoDocument)
 	}
 	res.URL, res.Title = docs[0].url, docs[0].title
-	if tree.FrameTree != nil {
-		read := make(map[string]bool, len(docs))
-		for _, d := range docs {
-			read[d.frameID] = true
-		}
-		for _, f := range appendChildFrames(nil, tree.FrameTree, 0) {
-			if !read[string(f.id)] {
-				res.SkippedFrames = append(res.SkippedFrames, f.url+": the frame runs in another process (another site's); its tree was not read")
-			}
-		}
-	}
 	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
 	r.max = max
 	total := 0
@@ -69,6 +43,7 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 	r.renderDoc(0, 0, "")
 	r.finish()
 	r.result(&res)
+	res.SkippedFrames = r.skipped
 	return res, nil
 }
 
@@ -79,6 +54,8 @@ type domRenderer struct {
 	docs    []*domDoc
 	placed  []bool
 	tooDeep bool
+	// skipped lists the frames the answer does not hold, with the reason.
+	skipped []string
 }
 
 func (r *domRenderer) renderDoc(di, depth int, frame string) {
@@ -169,15 +146,35 @@ func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame s
 				return
 			}
 		}
-		if tag == "IFRAME" {
-			if di, ok := d.contentDoc[i]; ok && di > 0 && di < len(r.docs) && !r.placed[di] {
-				r.line(SnapshotNode{Role: "frame", Name: r.docs[di].url, Depth: next})
-				r.renderDoc(di, next+1, r.docs[di].url)
-			}
+		if tag == "IFRAME" || tag == "FRAME" {
+			r.frame(d, i, next)
 			return
 		}
 	}
 	d.eachChild(i, func(c int32) { r.visitAt(d, c, next, name, frame, level+1) })
+}
+
+// frame renders the document of frame element i under a "frame" line at
+// depth, or, for a frame in another process (a cross-site frame, which the
+// page's DOM snapshot does not hold), that line and a line saying it was not
+// read, the frame then listed in SkippedFrames.
+func (r *domRenderer) frame(d *domDoc, i int32, depth int) {
+	if di, ok := d.contentDoc[i]; ok {
+		if di > 0 && di < len(r.docs) && !r.placed[di] {
+			r.line(SnapshotNode{Role: "frame", Name: r.docs[di].url, Depth: depth})
+			r.renderDoc(di, depth+1, r.docs[di].url)
+		}
+		return
+	}
+	src, _ := d.attr(i, "src")
+	if u, err := url.Parse(d.url); err == nil {
+		if ref, err := u.Parse(strings.TrimSpace(src)); err == nil {
+			src = ref.String()
+		}
+	}
+	r.line(SnapshotNode{Role: "frame", Name: src, Depth: depth})
+	r.line(SnapshotNode{Role: "StaticText", Name: "[" + notRead + "]", Depth: depth + 1, Frame: src})
+	r.skipped = append(r.skipped, src+": "+notRead)
 }
 
 // pseudo renders a generated box: a list item's marker as Chromium's

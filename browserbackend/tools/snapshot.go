@@ -95,8 +95,9 @@ const (
 // title, placeholder; a password field's value masked): only rendered
 // content is shown (no layout object, visibility hidden, aria-hidden and
 // inert subtrees are left out). A child frame's tree follows its iframe's
-// line; a frame in another process (a cross-site frame) is listed in
-// SkippedFrames. SnapshotSourceAccessibility reads Chromium's accessibility
+// line; a frame whose document the answer does not hold (a cross-site frame,
+// in a process of its own) gets a line saying it was not read and is listed
+// in SkippedFrames. SnapshotSourceAccessibility reads Chromium's accessibility
 // tree instead (Accessibility.getFullAXTree once per frame, child frames at
 // most 8 at once, each under its iframe found with DOM.getFrameOwner).
 //

@@ -240,6 +240,31 @@ func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
 	assert.Contains(t, dom.Text, `- frame "data:text/html,<p>frame text</p>"`)
 }
 
+// A frame of another site runs in a process of its own, and the page's DOM
+// snapshot does not hold its document: the snapshot says so under the
+// frame's line and lists the frame in SkippedFrames, rather than showing an
+// empty frame (the accessibility source shows nothing there at all).
+func TestSnapshotSaysACrossSiteFrameWasNotRead(t *testing.T) {
+	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p>`})
+	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/x"
+	srv := chromiumtest.FixtureServer(t, map[string]string{
+		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe>`})
+	tl, _ := cdpInspectTools(t)
+	inv := browserbackend.Invocation{ConversationID: "cross"}
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/top"})
+	require.NoError(t, err)
+	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+	assert.Contains(t, snap.Text, `"near text"`)
+	if strings.Contains(snap.Text, "far text") {
+		t.Skip("this Chromium runs the cross-site frame in the page's process (no site isolation)")
+	}
+	assert.Contains(t, snap.Text, `- frame "`+far+`"`)
+	assert.Contains(t, snap.Text, "its content was not read")
+	require.Len(t, snap.SkippedFrames, 1)
+	assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
+}
+
 // BenchmarkSnapshot times tools.Snapshot on a kept cdp-inspect client over
 // the pages of the MCP comparison (bench/harness): a 3,000-word article and
 // a page of 5,000 elements.
