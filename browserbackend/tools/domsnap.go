@@ -118,6 +118,11 @@ func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame s
 		return
 	}
 	if tag == "LABEL" && d.labelsToggle(i) {
+		// Folded into its control: a control inside the label is shown in
+		// the label's place.
+		if c := d.labelControl(i); c > i && c < d.subtreeEnd(i) {
+			r.visitAt(d, c, depth, "", frame, level+1)
+		}
 		return
 	}
 	if p, ok := d.pseudo[i]; ok {
@@ -134,16 +139,17 @@ func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame s
 			}
 		}
 		if role != "" && !(role == "generic" && name == "") {
-			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: d.valueOf(i, tag, role), Depth: depth, Frame: frame})
+			value := d.valueOf(i, tag, role)
+			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: value, Depth: depth, Frame: frame})
 			next = depth + 1
 			switch {
 			case tag == "SELECT":
-				for _, o := range d.options(i) {
-					r.line(SnapshotNode{Ref: Ref(d.backend[o]), Role: "option", Name: d.optionText(o), Depth: next, Frame: frame})
-				}
+				r.options(d, i, next, frame)
 				return
-			case leafRoles[role] || tag == "TEXTAREA" || tag == "svg":
+			case leafRoles[role] || tag == "TEXTAREA" || tag == "svg" || tag == "INPUT":
 				return
+			case value != "" && d.textOnly(i):
+				return // the value is the element's text
 			}
 		}
 		if tag == "IFRAME" || tag == "FRAME" {
@@ -175,6 +181,25 @@ func (r *domRenderer) frame(d *domDoc, i int32, depth int) {
 	r.line(SnapshotNode{Role: "frame", Name: src, Depth: depth})
 	r.line(SnapshotNode{Role: "StaticText", Name: "[" + notRead + "]", Depth: depth + 1, Frame: src})
 	r.skipped = append(r.skipped, src+": "+notRead)
+}
+
+// options renders select element i's options at depth, each group's under
+// a "group" line.
+func (r *domRenderer) options(d *domDoc, i int32, depth int, frame string) {
+	for c := d.first[i]; c >= 0; c = d.next[c] {
+		switch d.tag(c) {
+		case "OPTION":
+			r.line(SnapshotNode{Ref: Ref(d.backend[c]), Role: "option", Name: d.optionText(c), Depth: depth, Frame: frame})
+		case "OPTGROUP":
+			label, _ := d.attr(c, "label")
+			r.line(SnapshotNode{Ref: Ref(d.backend[c]), Role: "group", Name: collapseString(label), Depth: depth, Frame: frame})
+			for o := d.first[c]; o >= 0; o = d.next[o] {
+				if d.tag(o) == "OPTION" {
+					r.line(SnapshotNode{Ref: Ref(d.backend[o]), Role: "option", Name: d.optionText(o), Depth: depth + 1, Frame: frame})
+				}
+			}
+		}
+	}
 }
 
 // pseudo renders a generated box: a list item's marker as Chromium's

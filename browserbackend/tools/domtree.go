@@ -248,7 +248,7 @@ func labelable(d *domDoc, e int32) bool {
 // labelsToggle reports whether label element l is folded into the checkbox
 // or radio button it labels, as Chromium folds it: the control is shown,
 // takes its name from the label (no aria-label or aria-labelledby of its
-// own), and the label holds nothing else that takes focus.
+// own), and the label holds nothing but text besides the control.
 func (d *domDoc) labelsToggle(l int32) bool {
 	c := d.labelControl(l)
 	if c < 0 || d.tag(c) != "INPUT" || !d.live[c] || d.hidden[c] {
@@ -265,7 +265,7 @@ func (d *domDoc) labelsToggle(l int32) bool {
 	}
 	end := d.subtreeEnd(l)
 	for e := l + 1; e < end; e++ {
-		if e != c && d.typ[e] == 1 && d.focusable(e, d.tag(e)) {
+		if e != c && d.typ[e] == 1 && d.live[e] {
 			return false
 		}
 	}
@@ -343,7 +343,7 @@ var nameFromContent = map[string]bool{
 
 // leafRoles are rendered without their subtree.
 var leafRoles = map[string]bool{
-	"textbox": true, "searchbox": true, "spinbutton": true, "slider": true, "image": true,
+	"textbox": true, "searchbox": true, "spinbutton": true, "slider": true,
 	"progressbar": true, "meter": true, "separator": true,
 }
 
@@ -355,13 +355,17 @@ func (d *domDoc) role(i int32, tag string) string {
 	if r, ok := d.attr(i, "role"); ok {
 		for _, tok := range strings.Fields(strings.ToLower(r)) {
 			if role, ok := ariaRoles[tok]; ok {
-				if role == "none" {
-					if d.focusable(i, tag) {
-						break
-					}
+				switch {
+				case role == "none" && d.focusable(i, tag):
+					// a focusable element keeps its own role
+				case role == "none":
 					return ""
+				case role == "region" && !d.hasOwnName(i):
+					return "generic"
+				default:
+					return role
 				}
-				return role
+				break
 			}
 		}
 	}
@@ -387,8 +391,12 @@ func (d *domDoc) role(i int32, tag string) string {
 		return "definition"
 	case "DT":
 		return "term"
-	case "DEL":
+	case "DEL", "S", "STRIKE":
 		return "deletion"
+	case "ADDRESS":
+		return "group"
+	case "ABBR":
+		return "Abbr"
 	case "INS":
 		return "insertion"
 	case "DETAILS", "FIELDSET":
@@ -474,6 +482,12 @@ func (d *domDoc) role(i int32, tag string) string {
 		return "DisclosureTriangle"
 	case "TABLE":
 		return "table"
+	case "THEAD", "TFOOT", "TBODY", "TR", "TD", "TH":
+		if d.inPresentationalTable(i) {
+			return ""
+		}
+	}
+	switch tag {
 	case "THEAD", "TFOOT":
 		return "rowgroup"
 	case "TR":
@@ -490,10 +504,7 @@ func (d *domDoc) role(i int32, tag string) string {
 	case "TIME":
 		return "time"
 	case "svg":
-		if d.hasOwnName(i) || d.svgTitle(i) != "" {
-			return "image"
-		}
-		return ""
+		return "image"
 	}
 	return "generic"
 }
@@ -516,13 +527,37 @@ func (d *domDoc) inputRole(i int32) string {
 		return "checkbox"
 	case "radio":
 		return "radio"
-	case "submit", "reset", "button", "image", "file", "color":
+	case "submit", "reset", "button", "image", "file":
 		return "button"
+	case "color":
+		return "ColorWell"
+	case "date":
+		return "Date"
+	case "time":
+		return "InputTime"
+	case "datetime-local", "month", "week":
+		return "DateTime"
 	}
 	if _, ok := d.attr(i, "list"); ok {
 		return "combobox"
 	}
 	return "textbox"
+}
+
+// inPresentationalTable reports whether table part i is in a table whose
+// role is none or presentation: its rows and cells are presentational too.
+func (d *domDoc) inPresentationalTable(i int32) bool {
+	for p := d.parent[i]; p >= 0; p = d.parent[p] {
+		if d.tag(p) == "TABLE" {
+			r, _ := d.attr(p, "role")
+			switch strings.ToLower(strings.TrimSpace(r)) {
+			case "none", "presentation":
+				return !d.focusable(p, "TABLE")
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // inSectioning reports whether element i is inside an article, aside, main,
@@ -745,13 +780,19 @@ func (d *domDoc) appendText(b []byte, i int32, depth int, all bool) []byte {
 	if !all && (!d.live[i] || d.ariaHidden(i, tag)) {
 		return b
 	}
+	shown := all || !d.hidden[i]
 	switch tag {
-	case "INPUT", "SELECT", "TEXTAREA", "SCRIPT", "STYLE":
+	case "INPUT", "SELECT", "TEXTAREA":
+		// A control adds its aria-label, never its value (a password's).
+		if v, ok := d.attr(i, "aria-label"); ok && depth > 0 && shown && strings.TrimSpace(v) != "" {
+			b = append(append(append(b, ' '), v...), ' ')
+		}
+		return b
+	case "SCRIPT", "STYLE":
 		return b
 	case "BR":
 		return append(b, ' ')
 	}
-	shown := all || !d.hidden[i]
 	if depth > 0 && shown {
 		if v, ok := d.attr(i, "aria-label"); ok && strings.TrimSpace(v) != "" {
 			return append(append(append(b, ' '), v...), ' ')
@@ -835,17 +876,23 @@ func (d *domDoc) editable(i int32) bool {
 // drop-down, a range's, progress bar's or meter's value.
 func (d *domDoc) valueOf(i int32, tag, role string) string {
 	switch role {
-	case "textbox", "searchbox", "spinbutton", "combobox", "slider":
-	case "progressbar", "meter":
+	case "textbox", "searchbox", "combobox", "Date", "InputTime", "DateTime", "ColorWell":
+	case "spinbutton", "slider", "scrollbar", "progressbar", "meter":
 		if v, ok := d.attr(i, "aria-valuenow"); ok {
 			return v
 		}
-		if tag == "PROGRESS" || tag == "METER" {
+		switch tag {
+		case "PROGRESS", "METER":
 			v, _ := d.attr(i, "value")
 			return v
+		case "INPUT":
+		default:
+			return ""
 		}
-		return ""
 	default:
+		if d.editable(i) {
+			return d.text(i)
+		}
 		return ""
 	}
 	switch tag {
@@ -875,10 +922,20 @@ func (d *domDoc) valueOf(i int32, tag, role string) string {
 		}
 		return ""
 	}
-	if d.editable(i) && (role == "textbox" || role == "searchbox") {
-		return d.text(i)
+	if d.editable(i) || role == "textbox" || role == "searchbox" || role == "combobox" {
+		return d.text(i) // an ARIA widget's value is its text
 	}
 	return ""
+}
+
+// textOnly reports whether element i holds text and no element.
+func (d *domDoc) textOnly(i int32) bool {
+	for c := d.first[i]; c >= 0; c = d.next[c] {
+		if d.typ[c] == 1 && d.live[c] {
+			return false
+		}
+	}
+	return true
 }
 
 // options returns select element i's options, those in its groups included.

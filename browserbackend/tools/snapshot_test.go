@@ -185,6 +185,26 @@ const richPage = `<!doctype html><html lang="en"><head><title>rich</title><style
 <div aria-hidden="TRUE"><button>Hidden by aria in capitals</button></div>
 <button role="presentation">Keeps its role</button>
 </section>
+<section aria-label="Comparison cases">
+<label><input type="checkbox"> Remember me</label>
+<label><input type="checkbox"> Keep <b>me</b> signed in</label>
+<fieldset><legend>Size</legend><label><input type="radio" name="sz"> Small</label><label><input type="radio" name="sz"> Large</label></fieldset>
+<div role="combobox" aria-label="Sort" tabindex="0">Relevance</div>
+<div role="slider" aria-valuenow="3" aria-label="Rating" tabindex="0"></div>
+<div role="spinbutton" aria-valuenow="5" aria-label="Qty" tabindex="0">5</div>
+<div contenteditable aria-label="Scratch">Editable notes</div>
+<div role="textbox" aria-label="Box">typed</div>
+<input type="color" aria-label="Tint">
+<table role="presentation"><tr><td>layout cell</td></tr></table>
+<table><tr><th>Pick</th></tr><tr><td><input type="checkbox" aria-label="Sel"></td></tr></table>
+<button aria-label="Like"><svg width="10" height="10"><circle cx="5" cy="5" r="4"></circle></svg></button>
+<div role="img" aria-label="4 stars">★★★★</div>
+<p><s>79.99</s> now 59.99</p>
+<address>1 Main St</address>
+<abbr title="garbage collection">GC</abbr>
+<div role="region">unnamed region</div>
+<select aria-label="Grouped"><optgroup label="G"><option>o1</option></optgroup><option>o2</option></select>
+</section>
 <my-el></my-el>
 <script>customElements.define('my-el', class extends HTMLElement { constructor(){ super(); this.attachShadow({mode:'open'}).innerHTML = '<button>Shadow button</button><slot></slot>'; } });</script>
 </body></html>`
