@@ -873,7 +873,9 @@ func (d *domDoc) editable(i int32) bool {
 // valueOf is what Chromium shows as element i's value: a text field's
 // current text (a password field's as one bullet per character, as Chromium
 // masks it; an editable element's rendered text), the chosen option of a
-// drop-down, a range's, progress bar's or meter's value.
+// drop-down, a range's, progress bar's or meter's value; for an ARIA
+// widget, aria-valuenow (slider, spin button, progress bar, meter) or its
+// text (textbox, combobox).
 func (d *domDoc) valueOf(i int32, tag, role string) string {
 	switch role {
 	case "textbox", "searchbox", "combobox", "Date", "InputTime", "DateTime", "ColorWell":
