@@ -73,6 +73,21 @@ func openUserTabs(ctx context.Context, wsURL, pageURL string, n int) (func(), er
 	return closeAll, nil
 }
 
+// ownInspectBrowser starts a Chromium of its own and returns it with a
+// function that makes a cdp-inspect provider for it (each closed by the
+// caller, before the browser).
+func ownInspectBrowser(ctx context.Context) (*Chromium, func() *cdpinspect.Provider, error) {
+	ch, err := StartChromium(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := InspectConfig()
+	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
+	return ch, func() *cdpinspect.Provider {
+		return cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard))
+	}, nil
+}
+
 // MeasureGuardCost times one extract tool call (`h1` of the form page) on
 // cdp-inspect (a headless Chromium of its own), local (the world's Playwright
 // browser), and the world's host-bridge and extension, each with no policy and with an allow-list policy for the
@@ -91,13 +106,11 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 	}
 	// A Chromium of its own: the world's browser holds the tabs of the
 	// earlier phases, and a per-call cdp-inspect Client may pick any of them.
-	ch, err := StartChromium(ctx, "")
+	ch, newInspect, err := ownInspectBrowser(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer ch.Close()
-	cfg := InspectConfig()
-	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
 	var provs []*cdpinspect.Provider
 	defer func() {
 		for _, p := range provs {
@@ -105,7 +118,7 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 		}
 	}()
 	inspectTools := func(keep bool) *tools.Tools {
-		p := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard))
+		p := newInspect()
 		provs = append(provs, p)
 		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: keep,
 			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{p}})})

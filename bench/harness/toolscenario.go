@@ -8,7 +8,6 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/tools"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/local"
 )
@@ -31,14 +30,12 @@ type ToolScenarioResult struct {
 // round. Navigations to the article and the large page are not timed; their
 // snapshots are.
 func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]ToolScenarioResult, error) {
-	ch, err := StartChromium(ctx, "")
+	ch, newInspect, err := ownInspectBrowser(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer ch.Close()
-	cfg := InspectConfig()
-	cfg.Host, cfg.Port = "127.0.0.1", ch.Port
-	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithWebSocketURL(ch.WSURL), cdpinspect.WithUserDataDirs(), cdpinspect.WithLogger(discard))
+	insp := newInspect()
 	defer insp.Close()
 	over := func(p bb.Provider, closeConv func(context.Context, bb.Kind, string) error) *tools.Tools {
 		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: true, CloseConversation: closeConv,

@@ -2,16 +2,12 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/chromedp/cdproto/domsnapshot"
 )
-
-// errNoDocument is a DOMSnapshot answer without the page's document.
-var errNoDocument = errors.New("tools: DOMSnapshot.captureSnapshot returned no document")
 
 // notRead is the reason given for a frame the DOM snapshot cannot hold.
 const notRead = "the frame's document is not in the page's snapshot (a cross-site frame runs in a process of its own); its content was not read"
@@ -30,7 +26,7 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 	}
 	docs := newDOMDocs(&snap)
 	if len(docs) == 0 || len(docs[0].first) == 0 {
-		return res, wrap(op, errNoDocument)
+		return res, &Error{Op: op, Code: CodeBackend, Message: "DOMSnapshot.captureSnapshot answered without the page's document"}
 	}
 	res.URL, res.Title = docs[0].url, docs[0].title
 	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
@@ -65,7 +61,7 @@ func (r *domRenderer) renderDoc(di, depth int, frame string) {
 		return
 	}
 	for c := d.first[0]; c >= 0; c = d.next[c] {
-		r.visit(d, c, depth, "", frame)
+		r.visit(d, c, depth, "", frame, 0)
 	}
 }
 
@@ -73,13 +69,10 @@ func (r *domRenderer) renderDoc(di, depth int, frame string) {
 // HTML parser nests at most 512; a script can nest deeper).
 const maxDOMDepth = 1024
 
-// visit renders node i at depth; parentName is the name of the element it is
-// in, which a text node repeating it does not add to.
-func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame string) {
-	r.visitAt(d, i, depth, parentName, frame, 0)
-}
-
-func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame string, level int) {
+// visit renders node i at depth, level levels below its document's root;
+// parentName is the name of the element it is in, which a text node
+// repeating it does not add to.
+func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame string, level int) {
 	if r.truncated {
 		return
 	}
@@ -121,7 +114,7 @@ func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame s
 		// Folded into its control: a control inside the label is shown in
 		// the label's place.
 		if c := d.labelControl(i); c > i && c < d.subtreeEnd(i) {
-			r.visitAt(d, c, depth, "", frame, level+1)
+			r.visit(d, c, depth, "", frame, level+1)
 		}
 		return
 	}
@@ -157,7 +150,7 @@ func (r *domRenderer) visitAt(d *domDoc, i int32, depth int, parentName, frame s
 			return
 		}
 	}
-	d.eachChild(i, func(c int32) { r.visitAt(d, c, next, name, frame, level+1) })
+	d.eachChild(i, func(c int32) { r.visit(d, c, next, name, frame, level+1) })
 }
 
 // frame renders the document of frame element i under a "frame" line at

@@ -27,6 +27,17 @@ func paragraphs(n int) string {
 	return b.String()
 }
 
+// snapshotAt navigates inv's page to url and returns its snapshot (the
+// default source).
+func snapshotAt(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation, url string) tools.SnapshotResult {
+	t.Helper()
+	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: url})
+	require.NoError(t, err)
+	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	require.NoError(t, err)
+	return snap
+}
+
 // A page whose tree is larger than the default cap: the snapshot stops at
 // DefaultSnapshotMaxNodes, and its text (what an agent reads) ends with a
 // line that says it was cut; a page below the cap comes whole, with no such
@@ -39,10 +50,7 @@ func TestSnapshotLargerThanTheCapSaysItWasCut(t *testing.T) {
 	tl, _ := cdpInspectTools(t)
 	inv := browserbackend.Invocation{ConversationID: "cap"}
 
-	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/over"})
-	require.NoError(t, err)
-	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
-	require.NoError(t, err)
+	snap := snapshotAt(t, tl, inv, srv.URL+"/over")
 	assert.True(t, snap.Truncated)
 	assert.Len(t, snap.Nodes, tools.DefaultSnapshotMaxNodes)
 	lines := strings.Split(strings.TrimSuffix(snap.Text, "\n"), "\n")
@@ -52,10 +60,7 @@ func TestSnapshotLargerThanTheCapSaysItWasCut(t *testing.T) {
 	assert.Contains(t, last, "max_nodes")
 	assert.NotContains(t, snap.Text, fmt.Sprintf("para %d", tools.DefaultSnapshotMaxNodes/2+99), "the last paragraph is past the cap")
 
-	_, err = tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/under"})
-	require.NoError(t, err)
-	snap, err = tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
-	require.NoError(t, err)
+	snap = snapshotAt(t, tl, inv, srv.URL+"/under")
 	assert.False(t, snap.Truncated)
 	assert.Contains(t, snap.Text, `"para 999"`)
 	assert.NotContains(t, snap.Text, "snapshot cut")
@@ -75,10 +80,7 @@ func TestSnapshotMultiFramePageIsInDocumentOrder(t *testing.T) {
 	})
 	tl, _ := cdpInspectTools(t)
 	inv := browserbackend.Invocation{ConversationID: "frames"}
-	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/top"})
-	require.NoError(t, err)
-	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
-	require.NoError(t, err)
+	snap := snapshotAt(t, tl, inv, srv.URL+"/top")
 	require.Empty(t, snap.SkippedFrames)
 
 	order := []string{`"top start"`, `- frame "` + srv.URL + `/a"`, `"inside a"`, `"a button"`, `"top middle"`,
@@ -106,7 +108,7 @@ func TestSnapshotMultiFramePageIsInDocumentOrder(t *testing.T) {
 	}
 	btn := findNode(t, snap, "button", "a button")
 	require.NotEmpty(t, btn.Ref)
-	_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: btn.Ref}})
+	_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: btn.Ref}})
 	require.NoError(t, err, "a ref from a child frame works")
 }
 
@@ -271,10 +273,7 @@ func TestSnapshotSaysACrossSiteFrameWasNotRead(t *testing.T) {
 		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe>`})
 	tl, _ := cdpInspectTools(t)
 	inv := browserbackend.Invocation{ConversationID: "cross"}
-	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/top"})
-	require.NoError(t, err)
-	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
-	require.NoError(t, err)
+	snap := snapshotAt(t, tl, inv, srv.URL+"/top")
 	assert.Contains(t, snap.Text, `"near text"`)
 	if strings.Contains(snap.Text, "far text") {
 		t.Skip("this Chromium runs the cross-site frame in the page's process (no site isolation)")
