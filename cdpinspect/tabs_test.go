@@ -219,7 +219,14 @@ func TestProviderClosedTabIsTargetNotFoundThenANewTab(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = build(t, ctx, p, "conv-X")
+	stale, err := build(t, ctx, p, "conv-X")
+	if err == nil {
+		// The provider's shared connection had not heard the session's
+		// detach yet (make stress caught this order), so the Build handed
+		// out the conversation's old session: its first command finds the
+		// tab gone and fails as the Build would have (Backend.sessionGone).
+		_, err = stale.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
+	}
 	require.Error(t, err)
 	var e *bb.Error
 	require.True(t, errors.As(err, &e), "%T: %v", err, err)
