@@ -20,8 +20,12 @@ type Invocation struct {
 	// Mode is the requested browser_mode; the zero value means ModeAuto.
 	Mode Mode
 	// TargetClientID, when set, aims the invocation at one client; only kinds
-	// whose Descriptor.TargetClients is set serve it (SEL-3).
+	// whose Descriptor.TargetClients is set serve it.
 	TargetClientID string
+	// Tab is the tab the call's commands run in; the zero value is the
+	// conversation's current tab (a new one of its own when it has none).
+	// Providers that declare CapTabs resolve it at Build.
+	Tab TabRequest
 }
 
 // DefaultActorKey is the key used for an invocation whose actor is unknown
@@ -95,6 +99,9 @@ type Descriptor struct {
 	// propose a candidate (SEL-8). The provider must implement Watcher, whose
 	// Changed wakes the wait; without it there is no wait.
 	Grace bool
+	// Caps is what the kind can do beyond sending commands to its tab;
+	// layers above the core ask for a capability, never for a kind.
+	Caps Caps
 	// Remediation, optional, returns a checklist for a person after an
 	// attempt of this kind failed or was skipped (SEL-7). It is called with
 	// the attempt (its Code, Detail and Message), must not block, and may

@@ -71,6 +71,11 @@ func (s *Selector) propose(inv Invocation, r resolved) Plan {
 		if r.only != "" && d.Kind != r.only {
 			continue
 		}
+		if inv.Tab.Want != TabCurrent && !d.Caps.Has(CapTabs) {
+			// Only a kind that declares tabs can honour another tab.
+			p.Skipped = append(p.Skipped, skipAttempt(d.Kind, Skip(CodeNotSupported, "this backend cannot choose the tab (new, active or by id)")))
+			continue
+		}
 		c, err := prov.Propose(inv, env)
 		if err == nil {
 			if c.Kind == "" {

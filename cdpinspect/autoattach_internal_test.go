@@ -226,9 +226,9 @@ func TestAutoAttachIsCountedAndRoutedPerSharedConnection(t *testing.T) {
 	wsURL := autoAttachBrowser(t, got, push)
 	p, ctx := fakeBrowserProvider(t, wsURL)
 
-	a, err := p.build(ctx, "conv-a")
+	a, err := p.build(ctx, "conv-a", bb.TabRequest{})
 	require.NoError(t, err)
-	b, err := p.build(ctx, "conv-b")
+	b, err := p.build(ctx, "conv-b", bb.TabRequest{})
 	require.NoError(t, err)
 	defer a.Close()
 	require.Equal(t, []string{"T1", "T2"}, []string{a.TargetID(), b.TargetID()})
@@ -313,13 +313,13 @@ func TestBuildAfterALostSocketDialsANewOne(t *testing.T) {
 	defer unblock()
 	p, ctx := fakeBrowserProvider(t, wsURL, hook)
 
-	old, err := p.build(ctx, "conv")
+	old, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	_, err = old.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"die"}`)})
 	require.ErrorIs(t, err, bb.ErrTransport, "the socket the browser dropped")
 	<-reached // the reader has failed the call and not yet marked the connection ended
 
-	next, err := p.build(ctx, "conv")
+	next, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	defer next.Close()
 	_, err = next.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1"}`)})
@@ -345,13 +345,13 @@ func TestACommandOnAKeptSessionOfAClosedTabSaysTheTabWasClosed(t *testing.T) {
 		return err
 	}
 
-	first, err := p.build(ctx, "conv")
+	first, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	require.NoError(t, eval(first, "1"))
 	require.Equal(t, "T1", first.TargetID())
 	first.Close()
 
-	kept, err := p.build(ctx, "conv")
+	kept, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	require.Equal(t, "T1", kept.TargetID(), "the kept session, with nothing sent")
 	err = eval(kept, "close-tab")
@@ -373,7 +373,7 @@ func TestACommandOnAKeptSessionOfAClosedTabSaysTheTabWasClosed(t *testing.T) {
 	}
 	assert.Equal(t, 1, asked, "the browser is asked for the tab once")
 
-	next, err := p.build(ctx, "conv")
+	next, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err, "the next invocation opens a new tab")
 	defer next.Close()
 	assert.Equal(t, "T2", next.TargetID())
@@ -399,14 +399,14 @@ func TestABuildAfterACrashKeepsTheTabLostUntilANavigation(t *testing.T) {
 		return err
 	}
 
-	first, err := p.build(ctx, "conv")
+	first, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	err = send(first, "Runtime.evaluate", `{"expression":"crash"}`)
 	require.ErrorIs(t, err, bb.ErrTargetCrashed)
 	assert.True(t, first.st.crashed.Load(), "the session is marked crashed before its command fails")
 	first.Close()
 
-	next, err := p.build(ctx, "conv")
+	next, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	defer next.Close()
 	assert.Equal(t, "T1", next.TargetID(), "the conversation's tab")
@@ -426,7 +426,7 @@ func TestACommandFailedByItsSessionsDetachSaysTheTabWasClosed(t *testing.T) {
 	got := make(chan sentCommand, 256) // the commands are not the subject here
 	wsURL := autoAttachBrowser(t, got, nil)
 	p, ctx := fakeBrowserProvider(t, wsURL)
-	b, err := p.build(ctx, "conv")
+	b, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	_, err = b.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"close-tab-detach"}`)})
 	b.Close()
@@ -436,7 +436,7 @@ func TestACommandFailedByItsSessionsDetachSaysTheTabWasClosed(t *testing.T) {
 	assert.Equal(t, bb.CodeTargetNotFound, e.Code)
 	assert.True(t, e.Dispatched, "the command was sent")
 
-	next, err := p.build(ctx, "conv")
+	next, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err, "the next invocation opens a new tab")
 	defer next.Close()
 	assert.Equal(t, "T2", next.TargetID())

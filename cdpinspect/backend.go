@@ -29,6 +29,7 @@ type Backend struct {
 	targetID  string
 	sessionID string
 	created   bool // the target was created by Dial and is closed by Close
+	owned     bool // a Provider's conversation opened the tab (Tab().Owned)
 
 	st        *pageState    // the page session's state; shared by the views of one conversation session
 	resumed   chan struct{} // closed when the attach's runIfWaitingForDebugger ended; nil before (and on views)
@@ -531,10 +532,18 @@ func (b *Backend) TargetID() string {
 	return b.targetID
 }
 
+// Tab implements browserbackend.TabScoped: the page target the Backend is
+// attached to; Owned is set for a tab a Provider's conversation opened.
+func (b *Backend) Tab() bb.Tab {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bb.Tab{ID: b.targetID, Owned: b.owned || b.created}
+}
+
 // CreatedTarget reports whether Close will close the page target: Dial
 // opened it for this Backend alone. A Backend that a Provider built for a
 // conversation reports false: the conversation's tab outlives the
-// invocation and is closed by Provider.CloseConversation.
+// invocation and is closed by Provider.ReleaseConversation.
 func (b *Backend) CreatedTarget() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

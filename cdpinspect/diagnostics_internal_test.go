@@ -126,7 +126,7 @@ func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	first, err := p.DialConversation(ctx, "conv")
+	first, err := p.DialConversation(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, err)
 	<-first.resumed // every attach answer is in: the last answer
 	require.NoError(t, first.Close())
@@ -137,7 +137,7 @@ func TestTimeoutBeforeSendCarriesProviderDiagnostics(t *testing.T) {
 	defer unlock()
 	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
 	defer cancelShort()
-	_, err = p.DialConversation(short, "conv")
+	_, err = p.DialConversation(short, "conv", bb.TabRequest{})
 	var e *bb.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, bb.ClassTimeout, e.Class)
@@ -163,7 +163,7 @@ func TestTimeoutWaitingForTheTabCarriesTheSharedConnectionsDiagnostics(t *testin
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	b, err := p.build(ctx, "conv")
+	b, err := p.build(ctx, "conv", bb.TabRequest{})
 	require.NoError(t, p.built(ctx, b, err))
 	defer b.Close()
 	<-p.sc.session("conv").resumed // every attach answer is in: the last answer
@@ -179,7 +179,7 @@ func TestTimeoutWaitingForTheTabCarriesTheSharedConnectionsDiagnostics(t *testin
 	require.NoError(t, err)
 	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
 	defer cancelShort()
-	again, err := p.build(short, "conv")
+	again, err := p.build(short, "conv", bb.TabRequest{})
 	err = p.built(short, again, err)
 	unlock()
 	var e *bb.Error

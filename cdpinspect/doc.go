@@ -27,10 +27,10 @@
 // Tab identity (Provider): a conversation works in one tab, remembered by
 // its CDP target id, never in whatever tab Target.getTargets lists first
 // (Chromium reorders that list as tabs navigate). Its first call opens a
-// tab of the agent's own; a user tab is adopted only on request (WithTab,
-// TabActive); a remembered tab that is gone fails the call with
-// target_not_found instead of acting elsewhere; Provider.CloseConversation
-// closes the agent's tab. The memory is LRU-bounded and keyed by the
+// tab of the agent's own; a user tab is adopted only when the invocation asks
+// (browserbackend.TabActive); a remembered tab that is gone fails the call
+// with target_not_found instead of acting elsewhere;
+// Provider.ReleaseConversation closes the agent's tab. The memory is LRU-bounded and keyed by the
 // browser run, so a restarted browser is never matched with old target ids.
 //
 // # Crashed tabs and timeouts

@@ -30,8 +30,7 @@ const (
 // CooldownKey is the key of the desktop-auto cdp-inspect cooldown (SEL-6a).
 const CooldownKey = "desktop-auto"
 
-// Provider proposes the cdp-inspect candidate (SEL-2, SEL-3, SEL-6a). It
-// never touches the network in Propose: the candidate's Build discovers and
+// Provider proposes the cdp-inspect candidate. It never touches the network in Propose: the candidate's Build discovers and
 // dials, its Probe only discovers.
 //
 // Builds share one browser WebSocket per Provider and keep one flat CDP
@@ -43,14 +42,16 @@ const CooldownKey = "desktop-auto"
 // id:
 //   - the first call of a conversation opens a tab of the agent's own
 //     (Target.createTarget about:blank, in the foreground); it adopts a
-//     user tab only when asked (WithTab(ctx, TabActive), the tools'
-//     use_active_tab), and never a tab another conversation remembers;
+//     user tab only when the invocation asks (browserbackend.TabActive),
+//     and never a tab another conversation remembers; TabNew opens another
+//     tab of its own, closing the one it replaces;
 //   - every later call attaches to exactly that target id. When it is gone
 //     (the user closed it) the call fails with a ClassProtocol
 //     *browserbackend.Error of code target_not_found (no failover, nothing
 //     sent to any page) and the conversation is forgotten, so its next call
 //     opens a new tab;
-//   - CloseConversation closes the tab the agent opened (never a user tab).
+//   - ReleaseConversation with close closes the tab the agent opened
+//     (never a user tab).
 //
 // The memory is keyed by conversation and browser run (the browser
 // WebSocket URL, whose id a restarted browser changes), bounded to
@@ -98,6 +99,7 @@ func Descriptor(cfg Config) bb.Descriptor {
 		Mode:        "cdp-inspect",
 		Aliases:     []string{"cdp-debugger"},
 		Transport:   "cdp-ws",
+		Caps:        bb.CapTabs | bb.CapHoldTargets,
 		Remediation: func(a bb.Attempt) []string { return remediation(cfg, a) },
 	}
 }
@@ -178,9 +180,9 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 		return bb.Candidate{}, err
 	}
 	cfg := p.cfg
-	conv := inv.ConversationID
+	conv, req := inv.ConversationID, inv.Tab
 	c.Build = func(ctx context.Context) (bb.ScopedClient, error) {
-		b, err := p.build(ctx, conv)
+		b, err := p.build(ctx, conv, req)
 		if err := p.built(ctx, b, err); err != nil {
 			return nil, err
 		}
@@ -194,12 +196,11 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 }
 
 // DialConversation discovers the browser and attaches to conversationID's
-// tab as a Build of this Provider does (the remembered target, else a tab
-// of the agent's own; WithTab on ctx asks for TabNew or TabActive), without
-// a selector: the desktop bridge gives each conversation its tab this way.
-// The returned Backend's Close leaves the tab open (CloseConversation
-// closes it). An empty conversationID gets a tab that Close closes. Errors
-// are Build's. Safe for concurrent use.
+// tab as a Build of this Provider does for an invocation asking for req,
+// without a selector: the desktop bridge gives each conversation its tab
+// this way. The returned Backend's Close leaves the tab open
+// (ReleaseConversation closes it). An empty conversationID gets a tab that
+// Close closes. Errors are Build's. Safe for concurrent use.
 //
 // A deadline that passes while Build waits (for the conversation's tab
 // lock, discovery, the WebSocket or the attach) is ClassTimeout, not
@@ -209,9 +210,9 @@ func (p *Provider) Propose(inv bb.Invocation, env bb.Env) (bb.Candidate, error) 
 // the attach commands when one was waiting, else those of the shared
 // connection when a Build waited for the tab while it was up, else the
 // provider's: nothing in flight, no connection up, and the time since the
-// last connection this Provider opened answered (issue 10).
-func (p *Provider) DialConversation(ctx context.Context, conversationID string) (*Backend, error) {
-	b, err := p.dialOwn(ctx, conversationID)
+// last connection this Provider opened answered.
+func (p *Provider) DialConversation(ctx context.Context, conversationID string, req bb.TabRequest) (*Backend, error) {
+	b, err := p.dialOwn(ctx, conversationID, req)
 	if err := p.built(ctx, b, err); err != nil {
 		return nil, err
 	}
@@ -400,7 +401,7 @@ func sameRun(ep Endpoint, s *settings) bool {
 
 // build returns the Backend of one invocation of conversation, in its
 // remembered tab (see Provider), as a view of the shared connection.
-func (p *Provider) build(ctx context.Context, conversation string) (*Backend, error) {
+func (p *Provider) build(ctx context.Context, conversation string, req bb.TabRequest) (*Backend, error) {
 	s := p.settings()
 	if conversation == "" {
 		sc, err := p.shared(ctx, &s)
@@ -422,27 +423,24 @@ func (p *Provider) build(ctx context.Context, conversation string) (*Backend, er
 	ep := sc.ep
 	key := tabKey{browser: ep.BrowserWSURL, conversation: conversation}
 	prev, had := p.tabs.get(key)
-	req := tabRequestOf(ctx)
+	fast, err := chooseTab(&s, req, prev, had, func() map[string]bool { return p.tabs.targetsOf(ep.BrowserWSURL, conversation) })
+	if err != nil {
+		return nil, err
+	}
 	crashed := false // the conversation's session saw its tab's renderer crash
-	switch {
-	case had && req == TabRemembered:
+	if fast {
 		cs := sc.session(conversation)
 		crashed = cs != nil && cs.targetID == prev.targetID && cs.st.crashed.Load()
 		if cs != nil && cs.targetID == prev.targetID && !crashed {
 			// The conversation's session is attached and its tab alive:
 			// nothing to send. A session that saw its renderer crash is
-			// replaced by a fresh one (as every Build did before the
-			// connection was shared): Chrome was seen to leave a command
+			// replaced by a fresh one: Chrome was seen to leave a command
 			// on the old session unanswered after the tab's revival.
 			v := sc.newView(s, cs.targetID, cs.sessionID, cs.st)
 			v.tabClosed = p.tabClosedFunc(key, conversation)
+			v.owned = prev.owned
 			return v, nil
 		}
-		s.tab.targetID = prev.targetID
-	case req == TabActive:
-		s.tab.exclude = p.tabs.targetsOf(ep.BrowserWSURL, conversation)
-	default:
-		s.tab.open = true
 	}
 	b, err := sc.attachView(ctx, s, conversation)
 	if err != nil {
@@ -484,6 +482,9 @@ func (p *Provider) adoptTab(ctx context.Context, logger *slog.Logger, key tabKey
 		owned = prev.owned
 	}
 	p.tabs.set(key, convTab{targetID: b.TargetID(), owned: owned})
+	b.mu.Lock()
+	b.owned = owned
+	b.mu.Unlock()
 	if had && prev.owned && prev.targetID != b.TargetID() {
 		// Replaced (new_tab, use_active_tab): the agent's old tab would
 		// otherwise stay open with nobody to use or close it.
@@ -502,7 +503,7 @@ func (p *Provider) adoptTab(ctx context.Context, logger *slog.Logger, key tabKey
 
 // dialOwn dials a Backend with a socket of its own for conversation, in
 // its remembered tab (DialConversation).
-func (p *Provider) dialOwn(ctx context.Context, conversation string) (*Backend, error) {
+func (p *Provider) dialOwn(ctx context.Context, conversation string, req bb.TabRequest) (*Backend, error) {
 	s := p.settings()
 	if conversation == "" {
 		s.tab.open = true
@@ -519,14 +520,8 @@ func (p *Provider) dialOwn(ctx context.Context, conversation string) (*Backend, 
 	}
 	key := tabKey{browser: ep.BrowserWSURL, conversation: conversation}
 	prev, had := p.tabs.get(key)
-	req := tabRequestOf(ctx)
-	switch {
-	case had && req == TabRemembered:
-		s.tab.targetID = prev.targetID
-	case req == TabActive:
-		s.tab.exclude = p.tabs.targetsOf(ep.BrowserWSURL, conversation)
-	default:
-		s.tab.open = true
+	if _, err := chooseTab(&s, req, prev, had, func() map[string]bool { return p.tabs.targetsOf(ep.BrowserWSURL, conversation) }); err != nil {
+		return nil, err
 	}
 	b, err := dialEndpoint(ctx, ep, s)
 	if err != nil {
@@ -625,37 +620,35 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// ForgetConversation forgets conversationID's tab without touching it (the
-// tab stays open, as the extension's tab after Vellum.detach), so the
-// conversation's next call opens a tab anew or, asked with TabActive,
-// adopts one. It detaches the conversation's session from the shared
-// connection (Target.detachFromTarget, bounded to 2 s), if it has one, and
-// sends nothing else. Its signature fits browserbackend/tools
-// Options.DetachConversation (ctx and k are unused; the error is always
-// nil). Safe for concurrent use.
-func (p *Provider) ForgetConversation(ctx context.Context, _ bb.Kind, conversationID string) error {
-	p.tabs.forgetAll(conversationID)
-	p.forgetShared(ctx, conversationID)
-	return nil
+// ReleaseConversation implements browserbackend.ConversationReleaser.
+// Without close it forgets the conversation's tab, which stays open, and
+// detaches the conversation's session from the shared connection (bounded
+// to 2 s); nothing else is sent. With close it also closes the tab the
+// conversation opened (Target.closeTarget, waiting for its destruction; an
+// adopted user tab stays open), dialling only when the conversation has a
+// remembered tab. A tab already gone, or a browser no longer running, is not
+// an error. Errors are the *browserbackend.Error of discovery or of the
+// close command. Safe for concurrent use.
+func (p *Provider) ReleaseConversation(ctx context.Context, conversationID string, close bool) ([]bb.Released, error) {
+	if conversationID == "" || !p.tabs.has(conversationID) {
+		return nil, nil
+	}
+	if !close {
+		var out []bb.Released
+		for _, t := range p.tabs.of(conversationID) {
+			out = append(out, bb.Released{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: t.targetID, Owned: t.owned}})
+		}
+		p.tabs.forgetAll(conversationID)
+		p.forgetShared(ctx, conversationID)
+		return out, nil
+	}
+	return p.closeConversation(ctx, conversationID)
 }
 
-// CloseConversation closes the tab the agent opened for conversationID
-// (Target.closeTarget; a user tab adopted with TabActive stays open) and
-// forgets the conversation. It dials only when the conversation has a
-// remembered tab; a tab that is already gone, or a browser that is no
-// longer running, is not an error (there is nothing left to close). Errors
-// are the *browserbackend.Error of discovery or of the close command. Safe
-// for concurrent use.
-//
-// Its signature fits browserbackend/tools Options.CloseConversation
-// (k is ignored: the memo may have forgotten the kind).
-func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversationID string) error {
-	if conversationID == "" || !p.tabs.has(conversationID) {
-		return nil
-	}
+func (p *Provider) closeConversation(ctx context.Context, conversationID string) ([]bb.Released, error) {
 	unlock, err := p.tabs.lock(ctx, conversationID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	defer p.tabs.forgetAll(conversationID)
@@ -664,16 +657,20 @@ func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversatio
 	ep, err := discover(ctx, p.cfg, &s)
 	if err != nil {
 		if errors.Is(err, bb.ErrUnreachable) {
-			return nil // the browser is gone, and its tabs with it
+			return nil, nil // the browser is gone, and its tabs with it
 		}
-		return err
+		return nil, err
 	}
 	t, ok := p.tabs.get(tabKey{browser: ep.BrowserWSURL, conversation: conversationID})
-	if !ok || !t.owned {
-		return nil
+	if !ok {
+		return nil, nil
+	}
+	rel := bb.Released{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: t.targetID, Owned: t.owned}}
+	if !t.owned {
+		return []bb.Released{rel}, nil
 	}
 	// Target discovery on this connection reports the tab's destruction,
-	// so the tab is gone when CloseConversation returns.
+	// so the tab is gone when ReleaseConversation returns.
 	gone := make(chan struct{})
 	var once sync.Once
 	onEvent := func(f frame) {
@@ -689,27 +686,29 @@ func (p *Provider) CloseConversation(ctx context.Context, _ bb.Kind, conversatio
 	}
 	c, err := dialConn(ctx, ep, &s, onEvent, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.close(&bb.Error{Class: bb.ClassClosed, Code: bb.CodeClosed, Backend: bb.KindCDPInspect, Message: "conversation closed"})
 	cctx, cancel := withDeadline(ctx, s.commandTimeout)
 	defer cancel()
 	if _, err := c.call(cctx, "Target.setDiscoverTargets", json.RawMessage(`{"discover":true}`), ""); err != nil {
-		return err
+		return nil, err
 	}
 	params, _ := json.Marshal(map[string]string{"targetId": t.targetID})
 	if _, err := c.call(cctx, "Target.closeTarget", params, ""); err != nil {
 		var e *bb.Error
 		if errors.As(err, &e) && e.Class == bb.ClassProtocol {
-			return nil // no such target: the user closed it already
+			rel.Gone = true // no such target: the user closed it already
+			return []bb.Released{rel}, nil
 		}
-		return err
+		return nil, err
 	}
 	select {
 	case <-gone:
 	case <-cctx.Done():
-		return ctxErr(cctx, "Target.closeTarget", true)
+		return nil, ctxErr(cctx, "Target.closeTarget", true)
 	}
 	s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", t.targetID)
-	return nil
+	rel.Closed = true
+	return []bb.Released{rel}, nil
 }

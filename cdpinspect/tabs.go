@@ -14,46 +14,41 @@ import (
 // remembers (WithMaxConversations). Beyond it the least recently used
 // conversation is forgotten, and that conversation's next call opens a new
 // tab; a forgotten tab the agent opened is closed by the Provider's next
-// Build in that browser (a user tab adopted with TabActive stays open).
+// Build in that browser (an adopted user tab stays open).
 const DefaultMaxConversations = 4096
 
-// TabRequest says which tab a conversation's call wants when it has none
-// remembered, or when it wants to replace the one it has (see WithTab).
-type TabRequest int
-
-const (
-	// TabRemembered (the default) uses the conversation's remembered tab,
-	// and opens a tab of the agent's own when there is none.
-	TabRemembered TabRequest = iota
-	// TabNew opens a new tab of the agent's own and remembers it instead of
-	// the previous one (which is closed when the agent had opened it).
-	TabNew
-	// TabActive adopts the user's tab: the first real page target that
-	// Target.getTargets lists (CDP does not say which tab has focus). The
-	// adopted tab is remembered like any other; closing the conversation
-	// leaves it open.
-	TabActive
-)
-
-type tabRequestKey struct{}
-
-// WithTab returns ctx carrying r for the cdp-inspect Build of the
-// invocation that ctx runs (browserbackend/tools sets TabActive for
-// use_active_tab and TabNew for new_tab). Other backends ignore it.
-func WithTab(ctx context.Context, r TabRequest) context.Context {
-	return context.WithValue(ctx, tabRequestKey{}, r)
-}
-
-func tabRequestOf(ctx context.Context) TabRequest {
-	r, _ := ctx.Value(tabRequestKey{}).(TabRequest)
-	return r
+// chooseTab sets s.tab for a Build of conversation that asks for req, given
+// what the conversation had remembered in this browser run (prev, had) and
+// the tabs other conversations remember there (others). fast reports that
+// the remembered tab serves the call as it is.
+func chooseTab(s *settings, req bb.TabRequest, prev convTab, had bool, others func() map[string]bool) (fast bool, err error) {
+	switch req.Want {
+	case bb.TabCurrent:
+		if had {
+			s.tab.targetID = prev.targetID
+			return true, nil
+		}
+		s.tab.open = true
+	case bb.TabByID:
+		if !had || prev.targetID != req.ID {
+			return false, &bb.Error{Class: bb.ClassPolicy, Code: bb.CodeTargetNotFound, Backend: bb.KindCDPInspect,
+				Message: fmt.Sprintf("target %q is not a tab of this conversation", req.ID)}
+		}
+		s.tab.targetID = prev.targetID
+		return true, nil
+	case bb.TabActive:
+		s.tab.exclude = others()
+	default:
+		s.tab.open = true
+	}
+	return false, nil
 }
 
 // convTab is the tab one conversation works in.
 type convTab struct {
 	targetID string
 	// owned: the agent opened it (Target.createTarget), so closing the
-	// conversation closes it; false for a user tab adopted with TabActive.
+	// conversation closes it; false for an adopted user tab.
 	owned bool
 }
 
@@ -187,6 +182,20 @@ func (r *tabRegistry) targetsOf(browser, conversation string) map[string]bool {
 		}
 		if t, ok := r.tabs.Peek(k); ok {
 			out[t.targetID] = true
+		}
+	}
+	return out
+}
+
+// of returns conversation's tabs in every browser run.
+func (r *tabRegistry) of(conversation string) []convTab {
+	var out []convTab
+	for _, k := range r.tabs.Keys() {
+		if k.conversation != conversation {
+			continue
+		}
+		if t, ok := r.tabs.Peek(k); ok {
+			out = append(out, t)
 		}
 	}
 	return out

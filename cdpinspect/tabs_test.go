@@ -25,7 +25,12 @@ import (
 // backend is closed when the test ends.
 func build(t *testing.T, ctx context.Context, p *cdpinspect.Provider, conversation string) (*cdpinspect.Backend, error) {
 	t.Helper()
-	c, err := p.Propose(bb.Invocation{ConversationID: conversation, InterfaceID: "cli"}, bb.Env{Cooldowns: &bb.Cooldowns{}})
+	return buildTab(t, ctx, p, conversation, bb.TabRequest{})
+}
+
+func buildTab(t *testing.T, ctx context.Context, p *cdpinspect.Provider, conversation string, req bb.TabRequest) (*cdpinspect.Backend, error) {
+	t.Helper()
+	c, err := p.Propose(bb.Invocation{ConversationID: conversation, InterfaceID: "cli", Tab: req}, bb.Env{Cooldowns: &bb.Cooldowns{}})
 	require.NoError(t, err)
 	sc, err := c.Build(ctx)
 	if err != nil {
@@ -177,31 +182,51 @@ func TestProviderAdoptsAUserTabOnlyWhenAsked(t *testing.T) {
 	p := enabledProvider(b.Port)
 	mine := mustBuild(t, p, "conv-mine")
 
-	ctx, cancel := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabActive), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	adopted, err := build(t, ctx, p, "conv-adopt")
+	adopted, err := buildTab(t, ctx, p, "conv-adopt", bb.TabRequest{Want: bb.TabActive})
 	require.NoError(t, err)
 	assert.Contains(t, user, adopted.TargetID(), "TabActive adopts the user's tab, never another conversation's")
 	require.NoError(t, adopted.Close())
 	again := mustBuild(t, p, "conv-adopt")
 	assert.Equal(t, adopted.TargetID(), again.TargetID(), "the adopted tab is remembered")
 
-	require.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-adopt"))
+	assert.Equal(t, bb.Tab{ID: adopted.TargetID()}, again.Tab(), "an adopted tab is not the conversation's own")
+
+	rel, err := p.ReleaseConversation(context.Background(), "conv-adopt", true)
+	require.NoError(t, err)
+	assert.Equal(t, []bb.Released{{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: adopted.TargetID()}}}, rel)
 	assert.Contains(t, pageIDs(t, b), adopted.TargetID(), "closing the conversation leaves the user's tab open")
-	require.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-mine"))
+	rel, err = p.ReleaseConversation(context.Background(), "conv-mine", true)
+	require.NoError(t, err)
+	assert.Equal(t, []bb.Released{{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: mine.TargetID(), Owned: true}, Closed: true}}, rel)
 	assert.NotContains(t, pageIDs(t, b), mine.TargetID(), "the agent's own tab is closed")
-	assert.NoError(t, p.CloseConversation(context.Background(), bb.KindCDPInspect, "conv-mine"), "nothing left to close")
+	rel, err = p.ReleaseConversation(context.Background(), "conv-mine", true)
+	assert.NoError(t, err, "nothing left to close")
+	assert.Empty(t, rel)
 
 	// TabNew replaces the remembered tab and closes the agent's old one.
 	watch := watchDestroyed(t, b)
 	old := mustBuild(t, p, "conv-new").TargetID()
-	ctx2, cancel2 := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabNew), 20*time.Second)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
-	fresh, err := build(t, ctx2, p, "conv-new")
+	fresh, err := buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabNew})
 	require.NoError(t, err)
 	assert.NotEqual(t, old, fresh.TargetID())
+	assert.Equal(t, bb.Tab{ID: fresh.TargetID(), Owned: true}, fresh.Tab())
 	watch.wait(old)
 	assert.NotContains(t, pageIDs(t, b), old)
+
+	// TabByID selects the conversation's tab by the id it reported, and
+	// refuses any other tab.
+	byID, err := buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabByID, ID: fresh.TargetID()})
+	require.NoError(t, err)
+	assert.Equal(t, fresh.TargetID(), byID.TargetID())
+	_, err = buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabByID, ID: adopted.TargetID()})
+	var e *bb.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.CodeTargetNotFound, e.Code)
+	assert.Equal(t, bb.ClassPolicy, e.Class, "never failover material")
 }
 
 func TestProviderClosedTabIsTargetNotFoundThenANewTab(t *testing.T) {
@@ -279,9 +304,9 @@ func TestProviderRemembersAtMostMaxConversations(t *testing.T) {
 
 	// A user tab adopted by an evicted conversation stays open.
 	user := pageIDs(t, b)
-	ctx, cancel := context.WithTimeout(cdpinspect.WithTab(context.Background(), cdpinspect.TabActive), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	adopted, err := build(t, ctx, p, "conv-adopt")
+	adopted, err := buildTab(t, ctx, p, "conv-adopt", bb.TabRequest{Want: bb.TabActive})
 	require.NoError(t, err)
 	require.NotContains(t, []string{again.TargetID()}, adopted.TargetID())
 	mustBuild(t, p, "conv-3")
@@ -294,15 +319,17 @@ func TestProviderRemembersAtMostMaxConversations(t *testing.T) {
 	}
 }
 
-// TestProviderForgetConversationLeavesTheTabAndTheNextCallOpensAnew: after
-// ForgetConversation (tools.Detach), the conversation's next Build opens a
-// new tab, and the old one is still open.
-func TestProviderForgetConversationLeavesTheTabAndTheNextCallOpensAnew(t *testing.T) {
+// TestProviderDetachLeavesTheTabAndTheNextCallOpensAnew: after
+// ReleaseConversation without close (tools.Detach), the conversation's next
+// Build opens a new tab, and the old one is still open.
+func TestProviderDetachLeavesTheTabAndTheNextCallOpensAnew(t *testing.T) {
 	b := chromiumtest.Start(t)
 	p := enabledProvider(b.Port)
 	first := mustBuild(t, p, "conv-D").TargetID()
 	assert.Equal(t, first, mustBuild(t, p, "conv-D").TargetID())
-	require.NoError(t, p.ForgetConversation(context.Background(), bb.KindCDPInspect, "conv-D"))
+	rel, err := p.ReleaseConversation(context.Background(), "conv-D", false)
+	require.NoError(t, err)
+	assert.Equal(t, []bb.Released{{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: first, Owned: true}}}, rel)
 	next := mustBuild(t, p, "conv-D").TargetID()
 	assert.NotEqual(t, first, next, "a forgotten conversation opens a tab anew")
 	assert.Contains(t, pageIDs(t, b), first, "forgetting closes nothing")

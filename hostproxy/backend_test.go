@@ -28,7 +28,29 @@ func answer(t *testing.T, p *Proxy, c *fakeClient, content string, isError bool)
 	return msg
 }
 
-func sendAsync(b *Backend, cmd browserbackend.Command) <-chan outcome {
+// buildAnswering runs c's Build while the extension client ext answers the
+// tab it pins (Vellum.createTab, then Vellum.attach), and returns the
+// backend.
+func buildAnswering(t *testing.T, p *Proxy, ext *fakeClient, c browserbackend.Candidate) browserbackend.ScopedClient {
+	t.Helper()
+	type built struct {
+		sc  browserbackend.ScopedClient
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		sc, err := c.Build(context.Background())
+		done <- built{sc, err}
+	}()
+	assert.Equal(t, wire.MethodCreateTab, answer(t, p, ext, `{"tabId":7}`, false)["cdpMethod"])
+	assert.Equal(t, wire.MethodAttach, answer(t, p, ext, `{}`, false)["cdpMethod"])
+	b := <-done
+	require.NoError(t, b.err)
+	assert.Equal(t, browserbackend.Tab{ID: "7", Owned: true}, b.sc.(browserbackend.TabScoped).Tab())
+	return b.sc
+}
+
+func sendAsync(b browserbackend.ScopedClient, cmd browserbackend.Command) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
 		res, err := b.Send(context.Background(), cmd)
@@ -205,15 +227,13 @@ func TestExtensionProvider_ProposesForActorsExtensionOnly(t *testing.T) {
 	_, err = prov.Propose(inv, env)
 	assert.ErrorIs(t, err, browserbackend.ErrSkip, "bob's extension and alice's bridge do not count")
 
-	h.add("ext-alice", wire.InterfaceChromeExtension, "alice", t0)
+	ext := h.add("ext-alice", wire.InterfaceChromeExtension, "alice", t0)
 	c, err := prov.Propose(inv, env)
 	require.NoError(t, err)
 	assert.Equal(t, browserbackend.KindExtension, c.Kind)
 	assert.Empty(t, c.CooldownKey, "the extension candidate is never cooled down")
 	assert.NoError(t, c.Probe(context.Background()))
-	sc, err := c.Build(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, browserbackend.KindExtension, sc.(*Backend).Kind())
+	sc := buildAnswering(t, p, ext, c)
 	require.NoError(t, sc.Close())
 }
 
@@ -241,11 +261,10 @@ func TestExtensionProvider_TargetClient(t *testing.T) {
 	inv.TargetClientID = "ext-2"
 	c, err = prov.Propose(inv, env)
 	require.NoError(t, err)
-	sc, err := c.Build(context.Background())
-	require.NoError(t, err)
+	sc := buildAnswering(t, p, ext2, c)
 	defer sc.Close()
-	done := sendAsync(sc.(*Backend), browserbackend.Command{Method: "Page.enable"})
-	answer(t, p, ext2, `{}`, false)
+	done := sendAsync(sc, browserbackend.Command{Method: "Page.enable"})
+	assert.Equal(t, "7", answer(t, p, ext2, `{}`, false)["cdpSessionId"], "page commands run in the pinned tab")
 	require.NoError(t, (<-done).err)
 	h.clients["ext-1"].empty(t)
 }

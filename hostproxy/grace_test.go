@@ -37,7 +37,9 @@ func TestSelectorGrace_TargetExtensionConnectingDuringGraceServes(t *testing.T) 
 		synctest.Wait()         // the selector is waiting for the roster to change
 		time.Sleep(time.Second) // advances the bubble's fake clock; not synchronisation
 		ext := h.add("ext-1", wire.InterfaceChromeExtension, "alice", t0)
-		answer(t, p, ext, `{}`, false)
+		answer(t, p, ext, `{"tabId":7}`, false) // Vellum.createTab: the conversation's tab
+		answer(t, p, ext, `{}`, false)          // Vellum.attach
+		answer(t, p, ext, `{}`, false)          // Page.enable
 		out := <-done
 		require.NoError(t, out.err)
 		assert.Equal(t, time.Second, time.Since(start), "served as soon as the client connected")

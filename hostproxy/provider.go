@@ -51,6 +51,7 @@ var ExtensionDescriptor = browserbackend.Descriptor{
 	Transport:     "extension-ws",
 	TargetClients: true,
 	Grace:         true,
+	Caps:          browserbackend.CapTabs,
 	Remediation:   extensionRemediation,
 }
 
@@ -60,6 +61,7 @@ var ExtensionDescriptor = browserbackend.Descriptor{
 var HostBridgeDescriptor = browserbackend.Descriptor{
 	Kind:        browserbackend.KindHostBridge,
 	Transport:   "host-bridge-sse",
+	Caps:        browserbackend.CapHoldTargets,
 	Remediation: hostBridgeRemediation,
 }
 
@@ -91,9 +93,13 @@ type ProviderOptions struct {
 	// Backend configures the backends the candidates build.
 	Backend BackendOptions
 	// HostBridgeCooldown is the per-actor cooldown the selector records after
-	// a host-bridge transport failure (SEL-6b); 0 means
-	// DefaultHostBridgeCooldown, negative disables it.
+	// a host-bridge transport failure; 0 means DefaultHostBridgeCooldown,
+	// negative disables it.
 	HostBridgeCooldown time.Duration
+	// MaxTabPins bounds the conversations whose extension tab the extension
+	// provider remembers (least recently used dropped first, its tab left
+	// open); 0 means DefaultMaxTabPins.
+	MaxTabPins int
 }
 
 // HubProvider is a browserbackend.Provider whose availability follows the hub
@@ -103,6 +109,7 @@ type HubProvider struct {
 	p       *Proxy
 	desc    browserbackend.Descriptor
 	propose func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error)
+	release func(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error)
 }
 
 // Describe implements browserbackend.Provider.
@@ -117,9 +124,21 @@ func (h *HubProvider) Propose(inv browserbackend.Invocation, env browserbackend.
 // Changed implements browserbackend.Watcher with the hub's roster changes.
 func (h *HubProvider) Changed() <-chan struct{} { return h.p.hub.Changed() }
 
+// ReleaseConversation implements browserbackend.ConversationReleaser: the
+// extension provider detaches the conversation's tabs (Vellum.detach) or,
+// closing, closes the ones it opened (Vellum.closeTab); an adopted user tab
+// stays open. The host-bridge provider holds no tab of its own here.
+func (h *HubProvider) ReleaseConversation(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error) {
+	if h.release == nil {
+		return nil, nil
+	}
+	return h.release(ctx, conversationID, close)
+}
+
 var (
-	_ browserbackend.Provider = (*HubProvider)(nil)
-	_ browserbackend.Watcher  = (*HubProvider)(nil)
+	_ browserbackend.Provider             = (*HubProvider)(nil)
+	_ browserbackend.Watcher              = (*HubProvider)(nil)
+	_ browserbackend.ConversationReleaser = (*HubProvider)(nil)
 )
 
 // splitClients returns roster's host_browser clients of actor (every
@@ -238,13 +257,26 @@ func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation,
 // (NewExtensionBackend) when tried, described by ExtensionDescriptor.
 func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 	h := &HubProvider{p: p, desc: ExtensionDescriptor}
+	pins := newTabPins(opts.MaxTabPins)
+	h.release = func(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error) {
+		newSender := func(inv browserbackend.Invocation) browserbackend.ScopedClient {
+			return p.NewExtensionBackend(inv, opts.Backend)
+		}
+		return pins.release(ctx, newSender, conversationID, close)
+	}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
 		cand, _, err := ExtensionRule(p.rosterOf(inv.ActorPrincipalID), inv)
 		if err != nil {
 			return browserbackend.Candidate{}, err
 		}
 		cand.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
-			return p.NewExtensionBackend(inv, opts.Backend), nil
+			b := p.NewExtensionBackend(inv, opts.Backend)
+			tb, err := pins.pinTab(ctx, b, inv)
+			if err != nil {
+				_ = b.Close()
+				return nil, err
+			}
+			return tb, nil
 		}
 		cand.Probe = func(ctx context.Context) error {
 			_, err := p.Choose(Req{Method: "Probe", TargetClientID: inv.TargetClientID,

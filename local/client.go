@@ -33,8 +33,9 @@ type pageEntry struct {
 
 	lastUsed time.Time // guarded by b.mu
 
-	mu    sync.Mutex
-	sinks map[*Client]struct{}
+	mu       sync.Mutex
+	sinks    map[*Client]struct{}
+	targetID string // the page's CDP target id, once a Build resolved it
 }
 
 func newPageEntry(b *Browser, st *state, conv string) *pageEntry {

@@ -40,6 +40,7 @@ var Descriptor = browserbackend.Descriptor{
 	Mode:      "local",
 	Aliases:   []string{"playwright"},
 	Transport: "playwright",
+	Caps:      browserbackend.CapTabs,
 	Remediation: func(browserbackend.Attempt) []string {
 		return []string{
 			"Install Chromium (Debian: apt-get install chromium) and the Playwright driver: run scripts/setup.sh.",
@@ -63,13 +64,9 @@ func (provider) Describe() browserbackend.Descriptor { return Descriptor }
 
 func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
 	c := Rule(inv, env)
+	conv, req := inv.ConversationID, inv.Tab
 	c.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
-		cl := p.b.Client(inv.ConversationID)
-		if err := cl.Open(ctx); err != nil {
-			_ = cl.Close()
-			return nil, err
-		}
-		return cl, nil
+		return p.b.build(ctx, conv, req)
 	}
 	c.Probe = p.b.Preflight
 	return c, nil

@@ -271,16 +271,14 @@ func startOwnerSite(t *testing.T) string {
 	return chromiumtest.LoopbackServer(t, mux).URL
 }
 
-// cdpInspectToolsWithClose is cdpInspectTools with Close wired to the
-// provider's CloseConversation, on browser b.
+// cdpInspectToolsWithClose is cdpInspectTools on browser b; Close and
+// Detach reach the provider through Selector.ReleaseConversation.
 func cdpInspectToolsWithClose(t *testing.T, b *chromiumtest.Browser) *tools.Tools {
-	prov := cdpInspectProvider(t, b)
-	return toolsOver(t, prov, tools.Options{CloseConversation: prov.CloseConversation, DetachConversation: prov.ForgetConversation})
+	return toolsOver(t, cdpInspectProvider(t, b), tools.Options{})
 }
 
 // TestCDPInspectDetach_TheNextCallOpensANewTab: tools.Detach makes
-// cdp-inspect forget the conversation's tab (wired to
-// cdpinspect.Provider.ForgetConversation): the tab stays open, and the
+// cdp-inspect forget the conversation's tab: the tab stays open, and the
 // conversation's next call works in a new tab of its own.
 func TestCDPInspectDetach_TheNextCallOpensANewTab(t *testing.T) {
 	site := startOwnerSite(t)

@@ -29,10 +29,6 @@ const (
 	CodeTimeout = "timeout"
 	// CodePageError: a script the tool ran in the page threw.
 	CodePageError = "page_error"
-	// CodeNoTab: on the extension backend, the conversation has no pinned tab
-	// yet and the operation does not open one (TOOL-2): navigate first, or
-	// pass use_active_tab.
-	CodeNoTab = "no_tab"
 	// CodeBackend: the backend failed; the wrapped error is a
 	// *browserbackend.Error or *browserbackend.SelectionError.
 	CodeBackend = "backend_error"
@@ -136,7 +132,6 @@ var (
 	ErrNavigationFailed = &Error{Code: CodeNavigationFailed}
 	ErrTimeout          = &Error{Code: CodeTimeout}
 	ErrPageError        = &Error{Code: CodePageError}
-	ErrNoTab            = &Error{Code: CodeNoTab}
 	ErrBackend          = &Error{Code: CodeBackend}
 )
 

@@ -146,7 +146,6 @@ func brokenClient(err error) bool {
 // callClient is the Client one call runs on.
 type callClient struct {
 	*browserbackend.Client
-	tabID int
 	// entry is the kept entry the Client belongs to (nil: a per-call Client).
 	entry *keptEntry
 	key   keptKey
@@ -175,24 +174,19 @@ func (c callClient) watch(ctx context.Context, g *guard.Guard, op string) (*watc
 	return c.entry.watchFor(ctx, g, op)
 }
 
-// client returns the Client of one call. Without Options.KeepClients, or
-// for a call the extension is expected to serve (its tab is selected per
-// call, TOOL-2), it is a fresh per-call Client. With KeepClients the
-// conversation's Client is reused across calls (no new connection, target
-// attachment or selection per call); new_tab and use_active_tab replace it;
-// a call that fails with a broken-client error drops it.
-func (t *Tools) client(ctx context.Context, inv browserbackend.Invocation, op string, req tabRequest) (callClient, error) {
-	if t.keepClients && !t.expectsExtension(inv) {
+// client returns the Client of one call: without Options.KeepClients a
+// fresh per-call Client; with it the conversation's kept Client (no new
+// connection, target attachment or selection per call), replaced when the
+// call asks for another tab and dropped after a broken-client error.
+func (t *Tools) client(inv browserbackend.Invocation) callClient {
+	if t.keepClients {
 		key := keptKeyOf(inv)
-		if e := t.kept.get(key, req.newTab || req.useActive, func() *browserbackend.Client { return t.sel.Client(inv) }); e != nil {
-			return callClient{Client: e.c, entry: e, key: key, t: t}, nil
+		fresh := inv.Tab.Want != browserbackend.TabCurrent
+		if e := t.kept.get(key, fresh, func() *browserbackend.Client { return t.sel.Client(inv) }); e != nil {
+			return callClient{Client: e.c, entry: e, key: key, t: t}
 		}
 	}
-	c, tabID, err := t.open(ctx, inv, op, req)
-	if err != nil {
-		return callClient{}, err
-	}
-	return callClient{Client: c, tabID: tabID, t: t}, nil
+	return callClient{Client: t.sel.Client(inv), t: t}
 }
 
 // Shutdown closes the Clients kept for conversations (Options.KeepClients);

@@ -42,7 +42,7 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 	raw := dialRaw(t, b)
 	insp := cdpInspectProvider(t, b)
 	prov := &countingProvider{Provider: insp}
-	tl := toolsOver(t, prov, tools.Options{CloseConversation: insp.CloseConversation, KeepClients: true})
+	tl := toolsOver(t, prov, tools.Options{KeepClients: true})
 	inv := browserbackend.Invocation{ConversationID: "conv-keep", InterfaceID: "cli"}
 	ctx := stepCtx(t)
 

@@ -14,17 +14,17 @@ import (
 )
 
 // flatSessions is what a watch needs of its session to hold popups: views
-// bound to other flat sessions of the same backend, and the backend's kind.
-// *browserbackend.Client implements it.
+// bound to other flat sessions of the same backend, and what the backend
+// can do. *browserbackend.Client implements it.
 type flatSessions interface {
 	Session(sessionID string) *browserbackend.SessionView
-	Kind() browserbackend.Kind
+	Caps() browserbackend.Caps
 }
 
 // popupHold is the part of a watch that keeps a page's new windows from
-// loading before the guard has seen their URL (GRD-2). On a backend with a
-// browser-level connection (cdp-inspect, host-bridge: the
-// browserbackend.BrowserSessionID session), it turns on Target.setAutoAttach
+// loading before the guard has seen their URL. On a backend that declares
+// browserbackend.CapHoldTargets (its browserbackend.BrowserSessionID session
+// runs at browser level), it turns on Target.setAutoAttach
 // with waitForDebuggerOnStart for the browser, so that every new page
 // target waits before its first navigation:
 //
@@ -44,9 +44,9 @@ type flatSessions interface {
 // Chromium answers the off; sessions attached by Target.attachToTarget,
 // such as a conversation's, stay) and releases any target still waiting;
 // so does the end of the backend's connection. When the off fails, stop
-// detaches the sessions it left alone itself. A backend without a browser
-// session (local, extension) gets no hold: popups are then checked as they
-// appear and closed (onTarget).
+// detaches the sessions it left alone itself. A backend without the
+// capability gets no hold: popups are then checked as they appear and closed
+// (onTarget).
 type popupHold struct {
 	w     *watch
 	views flatSessions
@@ -61,17 +61,12 @@ type popupHold struct {
 	loops sync.WaitGroup // the held popups' request loops
 }
 
-// holdsPopups reports whether a backend kind serves BrowserSessionID.
-func holdsPopups(k browserbackend.Kind) bool {
-	return k == browserbackend.KindCDPInspect || k == browserbackend.KindHostBridge
-}
-
 // startHold turns on the browser-level auto-attach for w; it returns nil
 // (no hold) when w's session has no browser session or the browser refuses
 // the command. ctx bounds the set-up command.
 func startHold(ctx context.Context, w *watch) *popupHold {
 	views, ok := w.s.(flatSessions)
-	if !ok || !holdsPopups(views.Kind()) || w.self == "" {
+	if !ok || !views.Caps().Has(browserbackend.CapHoldTargets) || w.self == "" {
 		return nil
 	}
 	h := &popupHold{w: w, views: views, bs: views.Session(browserbackend.BrowserSessionID), held: map[target.ID]bool{}}

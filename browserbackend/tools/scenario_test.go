@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,9 +185,7 @@ func localToolsWith(t testing.TB, opts local.Options) (*tools.Tools, *local.Brow
 	b := local.New(opts)
 	t.Cleanup(func() { b.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
-	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(),
-		CloseConversation: func(_ context.Context, _ browserbackend.Kind, conv string) error { return b.CloseConversation(conv) },
-	}), b
+	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
 }
 
 func TestScenarioPassesOnEveryBackend(t *testing.T) {
@@ -201,8 +200,9 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		tl := h.tools(t)
 		inv := h.invocation("conv-ext")
 		scenario(t, tl, inv, s, browserbackend.KindExtension)
-		_, pinned := tl.PinnedTab(inv)
-		assert.True(t, pinned, "the conversation's tab is pinned (TOOL-2)")
+		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+		require.NoError(t, err)
+		assert.NotEmpty(t, ex.TabID, "the conversation's tab is pinned")
 	})
 	t.Run("vellum-shaped client", func(t *testing.T) {
 		// The same tool code over a client that speaks exactly as the real
@@ -214,9 +214,9 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		tl := h.tools(t)
 		inv := h.invocation("conv-vellum")
 		scenario(t, tl, inv, s, browserbackend.KindExtension)
-		tabID, pinned := tl.PinnedTab(inv)
-		require.True(t, pinned)
-		assert.Equal(t, tabID, c.ActiveTab(), "the agent's tab is the one it opened")
+		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+		require.NoError(t, err)
+		assert.Equal(t, ex.TabID, strconv.Itoa(c.ActiveTab()), "the agent's tab is the one it opened")
 		raw, err := h.rt.Proxy.Request(stepCtx(t), hostproxy.Req{Method: wire.MethodListTabs,
 			TargetClientID: c.ClientID(), SourceActor: h.rt.Auth.ActorPrincipalID()})
 		require.NoError(t, err)

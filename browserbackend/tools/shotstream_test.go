@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,16 +34,14 @@ c.putImageData(d,0,0)</script>`, noiseW, noiseH, noiseW, noiseH)
 	return srv.URL + "/"
 }
 
-// rawShot is the raw CDP answer on the invocation's page (on the extension,
-// in the conversation's tab), its data decoded as json.Unmarshal decodes it.
+// rawShot is the raw CDP answer on the invocation's page (the conversation's
+// tab, which the Client's backend resolves), its data decoded as
+// json.Unmarshal decodes it.
 func rawShot(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation) []byte {
 	c := tl.Selector().Client(inv)
 	defer c.Close()
 	cmd := browserbackend.Command{Method: "Page.captureScreenshot", Params: json.RawMessage(fmt.Sprintf(
 		`{"format":"png","captureBeyondViewport":true,"optimizeForSpeed":true,"clip":{"x":0,"y":0,"width":%d,"height":%d,"scale":1}}`, noiseW, noiseH))}
-	if tab, ok := tl.PinnedTab(inv); ok {
-		cmd.SessionID = strconv.Itoa(tab) // the tab's id names it (WIRE-3)
-	}
 	res, err := c.Send(stepCtx(t), cmd)
 	require.NoError(t, err)
 	var shot struct{ Data []byte }

@@ -311,7 +311,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	srv := chromiumtest.FixtureServer(b, map[string]string{"/article": art.String(), "/big": big.String()})
 	br := chromiumtest.Start(b)
 	insp := cdpInspectProvider(b, br)
-	tl := toolsOver(b, insp, tools.Options{CloseConversation: insp.CloseConversation, KeepClients: true})
+	tl := toolsOver(b, insp, tools.Options{KeepClients: true})
 	inv := browserbackend.Invocation{ConversationID: "bench"}
 	ctx := context.Background()
 	for _, pg := range []string{"/article", "/big"} {

@@ -89,8 +89,6 @@ type StatusReport struct {
 	// better browser), or of all of them when none is available; no
 	// duplicates.
 	UserActions []string `json:"userActions,omitempty"`
-	// PinnedTabID is the conversation's extension tab (TOOL-2), 0 when none.
-	PinnedTabID int `json:"pinnedTabId,omitempty"`
 }
 
 // Backend returns the status of kind k.

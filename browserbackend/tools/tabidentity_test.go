@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -120,13 +119,11 @@ func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
 			require.NoError(t, a.err)
 			assert.False(t, a.beforeRelease, "A's navigate ended on another tab's load, before its own page loaded")
 			assert.Equal(t, "held page", a.res.Title)
-			if client != "host-bridge" { // the bridge keeps the tab, not the tools
-				tabA, _ := tl.PinnedTab(invA)
-				tabB, _ := tl.PinnedTab(invB)
-				assert.NotEqual(t, tabA, tabB, "each conversation has its own tab")
-			}
 			exA, err := tl.Extract(ctx, invA, tools.ExtractInput{})
 			require.NoError(t, err)
+			if client != "host-bridge" { // the bridge keeps the tab and reports none
+				assert.NotEqual(t, exA.TabID, ex.TabID, "each conversation has its own tab")
+			}
 			assert.Contains(t, exA.Text, "waiting for an image", "A's later call reads A's tab")
 		})
 	}
@@ -178,12 +175,11 @@ func TestTwoConversationsOnOneClient_EachSeesOnlyItsOwnTabsEvents(t *testing.T) 
 			for _, name := range []string{"A", "B"} {
 				cv := &conv{name: name, inv: h.invocation("conv-" + name)}
 				// Navigate opens and pins the conversation's own tab.
-				_, err := tl.Navigate(ctx, cv.inv, tools.NavigateInput{URL: "about:blank"})
+				nav, err := tl.Navigate(ctx, cv.inv, tools.NavigateInput{URL: "about:blank"})
 				require.NoError(t, err)
 				if !bridged { // on the bridge the conversation's page is implied
-					tab, ok := tl.PinnedTab(cv.inv)
-					require.True(t, ok)
-					cv.tab = strconv.Itoa(tab)
+					require.NotEmpty(t, nav.TabID)
+					cv.tab = nav.TabID
 				}
 				cv.c = h.rt.Selector.Client(cv.inv)
 				t.Cleanup(func() { cv.c.Close() })

@@ -18,8 +18,9 @@ type tabEntry struct {
 	Active bool   `json:"active"`
 }
 
-// listTabs asks the extension for its tabs through a pinned client.
-func listTabs(t *testing.T, h *hubStack) map[int]tabEntry {
+// listTabs asks the extension for its tabs through a pinned client, keyed by
+// the decimal tab id the backend reports.
+func listTabs(t *testing.T, h *hubStack) map[string]tabEntry {
 	t.Helper()
 	inv := h.invocation("tab-lister")
 	inv.Mode = browserbackend.Mode("extension")
@@ -29,9 +30,9 @@ func listTabs(t *testing.T, h *hubStack) map[int]tabEntry {
 	require.NoError(t, err)
 	var out struct{ Tabs []tabEntry }
 	require.NoError(t, json.Unmarshal(raw, &out))
-	m := map[int]tabEntry{}
+	m := map[string]tabEntry{}
 	for _, tb := range out.Tabs {
-		m[tb.ID] = tb
+		m[strconv.Itoa(tb.ID)] = tb
 	}
 	return m
 }
@@ -45,13 +46,13 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	convA, convB := h.invocation("conv-a"), h.invocation("conv-b")
 
 	// Before any tool opened a tab, the active tab is the user's.
-	var active int
+	var active string
 	for id, tb := range listTabs(t, h) {
 		if tb.Active {
 			active = id
 		}
 	}
-	require.NotZero(t, active)
+	require.NotEmpty(t, active)
 	convC := h.invocation("conv-c")
 	att, err := tl.Attach(ctx, convC, tools.AttachInput{UseActiveTab: true})
 	require.NoError(t, err)
@@ -60,7 +61,8 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	a1, err := tl.Navigate(ctx, convA, tools.NavigateInput{URL: s.url("/item/1")})
 	require.NoError(t, err)
 	require.Equal(t, browserbackend.KindExtension, a1.Backend)
-	require.NotZero(t, a1.TabID, "the first navigate opens a dedicated tab")
+	require.NotEmpty(t, a1.TabID, "the first navigate opens a tab of the conversation's own")
+	assert.NotEqual(t, active, a1.TabID)
 
 	a2, err := tl.Navigate(ctx, convA, tools.NavigateInput{URL: s.url("/item/2")})
 	require.NoError(t, err)
@@ -80,47 +82,55 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	a3, err := tl.Navigate(ctx, convA, tools.NavigateInput{URL: s.url("/item/4"), NewTab: true})
 	require.NoError(t, err)
 	assert.NotEqual(t, a1.TabID, a3.TabID, "new_tab opens another tab")
-	pinned, _ := tl.PinnedTab(convA)
-	assert.Equal(t, a3.TabID, pinned, "and pins it")
+	ex, err = tl.Extract(ctx, convA, tools.ExtractInput{})
+	require.NoError(t, err)
+	assert.Equal(t, a3.TabID, ex.TabID, "and makes it the conversation's tab")
 	tabs := listTabs(t, h)
-	assert.Contains(t, tabs, a1.TabID, "the previous tab stays open")
+	assert.NotContains(t, tabs, a1.TabID, "the tab it replaced, the conversation's own, is closed")
 
-	_, err = tl.Snapshot(ctx, h.invocation("conv-d"), tools.SnapshotInput{})
-	assert.ErrorIs(t, err, tools.ErrNoTab, "without a pinned tab, only navigate/attach open one")
+	// Any tool opens the conversation's tab on its first call, as on every
+	// backend.
+	sn, err := tl.Snapshot(ctx, h.invocation("conv-d"), tools.SnapshotInput{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, sn.TabID)
 
-	// The user closes conversation B's tab: the next navigate opens a new one.
+	// The user closes conversation B's tab: its next call says so (no
+	// failover, nothing sent to another tab), the one after opens a new tab.
 	closer := h.rt.Selector.Client(func() browserbackend.Invocation {
 		i := h.invocation("closer")
 		i.Mode = browserbackend.Mode("extension")
 		return i
 	}())
-	_, err = closer.Send(ctx, browserbackend.Command{Method: "Vellum.closeTab", Params: json.RawMessage(`{"tabId":` + strconv.Itoa(b1.TabID) + `}`)})
+	_, err = closer.Send(ctx, browserbackend.Command{Method: "Vellum.closeTab", Params: json.RawMessage(`{"tabId":` + b1.TabID + `}`)})
 	closer.Close()
 	require.NoError(t, err)
+	_, err = tl.Navigate(ctx, convB, tools.NavigateInput{URL: s.url("/item/5")})
+	var te *tools.Error
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, browserbackend.CodeTargetNotFound, te.Code, "%v", err)
 	b2, err := tl.Navigate(ctx, convB, tools.NavigateInput{URL: s.url("/item/5")})
 	require.NoError(t, err)
 	assert.NotEqual(t, b1.TabID, b2.TabID, "a closed pinned tab is replaced")
 
-	// Close closes the tab the tools opened; Detach leaves it open.
+	// Close closes the tab the conversation opened; Detach leaves it open.
 	cl, err := tl.Close(ctx, convA, tools.ReleaseInput{})
 	require.NoError(t, err)
-	assert.True(t, cl.TabClosed)
-	assert.Equal(t, a3.TabID, cl.TabID)
+	assert.Equal(t, []browserbackend.Released{{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: a3.TabID, Owned: true}, Closed: true}}, cl.Tabs)
 	assert.Equal(t, browserbackend.KindExtension, cl.Forgot)
 	de, err := tl.Detach(ctx, convB, tools.ReleaseInput{})
 	require.NoError(t, err)
-	assert.False(t, de.TabClosed)
+	assert.Equal(t, []browserbackend.Released{{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: b2.TabID, Owned: true}}}, de.Tabs)
 	dc, err := tl.Close(ctx, convC, tools.ReleaseInput{})
 	require.NoError(t, err)
-	assert.False(t, dc.TabClosed, "the user's active tab is only detached")
+	assert.Equal(t, []browserbackend.Released{{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: active}}}, dc.Tabs,
+		"the user's active tab is only detached")
 	tabs = listTabs(t, h)
 	assert.NotContains(t, tabs, a3.TabID, "closed")
 	assert.Contains(t, tabs, b2.TabID, "detached, still open")
 	assert.Contains(t, tabs, active, "the user's tab stays open")
-	_, ok := tl.PinnedTab(convA)
-	assert.False(t, ok)
-	_, ok = tl.PinnedTab(convB)
-	assert.False(t, ok)
-	_, ok = h.rt.Selector.Memo().Get("conv-a")
+	again, err := tl.Close(ctx, convA, tools.ReleaseInput{})
+	require.NoError(t, err)
+	assert.Empty(t, again.Tabs, "nothing left to release")
+	_, ok := h.rt.Selector.Memo().Get("conv-a")
 	assert.False(t, ok, "close forgets the conversation's backend")
 }

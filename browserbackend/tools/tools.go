@@ -11,7 +11,6 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
-	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -68,8 +67,10 @@ func checkConversationID(op, id string) error {
 type Call struct {
 	Backend  browserbackend.Kind      `json:"backend,omitempty"`
 	Attempts []browserbackend.Attempt `json:"attempts,omitempty"`
-	// TabID is the extension tab the call ran in (TOOL-2), 0 elsewhere.
-	TabID int `json:"tabId,omitempty"`
+	// TabID is the backend's id of the tab the call ran in (a CDP target
+	// id, or the extension's decimal tab id); "" when the backend does not
+	// report tabs.
+	TabID string `json:"tabId,omitempty"`
 }
 
 func (c *Call) setCall(x Call) { *c = x }
@@ -84,17 +85,6 @@ type Options struct {
 	// Logger receives one debug record per call (op, backend, outcome; never
 	// typed text or params); nil means slog.Default().
 	Logger *slog.Logger
-	// CloseConversation, optional, is called by Close for backends whose
-	// per-conversation state lives outside CDP, e.g. the local backend's
-	// page: wire it to local.Browser.CloseConversation. k is the kind the
-	// conversation memo remembered ("" when none).
-	CloseConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
-	// DetachConversation, optional, is called by Detach for backends that
-	// remember the conversation's tab outside CDP: wire it to
-	// cdpinspect.Provider.ForgetConversation, so the conversation's next
-	// cdp-inspect call opens or adopts a tab anew (Close calls
-	// CloseConversation instead). Same arguments as CloseConversation.
-	DetachConversation func(ctx context.Context, k browserbackend.Kind, conversationID string) error
 	// Guard, optional, puts every tool call under a browser policy (GRD-1 …
 	// GRD-5): see guarded.go and package guard. A ctx made with
 	// guard.NewContext overrides it for one invocation. nil: no guard, every
@@ -115,26 +105,25 @@ type Options struct {
 	// The Client is dropped, and the next call selects afresh, when a call
 	// fails with a transport, closed, session-gone or crashed error, when
 	// new_tab or use_active_tab asks for another tab, and by Close and
-	// Detach of the conversation; Shutdown drops them all. Calls the
-	// extension serves still use a Client per call. The backend stays the
-	// one first selected until the Client is dropped (the attempts of every
-	// call are those of that selection). Default false: a Client per call.
+	// Detach of the conversation; Shutdown drops them all. The backend
+	// stays the one first selected until the Client is dropped (the
+	// attempts of every call are those of that selection). Default false:
+	// a Client per call.
 	KeepClients bool
 }
 
-// Tools runs the browser tools of TOOL-1 for a host application: each method
-// is one tool call, takes the invocation (conversation, interface, actor,
-// target client) and the tool's input with its browser_mode, validates
-// browser_mode with Selector.ParseMode and the input before any CDP
-// command, gets a fresh per-call Client from the Selector, runs the operation
-// on the invocation's page and closes the Client.
+// Tools runs the browser tools for a host application: each method is one
+// tool call, takes the invocation (conversation, interface, actor, target
+// client) and the tool's input with its browser_mode, validates browser_mode
+// with Selector.ParseMode and the input before any CDP command, gets a
+// per-call Client from the Selector (or the conversation's kept one), runs
+// the operation on the conversation's tab and closes the Client.
 //
-// On the extension backend the conversation's commands run in a dedicated tab
-// that the first Navigate opens with Vellum.createTab and pins per
-// (conversation, target client); later calls select it with Vellum.attach
-// (TOOL-2). On cdp-inspect the Provider remembers the conversation's tab by
-// its CDP target id (see cdpinspect.Provider); use_active_tab and new_tab
-// reach it as cdpinspect.WithTab.
+// The tab is the backend's business: the invocation says which one it wants
+// (browserbackend.TabRequest: the conversation's own by default, a new one
+// for new_tab, the user's active tab for use_active_tab), and the provider
+// that serves the call resolves and pins it at Build. Close and Detach end
+// the conversation on every provider (Selector.ReleaseConversation).
 //
 // A Tools is safe for concurrent use. Every method returns within its
 // deadline (the input's timeout_ms, the op's default, or ctx's, whichever is
@@ -143,9 +132,6 @@ type Tools struct {
 	sel      *browserbackend.Selector
 	pageOpts PageOptions
 	log      *slog.Logger
-	pins     *tabPins
-	closeFn  func(ctx context.Context, k browserbackend.Kind, conversationID string) error
-	detachFn func(ctx context.Context, k browserbackend.Kind, conversationID string) error
 	guard    *guard.Guard
 	vault    Vault
 	catalog  catalog.Catalog
@@ -169,9 +155,6 @@ func New(opts Options) *Tools {
 		sel:      opts.Selector,
 		pageOpts: PageOptions{ScreenshotDir: opts.ScreenshotDir},
 		log:      log.With("module", "browser-tools"),
-		pins:     newTabPins(),
-		closeFn:  opts.CloseConversation,
-		detachFn: opts.DetachConversation,
 		guard:    opts.Guard,
 		vault:    opts.Vault,
 		catalog:  opts.Catalog,
@@ -216,7 +199,7 @@ type spec struct {
 	timeoutMs int
 	def       time.Duration
 	check     func() error
-	tab       tabRequest
+	tab       browserbackend.TabRequest
 	// navURL is the URL navigate loads, checked by the guard before any
 	// backend is contacted.
 	navURL string
@@ -230,9 +213,8 @@ type spec struct {
 
 type callResult interface{ setCall(Call) }
 
-// run validates, opens the per-call client (with the extension tab when the
-// extension serves the call), runs fn on the page and fills in the Call
-// record.
+// run validates, opens the call's client, runs fn on the conversation's tab
+// and fills in the Call record.
 func run[R any, PR interface {
 	*R
 	callResult
@@ -268,25 +250,11 @@ func run[R any, PR interface {
 		}
 	}
 
-	switch {
-	case s.tab.useActive:
-		ctx = cdpinspect.WithTab(ctx, cdpinspect.TabActive)
-	case s.tab.newTab:
-		ctx = cdpinspect.WithTab(ctx, cdpinspect.TabNew)
-	}
-	client, err := t.client(ctx, inv, s.op, s.tab)
-	if err != nil {
-		t.log.Debug("browser tool failed before the operation", "op", s.op, "mode", mode,
-			"conversationId", inv.ConversationID, "error", err)
-		return zero, wrap(s.op, err)
-	}
+	inv.Tab = s.tab
+	client := t.client(inv)
 	var callErr error
 	defer func() { client.done(callErr) }()
-	tabID := client.tabID
 	var session cdp.Session = client.Client
-	if tabID != 0 {
-		session = tabSession{c: client.Client, sessionID: strconv.Itoa(tabID)}
-	}
 	var res R
 	if g != nil {
 		var w *watch
@@ -296,7 +264,10 @@ func run[R any, PR interface {
 	} else {
 		res, err = fn(ctx, NewPage(session, t.pageOpts))
 	}
-	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), TabID: tabID}
+	call := Call{Backend: client.Kind(), Attempts: client.Attempts()}
+	if tab, ok := client.Tab(); ok {
+		call.TabID = tab.ID
+	}
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
@@ -316,10 +287,9 @@ func run[R any, PR interface {
 	return res, nil
 }
 
-// Navigate is the browser_navigate tool (TOOL-1, TOOL-2); see Page.Navigate.
-// On the extension backend the first navigate of a conversation opens a
-// dedicated tab (Vellum.createTab) and pins it; NewTab opens another one and
-// pins that instead; UseActiveTab pins the user's active tab.
+// Navigate is the browser_navigate tool; see Page.Navigate. NewTab runs it in
+// a new tab of the conversation's own, UseActiveTab in the user's active tab
+// (adopted); either becomes the conversation's tab.
 func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in NavigateInput) (NavigateResult, error) {
 	return run(t, ctx, inv, spec{op: "navigate", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultNavigateTimeout,
 		check: func() error {
@@ -328,7 +298,7 @@ func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in 
 			}
 			return checkWaitUntil("navigate", in.WaitUntil)
 		}, navURL: in.URL,
-		tab: tabRequest{open: true, newTab: in.NewTab, useActive: in.UseActiveTab}},
+		tab: tabWanted(in.NewTab, in.UseActiveTab)},
 		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
 }
 
@@ -455,4 +425,15 @@ func checkTarget(op string, t Target) error {
 		}
 	}
 	return nil
+}
+
+// tabWanted is the tab request of a call's new_tab and use_active_tab.
+func tabWanted(newTab, useActive bool) browserbackend.TabRequest {
+	switch {
+	case useActive:
+		return browserbackend.TabRequest{Want: browserbackend.TabActive}
+	case newTab:
+		return browserbackend.TabRequest{Want: browserbackend.TabNew}
+	}
+	return browserbackend.TabRequest{}
 }

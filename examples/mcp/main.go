@@ -205,17 +205,8 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 
 	// Each MCP session's conversation keeps its Client between calls: no
 	// new connection or target attachment per tool call.
-	to := tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log, Guard: g, Vault: vault, KeepClients: true}
-	// Closing a conversation closes the tab cdp-inspect opened for it, and
-	// its local page.
-	to.CloseConversation = func(ctx context.Context, k browserbackend.Kind, conv string) error {
-		err := insp.CloseConversation(ctx, k, conv)
-		if lb != nil {
-			err = errors.Join(err, lb.CloseConversation(conv))
-		}
-		return err
-	}
-	tl := tools.New(to)
+	// Closing a conversation closes what it opened on every provider.
+	tl := tools.New(tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, Logger: log, Guard: g, Vault: vault, KeepClients: true})
 	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
 	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
 	if c.screenshots == "link" {

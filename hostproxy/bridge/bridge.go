@@ -79,10 +79,10 @@ type ConversationDialer func(ctx context.Context, conversationID string) (Browse
 // target, else a tab of the agent's own, never a tab another conversation
 // works in; a tab the user closed fails that conversation's call with
 // target_not_found and the next call opens a new one. Close the tabs with
-// p.CloseConversation.
+// p.ReleaseConversation.
 func CDPInspectTabs(p *cdpinspect.Provider) ConversationDialer {
 	return func(ctx context.Context, conversationID string) (Browser, error) {
-		b, err := p.DialConversation(ctx, conversationID)
+		b, err := p.DialConversation(ctx, conversationID, browserbackend.TabRequest{})
 		if err != nil {
 			return nil, err
 		}

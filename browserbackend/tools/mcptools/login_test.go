@@ -53,8 +53,7 @@ func TestLoginOverMCPNeverShowsThePassword(t *testing.T) {
 		}
 		return tools.Credential{Username: "ada", Password: loginSecret}, nil
 	})
-	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log, Vault: vault,
-		CloseConversation: func(_ context.Context, _ browserbackend.Kind, conv string) error { return b.CloseConversation(conv) }})
+	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log, Vault: vault})
 
 	mcpLogs := make(chan *mcp.LoggingMessageParams, 256)
 	_, ms := serve(t, mcptools.Options{Tools: tl, Logger: log})

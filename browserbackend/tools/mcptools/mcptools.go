@@ -54,8 +54,8 @@ var SupportedProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26
 // Options configures New. Tools is required; the zero value of every other
 // field works.
 type Options struct {
-	// Tools runs the calls. Wire its CloseConversation (local.Browser's) so
-	// that a session's end closes its local page. With its KeepClients on
+	// Tools runs the calls; a session's end closes its conversation on
+	// every provider (Tools.Close). With its KeepClients on
 	// (as examples/mcp sets it), each session's conversation keeps one
 	// Client for its calls and the session's end drops it; call
 	// Tools.Shutdown after Close.

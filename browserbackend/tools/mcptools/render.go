@@ -85,15 +85,24 @@ func loginText(r tools.LoginResult) string {
 }
 
 func releaseText(verb string, r tools.ReleaseResult) string {
-	switch {
-	case r.TabClosed:
-		return fmt.Sprintf("%s: tab %d closed.", verb, r.TabID)
-	case r.TabID != 0:
-		return fmt.Sprintf("%s: tab %d released.", verb, r.TabID)
-	case r.Forgot != "":
+	if len(r.Tabs) == 0 && r.Forgot == "" {
+		return verb + ": the conversation held no browser."
+	}
+	parts := make([]string, 0, len(r.Tabs))
+	for _, t := range r.Tabs {
+		state := "released (left open)"
+		switch {
+		case t.Gone:
+			state = "already closed"
+		case t.Closed:
+			state = "closed"
+		}
+		parts = append(parts, fmt.Sprintf("%s tab %s %s", t.Kind, t.Tab.ID, state))
+	}
+	if len(parts) == 0 {
 		return fmt.Sprintf("%s: released the %s backend.", verb, r.Forgot)
 	}
-	return verb + ": the conversation held no browser."
+	return verb + ": " + strings.Join(parts, "; ") + "."
 }
 
 func statusText(r tools.StatusReport) string {
@@ -164,8 +173,6 @@ func errorText(err error) string {
 		return "browser_" + te.Op + " refused: " + cause + ". Fix the arguments and call again."
 	case tools.CodeNotFound:
 		return "browser_" + te.Op + ": " + cause + ". Take a new browser_snapshot and use a ref from it, or a CSS selector that matches."
-	case tools.CodeNoTab:
-		return "browser_" + te.Op + ": the conversation has no tab yet. Call browser_navigate first (it opens one), or pass use_active_tab: true if the user wants their current tab used."
 	case tools.CodeTimeout:
 		return "browser_" + te.Op + " timed out: " + cause + ". Raise timeout_ms (at most 300000), or check with browser_snapshot what the page shows."
 	case tools.CodeNavigationFailed:

@@ -23,8 +23,6 @@ func TestErrorTextSaysWhatToDo(t *testing.T) {
 			[]string{`Requested browser_mode "extension" is unavailable.`, "1. extension", "To fix:\n  - Open Chrome and pair the extension.", "browser_status"}},
 		{"not found", &tools.Error{Op: "click", Code: tools.CodeNotFound, Message: `no element matches selector "#x"`},
 			[]string{"browser_click", `no element matches selector "#x"`, "Take a new browser_snapshot"}},
-		{"no tab", &tools.Error{Op: "snapshot", Code: tools.CodeNoTab, Message: "no tab"},
-			[]string{"browser_snapshot", "Call browser_navigate first", "use_active_tab"}},
 		{"timeout", &tools.Error{Op: "wait_for", Code: tools.CodeTimeout, Message: "deadline passed"},
 			[]string{"browser_wait_for timed out", "Raise timeout_ms (at most 300000)"}},
 		{"invalid input", &tools.Error{Op: "type", Code: tools.CodeInvalidInput, Message: "ref or selector is required"},

@@ -1,7 +1,6 @@
 package mcptools_test
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -68,7 +67,5 @@ func localTools(t *testing.T) (*tools.Tools, *local.Browser) {
 	b := local.New(local.Options{Logger: log})
 	t.Cleanup(func() { _ = b.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: log})
-	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log,
-		CloseConversation: func(_ context.Context, _ browserbackend.Kind, conv string) error { return b.CloseConversation(conv) },
-	}), b
+	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log}), b
 }

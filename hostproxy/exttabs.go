@@ -1,0 +1,312 @@
+package hostproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/hostproxy/tabs"
+)
+
+// DefaultMaxTabPins bounds how many conversations' extension tabs an
+// extension provider remembers; beyond it the least recently used pin is
+// dropped (its tab stays open).
+const DefaultMaxTabPins = 10000
+
+// tabPin is the extension tab of one (conversation, target client).
+type tabPin struct {
+	id tabs.ID
+	// owned: the conversation opened the tab (closing it closes the tab);
+	// false for an adopted user tab.
+	owned bool
+	// inv is the invocation that pinned it: the actor and client a release
+	// must reach.
+	inv  browserbackend.Invocation
+	used uint64
+}
+
+type pinKey struct{ conversation, client string }
+
+func pinKeyOf(inv browserbackend.Invocation) pinKey {
+	return pinKey{conversation: inv.ConversationID, client: inv.TargetClientID}
+}
+
+// tabPins remembers each conversation's extension tab, bounded (LRU), and
+// serialises the tab choice of one key so that two concurrent first calls of
+// a conversation open one tab. Safe for concurrent use.
+type tabPins struct {
+	mu    sync.Mutex
+	m     map[pinKey]*tabPin
+	clock uint64
+	max   int
+	busy  map[pinKey]chan struct{} // one token per key while a Build picks its tab
+}
+
+func newTabPins(max int) *tabPins {
+	if max <= 0 {
+		max = DefaultMaxTabPins
+	}
+	return &tabPins{m: map[pinKey]*tabPin{}, max: max, busy: map[pinKey]chan struct{}{}}
+}
+
+// lock takes k's token, honouring ctx; the returned func releases it.
+func (t *tabPins) lock(ctx context.Context, k pinKey) (func(), error) {
+	for {
+		t.mu.Lock()
+		held, ok := t.busy[k]
+		if !ok {
+			mine := make(chan struct{})
+			t.busy[k] = mine
+			t.mu.Unlock()
+			return func() {
+				t.mu.Lock()
+				delete(t.busy, k)
+				t.mu.Unlock()
+				close(mine)
+			}, nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, browserbackend.ContextError(ctx, "", false)
+		}
+	}
+}
+
+func (t *tabPins) get(k pinKey) (tabPin, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.m[k]
+	if !ok {
+		return tabPin{}, false
+	}
+	t.clock++
+	p.used = t.clock
+	return *p, true
+}
+
+func (t *tabPins) set(k pinKey, p tabPin) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	p.used = t.clock
+	t.m[k] = &p
+	for len(t.m) > t.max {
+		var oldest pinKey
+		min := ^uint64(0)
+		for k, v := range t.m {
+			if v.used < min {
+				oldest, min = k, v.used
+			}
+		}
+		delete(t.m, oldest)
+	}
+}
+
+func (t *tabPins) del(k pinKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, k)
+}
+
+// takeConversation removes and returns every pin of conversation.
+func (t *tabPins) takeConversation(conversation string) []tabPin {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []tabPin
+	for k, p := range t.m {
+		if k.conversation == conversation {
+			out = append(out, *p)
+			delete(t.m, k)
+		}
+	}
+	return out
+}
+
+// tabBackend is an extension backend scoped to one tab: a command without a
+// session runs in the tab (its id in cdpSessionId), whatever tab the user or
+// another conversation made active; the extension's own Vellum.* methods
+// and commands that name a session pass through as given.
+type tabBackend struct {
+	*Backend
+	tab browserbackend.Tab
+}
+
+var (
+	_ browserbackend.BufferedEventSource = tabBackend{}
+	_ browserbackend.TabScoped           = tabBackend{}
+)
+
+// Send implements browserbackend.ScopedClient.
+func (b tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+	return b.Backend.Send(ctx, inTab(cmd, b.tab.ID))
+}
+
+// inTab names tabID as the session of a page command that names none.
+func inTab(cmd browserbackend.Command, tabID string) browserbackend.Command {
+	if cmd.SessionID == "" && !wire.IsPseudoMethod(cmd.Method) {
+		cmd.SessionID = tabID
+	}
+	return cmd
+}
+
+// Tab implements browserbackend.TabScoped.
+func (b tabBackend) Tab() browserbackend.Tab { return b.tab }
+
+// pinTab resolves the tab inv asks for on b (see browserbackend.TabRequest):
+// the pinned tab, attached again; a new tab (Vellum.createTab, active, so that
+// it renders; the tab it replaces is closed when the conversation opened it);
+// the user's active tab; or the pinned tab by id. A pinned tab the user
+// closed fails with target_not_found (no failover) and is forgotten, so the
+// next call opens a new one.
+func (t *tabPins) pinTab(ctx context.Context, b *Backend, inv browserbackend.Invocation) (tabBackend, error) {
+	pin, err := t.resolve(ctx, b, b.p.log, inv)
+	if err != nil {
+		return tabBackend{}, err
+	}
+	return scoped(b, pin), nil
+}
+
+// resolve is pinTab on any sender of the extension's commands.
+func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, inv browserbackend.Invocation) (tabPin, error) {
+	key := pinKeyOf(inv)
+	unlock, err := t.lock(ctx, key)
+	if err != nil {
+		return tabPin{}, err
+	}
+	defer unlock()
+	prev, had := t.get(key)
+	var next tabPin
+	switch inv.Tab.Want {
+	case browserbackend.TabCurrent, browserbackend.TabByID:
+		if inv.Tab.Want == browserbackend.TabByID && (!had || strconv.Itoa(int(prev.id)) != inv.Tab.ID) {
+			return tabPin{}, notConversationTab(inv.Tab.ID)
+		}
+		if had {
+			if err := tabs.Attach(ctx, b, prev.id); err != nil {
+				return tabPin{}, t.attachFailed(key, prev, err)
+			}
+			return prev, nil
+		}
+		next, err = openTab(ctx, b, log)
+	case browserbackend.TabActive:
+		next, err = activeTab(ctx, b)
+	default:
+		next, err = openTab(ctx, b, log)
+	}
+	if err != nil {
+		return tabPin{}, err
+	}
+	next.inv = inv
+	t.set(key, next)
+	if had && prev.owned && prev.id != next.id {
+		// Replaced: nobody would use or close the old tab otherwise.
+		if err := tabs.Close(ctx, b, prev.id); err != nil && !tabGone(err) {
+			log.Warn("hostproxy: closing the tab a new one replaced failed", "tabId", prev.id, "error", err)
+		}
+	}
+	return next, nil
+}
+
+func scoped(b *Backend, p tabPin) tabBackend {
+	return tabBackend{Backend: b, tab: p.tab()}
+}
+
+func (p tabPin) tab() browserbackend.Tab {
+	return browserbackend.Tab{ID: strconv.Itoa(int(p.id)), Owned: p.owned}
+}
+
+// attachFailed forgets a pinned tab the extension no longer has.
+func (t *tabPins) attachFailed(key pinKey, prev tabPin, err error) error {
+	if !tabGone(err) {
+		return err
+	}
+	t.del(key)
+	return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound,
+		Method: wire.MethodAttach, Backend: browserbackend.KindExtension, Dispatched: true,
+		Message: "the conversation's tab " + strconv.Itoa(int(prev.id)) + " was closed; the next call opens a new tab", Err: err}
+}
+
+// openTab opens an active about:blank tab and attaches to it; the page is
+// then loaded through Page.navigate with its load events, as on every other
+// backend.
+func openTab(ctx context.Context, b tabs.Sender, log *slog.Logger) (tabPin, error) {
+	tab, err := tabs.Create(ctx, b, "about:blank", true)
+	if err != nil {
+		return tabPin{}, err
+	}
+	if err := tabs.Attach(ctx, b, tab.ID); err != nil {
+		if cerr := tabs.Close(ctx, b, tab.ID); cerr != nil {
+			log.Warn("hostproxy: closing the tab that could not be attached failed", "tabId", tab.ID, "error", cerr)
+		}
+		return tabPin{}, err
+	}
+	return tabPin{id: tab.ID, owned: true}, nil
+}
+
+// activeTab adopts the user's active tab.
+func activeTab(ctx context.Context, b tabs.Sender) (tabPin, error) {
+	list, err := tabs.List(ctx, b)
+	if err != nil {
+		return tabPin{}, err
+	}
+	for _, tab := range list {
+		if tab.Active {
+			if err := tabs.Attach(ctx, b, tab.ID); err != nil {
+				return tabPin{}, err
+			}
+			return tabPin{id: tab.ID}, nil
+		}
+	}
+	return tabPin{}, &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeTargetNotFound,
+		Method: wire.MethodListTabs, Backend: browserbackend.KindExtension, Dispatched: true,
+		Message: "the browser reports no active tab"}
+}
+
+func notConversationTab(id string) error {
+	return &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeTargetNotFound,
+		Backend: browserbackend.KindExtension, Message: "tab " + strconv.Quote(id) + " is not a tab of this conversation"}
+}
+
+// tabGone reports whether err says the extension tab no longer exists: a
+// CDP-style protocol error ("no tab with id") or cdp_session_not_found.
+func tabGone(err error) bool {
+	return err != nil && (errors.Is(err, browserbackend.ErrSessionNotFound) ||
+		(errors.Is(err, browserbackend.ErrProtocol) && errors.Is(err, browserbackend.ErrServerError)))
+}
+
+// release lets go of every tab of conversation: a tab the conversation
+// opened is closed when closing, every other one detached (it stays open).
+// newSender returns the extension backend of an invocation; release closes
+// it.
+func (t *tabPins) release(ctx context.Context, newSender func(browserbackend.Invocation) browserbackend.ScopedClient, conversation string, closing bool) ([]browserbackend.Released, error) {
+	var out []browserbackend.Released
+	var errs []error
+	for _, pin := range t.takeConversation(conversation) {
+		b := newSender(pin.inv)
+		r := browserbackend.Released{Kind: browserbackend.KindExtension, Tab: pin.tab()}
+		var err error
+		if closing && pin.owned {
+			err = tabs.Close(ctx, b, pin.id)
+			r.Closed = err == nil
+		} else {
+			err = tabs.Detach(ctx, b, pin.id)
+		}
+		if tabGone(err) {
+			err, r.Gone = nil, true
+		}
+		_ = b.Close()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
