@@ -539,8 +539,8 @@ func (h *Hub) publishRemote(ctx context.Context, target eventhub.Target, conv st
 	hdr.Set(hdrReplica, h.replica)
 	gctx, answer := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer answer(nil)
-	if end := h.await(target, hdr, answer); end != nil {
-		defer end()
+	if stopGone := h.await(target, hdr, answer); stopGone != nil {
+		defer h.endAwait(target.CorrelationID, stopGone)
 	}
 	rctx, stop := context.WithTimeout(gctx, h.staleWait)
 	defer stop()
@@ -574,9 +574,10 @@ func (h *Hub) publishRemote(ctx context.Context, target eventhub.Target, conv st
 
 // await registers a publish of a correlated event to a listed client as
 // waiting for its holder's answer (answer ends the wait with its cause) and
-// marks hdr for the holder. It returns the function that ends the wait's
-// registration, or nil when the publish does not wait.
-func (h *Hub) await(target eventhub.Target, hdr nats.Header, answer context.CancelCauseFunc) func() {
+// marks hdr for the holder. It returns the function that stops watching
+// the client's roster entry, for endAwait, or nil when the publish does not
+// wait.
+func (h *Hub) await(target eventhub.Target, hdr nats.Header, answer context.CancelCauseFunc) func() bool {
 	cid := target.CorrelationID
 	if cid == "" || target.ReplayUntil.IsZero() {
 		return nil
@@ -590,13 +591,15 @@ func (h *Hub) await(target eventhub.Target, hdr nats.Header, answer context.Canc
 	h.awaiting[cid] = &awaitEntry{clientID: target.ClientID, answer: answer}
 	h.mu.Unlock()
 	hdr.Set(hdrCorrelation, cid)
-	stopGone := context.AfterFunc(r.ctx, func() { answer(errGone) })
-	return func() {
-		stopGone()
-		h.mu.Lock()
-		delete(h.awaiting, cid)
-		h.mu.Unlock()
-	}
+	return context.AfterFunc(r.ctx, func() { answer(errGone) })
+}
+
+// endAwait ends the wait await registered under cid.
+func (h *Hub) endAwait(cid string, stopGone func() bool) {
+	stopGone()
+	h.mu.Lock()
+	delete(h.awaiting, cid)
+	h.mu.Unlock()
 }
 
 // delivered records an event the holder answered for and returns its id.
