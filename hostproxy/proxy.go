@@ -435,8 +435,10 @@ func (p *Proxy) send(ctx context.Context, req Req, client eventhub.ClientInfo) (
 		msg.CDPParams = nil
 	}
 	// The request is eligible for a reconnect's replay until its deadline at
-	// most; every way out below retracts it first (see Hub.Retract).
-	envID, err := p.hub.Publish(ctx, eventhub.Target{ClientID: client.ClientID, ReplayUntil: deadline}, req.ConversationID, msg)
+	// most; every way out below retracts it first (see Hub.Retract). Its
+	// request id correlates the result with it in a hub spanning replicas.
+	envID, err := p.hub.Publish(ctx, eventhub.Target{ClientID: client.ClientID, ReplayUntil: deadline, CorrelationID: id},
+		req.ConversationID, msg)
 	if err != nil {
 		p.take(e)
 		p.log.Warn("host_browser_request publish failed",

@@ -20,6 +20,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/natsrelay"
 	"github.com/browserchain/browserchain/internal/natstest"
 )
 
@@ -116,12 +117,12 @@ func startBenchReplica(ctx context.Context, url, name string) (*benchReplica, er
 	if err != nil {
 		return nil, err
 	}
-	h, err := natshub.New(ctx, natshub.Config{Conn: nc, Replica: name, Logger: discard})
+	h, err := natshub.New(ctx, nc, name, natshub.WithLogger(discard))
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	p := h.NewProxy(hostproxy.Options{Logger: discard})
+	p := natsrelay.NewProxy(h, hostproxy.Options{Logger: discard})
 	return &benchReplica{nc: nc, hub: h, p: p, srv: serveProxy(h.EventsHandler(), h.PingHandler(), p)}, nil
 }
 

@@ -5,36 +5,19 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/browserchain/browserchain/eventhub/wire"
-	"github.com/browserchain/browserchain/hostproxy"
 )
 
-// Deferred delivery answers (DHUB-2, DHUB-3).
-//
-// A host_browser_request published on replica A to a client on replica B is
-// a core request: B queues it to the client's stream and answers with the
-// envelope id and registration A needs for Retract. Sent at once, that
-// answer crosses the broker while the client is working on the request, and
-// its handling on both replicas competes for the CPU with the client's
-// round trip. B therefore holds the answer back, for at most ackDelay, and
-// sends it just before the client's result, which comes back to B in the
-// common case: the answer then rides in the relayed result's headers (one
-// message, and A's waiting publish is released by the relay handler, after
-// the result is delivered), or, for a result sent in parts, leaves just
-// before it. When the result is posted to a third replica, A asks B for the
-// answer at once (subject "<prefix>.client.<id>.ack"). A publish whose
-// client's roster entry ends while the answer is outstanding returns
-// without it (see Publish), so a crashed holder costs no more than its
-// detection bound.
-//
-// Only awaited requests (Target.ReplayUntil set) of type
-// host_browser_request with a request id are deferred; every other publish
-// is answered at once.
+// Deferred delivery answers. A Publish to a client on another replica with
+// Target.ReplayUntil and Target.CorrelationID set waits for the holder's
+// answer (the envelope id Retract needs). The holder keeps that answer back
+// for at most ackDelay and sends it with the first Send under the same
+// correlation id that leaves it (in its headers, or just before a message
+// sent in parts); a Send reaching the publisher without it makes the
+// publisher ask the holder at once ("<prefix>.client.<id>.ack"). The wait
+// also ends when the client's roster entry does.
 
-// ackDelay bounds how long the replica holding a client keeps the answer to
-// a delivered request while no result came for it (a variable for tests).
-var ackDelay = 10 * time.Millisecond
+// defaultAckDelay bounds how long a holder keeps a delivery answer back.
+const defaultAckDelay = 10 * time.Millisecond
 
 // awaitEntry is a publish waiting for its holder's answer; answer ends the
 // wait with a cause (a *carriedAnswer or errGone).
@@ -43,17 +26,18 @@ type awaitEntry struct {
 	answer   context.CancelCauseFunc
 }
 
-// carriedAnswer is a holder's answer that came in a relayed result's
-// headers: the delivery answer's headers.
+// carriedAnswer is a holder's answer that came in a Send's headers.
 type carriedAnswer struct{ hdr nats.Header }
 
-func (*carriedAnswer) Error() string { return "natshub: delivery answer carried by the result" }
+func (*carriedAnswer) Error() string { return "natshub: delivery answer carried by a message" }
 
-// Headers of a relayed result carrying the delivery answer.
+// Headers of a Send carrying the delivery answer, and of one whose sender
+// sent the answer just before it.
 const (
 	hdrAckID      = "Bc-Ack-Id"
 	hdrAckReplica = "Bc-Ack-Replica"
 	hdrAckReg     = "Bc-Ack-Reg"
+	hdrAcked      = "Bc-Acked"
 )
 
 // deferredAck is an answer to a delivery held back by the holder.
@@ -64,57 +48,38 @@ type deferredAck struct {
 	timer    *time.Timer
 }
 
-// requestIDOf returns the request id of a host_browser_request message, or
-// "".
-func requestIDOf(message any) string {
-	switch m := message.(type) {
-	case hostproxy.RequestMessage:
-		if m.Type == wire.TypeHostBrowserRequest {
-			return m.RequestID
-		}
-	case *hostproxy.RequestMessage:
-		if m != nil && m.Type == wire.TypeHostBrowserRequest {
-			return m.RequestID
-		}
-	}
-	return ""
-}
-
-// deferAck holds the answer r to delivery m of request rid until the
-// client's result passes this replica, A asks for it, the client leaves,
-// or ackDelay.
-func (h *Hub) deferAck(rid, clientID string, m, r *nats.Msg) {
+// deferAck holds the answer r to delivery m correlated by cid until a Send
+// under cid leaves this replica, the publisher asks for it, the client
+// leaves, or ackDelay.
+func (h *Hub) deferAck(cid, clientID string, m, r *nats.Msg) {
 	h.mu.Lock()
-	if h.closed || h.acks[rid] != nil {
+	if h.closed || h.acks[cid] != nil {
 		h.mu.Unlock()
 		_ = m.RespondMsg(r)
 		return
 	}
 	a := &deferredAck{clientID: clientID, m: m, r: r}
-	h.acks[rid] = a
-	a.timer = time.AfterFunc(ackDelay, func() { h.sendAck(rid) })
+	h.acks[cid] = a
+	a.timer = time.AfterFunc(h.ackDelay, func() { h.sendAck(cid) })
 	h.mu.Unlock()
 }
 
-// takeAck removes and returns the answer held back for request rid, or nil.
-func (h *Hub) takeAck(rid string) *deferredAck {
-	if rid == "" {
-		return nil
-	}
+// takeAck removes and returns the answer held back for cid, or nil.
+func (h *Hub) takeAck(cid string) *deferredAck {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	a := h.acks[rid]
+	a := h.acks[cid]
 	if a != nil {
-		delete(h.acks, rid)
+		delete(h.acks, cid)
 		a.timer.Stop()
 	}
 	return a
 }
 
-// sendAck sends the answer held back for request rid, if any, and reports
-// whether there was one.
-func (h *Hub) sendAck(rid string) bool {
-	a := h.takeAck(rid)
+// sendAck sends the answer held back for cid, if any, and reports whether
+// there was one.
+func (h *Hub) sendAck(cid string) bool {
+	a := h.takeAck(cid)
 	if a == nil {
 		return false
 	}
@@ -122,42 +87,52 @@ func (h *Hub) sendAck(rid string) bool {
 	return true
 }
 
-// carryAck moves the answer held back for request rid into hdr, the
-// headers of its relayed result, and reports whether there was one.
-func (h *Hub) carryAck(rid string, hdr nats.Header) bool {
-	a := h.takeAck(rid)
+// attachAck moves the answer held back for cid into hdr, the headers of a
+// Send of size bytes, or, when the Send goes in parts, sends it first.
+func (h *Hub) attachAck(cid string, hdr nats.Header, size int) {
+	if size > int(h.nc.MaxPayload())-headerRoom {
+		if h.sendAck(cid) {
+			hdr.Set(hdrAcked, "1")
+		}
+		return
+	}
+	a := h.takeAck(cid)
 	if a == nil {
-		return false
+		return
 	}
 	hdr.Set(hdrAckID, a.r.Header.Get(hdrID))
 	hdr.Set(hdrAckReplica, a.r.Header.Get(hdrReplica))
 	hdr.Set(hdrAckReg, a.r.Header.Get(hdrReg))
-	return true
+	hdr.Set(hdrAcked, "1")
 }
 
-// answerCarried releases the publish of request rid waiting for its answer
-// with the one a relayed result carried (m's headers).
-func (h *Hub) answerCarried(rid string, m *nats.Msg) {
+// settleAwaited ends the wait of the publish correlated by cid, if any,
+// after a Send under cid arrived with headers hdr: with the answer it
+// carried, or by asking the holder when its sender had none.
+func (h *Hub) settleAwaited(cid string, hdr nats.Header) {
 	h.mu.Lock()
-	e := h.awaiting[rid]
+	e := h.awaiting[cid]
 	h.mu.Unlock()
-	if e == nil {
-		return
+	switch {
+	case e == nil:
+	case hdr.Get(hdrAckID) != "":
+		ans := nats.Header{}
+		ans.Set(hdrID, hdr.Get(hdrAckID))
+		ans.Set(hdrReplica, hdr.Get(hdrAckReplica))
+		ans.Set(hdrReg, hdr.Get(hdrAckReg))
+		e.answer(&carriedAnswer{hdr: ans})
+	case hdr.Get(hdrAcked) == "":
+		_ = h.nc.Publish(h.subj("client", token(e.clientID), "ack"), []byte(cid))
 	}
-	hdr := nats.Header{}
-	hdr.Set(hdrID, m.Header.Get(hdrAckID))
-	hdr.Set(hdrReplica, m.Header.Get(hdrAckReplica))
-	hdr.Set(hdrReg, m.Header.Get(hdrAckReg))
-	e.answer(&carriedAnswer{hdr: hdr})
 }
 
 // flushAcks sends every answer held back for clientID ("" for all).
 func (h *Hub) flushAcks(clientID string) {
 	var out []*deferredAck
 	h.mu.Lock()
-	for rid, a := range h.acks {
+	for cid, a := range h.acks {
 		if clientID == "" || a.clientID == clientID {
-			delete(h.acks, rid)
+			delete(h.acks, cid)
 			a.timer.Stop()
 			out = append(out, a)
 		}
@@ -168,19 +143,6 @@ func (h *Hub) flushAcks(clientID string) {
 	}
 }
 
-// onClientAck serves A's ask for the answer to a delivery whose result
-// reached A through another replica.
+// onClientAck serves a publisher's ask for the answer held back for the
+// correlation id in m's data.
 func (h *Hub) onClientAck(_ *localReg, m *nats.Msg) { h.sendAck(string(m.Data)) }
-
-// askAck is run on the publisher when a relayed result for request rid
-// arrived while its publish still waits for the holder's answer, and the
-// relaying replica did not send that answer itself: it asks the holder for
-// it.
-func (h *Hub) askAck(rid string) {
-	h.mu.Lock()
-	e := h.awaiting[rid]
-	h.mu.Unlock()
-	if e != nil {
-		_ = h.nc.Publish(h.subj("client", token(e.clientID), "ack"), []byte(rid))
-	}
-}

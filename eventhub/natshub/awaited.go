@@ -11,7 +11,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 )
 
-// Replay eligibility across replicas (HUB-3, HUB-5, DHUB-5).
+// Replay eligibility across replicas.
 //
 // The publisher of an awaited event (one with Target.ReplayUntil) is the
 // only replica that knows whether its caller still waits, so it alone

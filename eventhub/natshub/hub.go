@@ -21,16 +21,15 @@ import (
 
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
-	"github.com/browserchain/browserchain/hostproxy"
 )
 
-// Defaults of Config.
+// Defaults of the options of New.
 const (
 	// DefaultPrefix is the first token of every subject and the prefix of
 	// the bucket and stream names.
 	DefaultPrefix = "browserchain"
 	// DefaultHeartbeat is the period of each replica's heartbeat. A replica
-	// silent for DeadAfter heartbeats is considered crashed (DHUB-4).
+	// silent for DeadAfter heartbeats is considered crashed.
 	DefaultHeartbeat = time.Second
 	// DeadAfter is how many heartbeat periods of silence mark a replica as
 	// crashed: the detection bound is DeadAfter+1 periods (one more for the
@@ -42,89 +41,61 @@ const (
 	// DefaultTouchFlush is how often activity (Touch) is written to the
 	// roster: coalesced, never once per heartbeat or post.
 	DefaultTouchFlush = 500 * time.Millisecond
-	// DefaultMaxTransfer bounds one chunked transfer (a result or request
-	// larger than the broker's max_payload), in bytes.
-	DefaultMaxTransfer = hostproxy.DefaultMaxBodyBytes + 1<<20
+	// DefaultMaxTransfer bounds one message sent in parts (a delivery or a
+	// Send larger than the broker's max_payload), in bytes: 65 MiB.
+	DefaultMaxTransfer = 65 << 20
 	// ReplayPerClient bounds the per-client replay stream, in events.
 	ReplayPerClient = 256
 	// ReplayAge bounds how long an event stays in the replay stream.
 	ReplayAge = eventhub.DefaultReplayAge
 )
 
-// staleWait bounds how long a publish waits for a replica that subscribed
-// the client's subject but no longer holds its stream (a reconnect moving
-// the client between replicas); a variable for tests.
-var staleWait = 2 * time.Second
+// defaultStaleWait bounds how long a publish waits for a replica that
+// subscribed the client's subject but no longer holds its stream (a
+// reconnect moving the client between replicas).
+const defaultStaleWait = 2 * time.Second
 
 // opTimeout bounds one broker operation of the hub's own (roster writes,
 // claims, retractions).
 const opTimeout = 5 * time.Second
 
-// Config configures New. Conn and Replica are required.
-type Config struct {
-	// Conn is the broker connection; the caller owns it and closes it after
-	// Hub.Close. Give it unlimited reconnects (nats.MaxReconnects(-1)) so
-	// the hub survives a broker restart.
-	Conn *nats.Conn
-	// Replica names this replica, unique in the cluster: 1–64 characters of
-	// [A-Za-z0-9_-].
-	Replica string
-	// Prefix is the first subject token and the bucket/stream name prefix
-	// ([A-Za-z0-9_-]); default DefaultPrefix.
-	Prefix string
-	// HubOptions configure the replica's local in-process hub (heartbeat,
-	// queues, replay ring). Do not pass eventhub.WithHooks: the hub
-	// installs its own.
-	HubOptions []eventhub.Option
-	// Heartbeat is the replica heartbeat period; default DefaultHeartbeat.
-	Heartbeat time.Duration
-	// RosterTTL is the roster bucket TTL; default DefaultRosterTTL.
-	RosterTTL time.Duration
-	// TouchFlush is the activity write period; default DefaultTouchFlush.
-	TouchFlush time.Duration
-	// UnhealthyAfter is how long a client on another replica may show no
-	// activity before Roster reports it unhealthy; default 21 s (3 default
-	// SSE heartbeats), as the in-process hub.
-	UnhealthyAfter time.Duration
-	// Logger; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Hub is an eventhub.Hub spanning replicas over NATS (DHUB-1). Each replica
+// Hub is an eventhub.Hub spanning replicas over NATS. Each replica
 // keeps its own SSE streams in a local eventhub.InProcess (served by
 // EventsHandler and PingHandler); the broker carries the rest:
 //   - targeted delivery, cancels and held-checks: core NATS requests on a
 //     subject per client ("<prefix>.client.<id>.deliver"), subscribed by the
 //     replica holding the client's stream, so a client connected nowhere
-//     fails at once with eventhub.ErrNotConnected (no responders, DHUB-2);
-//     the holder's answer to a host_browser_request is held back until the
-//     client's result passes it, and then rides in the relayed result's
-//     headers (ack.go), so the common round trip is two broker messages;
+//     fails at once with eventhub.ErrNotConnected (no responders); the
+//     holder's answer to a delivery with a Target.CorrelationID is held
+//     back until a Send under that id passes it, and then rides in its
+//     headers, so a request/reply round trip is two broker messages;
 //   - the roster: a JetStream key-value bucket with a TTL, re-put by each
 //     replica every TTL/3 and when activity changed (coalesced), watched by
 //     every replica; the watcher is recreated and the roster re-put after a
-//     broker reconnect (DHUB-4);
+//     broker reconnect;
 //   - crash detection: a heartbeat subject per replica; a replica silent for
 //     DeadAfter heartbeats is dropped from the roster view and its clients'
 //     Gone channels close, so requests to them fail within
-//     (DeadAfter+1)·Heartbeat plus the broker's latency (DHUB-4);
+//     (DeadAfter+1)·Heartbeat plus the broker's latency;
 //   - replay across replicas: events targeted at one client are appended to
 //     a bounded JetStream stream ("<prefix>_log", ReplayPerClient events per
 //     client, ReplayAge), so a client that reconnects to another replica
-//     with Last-Event-ID gets the eligible events after it (DHUB-5); an
+//     with Last-Event-ID gets the eligible events after it; an
 //     awaited event (Target.ReplayUntil) is written only if still awaited
 //     after logDelay (20 ms), and replayed only after its publisher grants
 //     a claim, so Retract needs no broker write (see Retract);
 //   - payloads over the broker's max_payload are sent in parts, every
-//     partsInFlight-th one confirmed by the receiver (DHUB-6).
+//     partsInFlight-th one confirmed by the receiver;
+//   - messages between replicas for the host (Send, Broadcast, Handle):
+//     opaque payloads with headers.
 //
 // Events for a Capability, InterfaceID or ConversationID target are fanned
 // out to every replica live and replayed only by the replica that issued
 // them. All methods are safe for concurrent use.
 type Hub struct {
-	cfg     Config
+	cfg     config
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	local   *eventhub.InProcess
@@ -145,9 +116,12 @@ type Hub struct {
 	relayAsm assembler
 	subs     []*nats.Subscription
 
+	handler   atomic.Pointer[handlerBox]
+	ackDelay  time.Duration
+	staleWait time.Duration
+
 	mu          sync.Mutex
 	closed      bool
-	proxy       *hostproxy.Proxy
 	view        map[string]*remoteReg
 	replicas    map[string]*replicaState
 	locals      map[string]*localReg
@@ -155,8 +129,8 @@ type Hub struct {
 	held        map[string][]*heldEvent // by client id: awaited events queued here outside the ring's replay
 	heldSweepAt int
 	lastIDs     map[string]string
-	acks        map[string]*deferredAck // by request id: answers held back for this replica's clients
-	awaiting    map[string]*awaitEntry  // by request id: a publish waiting for its holder's answer
+	acks        map[string]*deferredAck // by correlation id: answers held back for this replica's clients
+	awaiting    map[string]*awaitEntry  // by correlation id: a publish waiting for its holder's answer
 	dirty       bool
 	changed     chan struct{}
 	connected   bool
@@ -216,37 +190,39 @@ type pubRecord struct {
 	logTimer  *time.Timer
 }
 
-// New connects a hub replica: it creates (or updates) the roster bucket and
+// New connects a hub replica named replica (1–64 of [A-Za-z0-9_-], unique
+// in the cluster) over nc: it creates (or updates) the roster bucket and
 // the replay stream, subscribes its subjects and starts its heartbeat,
-// refresh and watch loops. ctx bounds the setup. Errors: a missing Conn, a
-// bad Replica or Prefix, or the broker's (JetStream must be enabled). Call
-// Close to stop it.
-func New(ctx context.Context, cfg Config) (*Hub, error) {
-	if cfg.Conn == nil {
-		return nil, errors.New("natshub: Config.Conn is nil")
+// refresh and watch loops. The caller owns nc and closes it after
+// Hub.Close; give it unlimited reconnects (nats.MaxReconnects(-1)) so the
+// hub survives a broker restart. ctx bounds the setup. Errors: a nil nc, a
+// bad replica name or prefix, or the broker's (JetStream must be enabled).
+// Call Close to stop it.
+func New(ctx context.Context, nc *nats.Conn, replica string, opts ...Option) (*Hub, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
 	}
-	if !nameRE.MatchString(cfg.Replica) {
-		return nil, errf("replica name %q: want 1-64 of [A-Za-z0-9_-]", cfg.Replica)
+	if nc == nil {
+		return nil, errors.New("natshub: nil connection")
 	}
-	cfg.Prefix = cmp.Or(cfg.Prefix, DefaultPrefix)
-	if !nameRE.MatchString(cfg.Prefix) {
-		return nil, errf("prefix %q: want 1-64 of [A-Za-z0-9_-]", cfg.Prefix)
+	if !nameRE.MatchString(replica) {
+		return nil, errf("replica name %q: want 1-64 of [A-Za-z0-9_-]", replica)
 	}
-	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
-	cfg.RosterTTL = cmp.Or(cfg.RosterTTL, DefaultRosterTTL)
-	cfg.TouchFlush = cmp.Or(cfg.TouchFlush, DefaultTouchFlush)
-	cfg.UnhealthyAfter = cmp.Or(cfg.UnhealthyAfter, 3*eventhub.DefaultHeartbeatInterval)
-	log := cfg.Logger
+	if !nameRE.MatchString(cfg.prefix) {
+		return nil, errf("prefix %q: want 1-64 of [A-Za-z0-9_-]", cfg.prefix)
+	}
+	log := cfg.logger
 	if log == nil {
 		log = slog.Default()
 	}
-	js, err := jetstream.New(cfg.Conn)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, errf("jetstream: %w", err)
 	}
 	h := &Hub{
-		cfg: cfg, nc: cfg.Conn, js: js, log: log.With("module", "natshub", "replica", cfg.Replica),
-		prefix: cfg.Prefix, replica: cfg.Replica,
+		cfg: cfg, nc: nc, js: js, log: log.With("module", "natshub", "replica", replica),
+		prefix: cfg.prefix, replica: replica, ackDelay: cfg.ackDelay, staleWait: cfg.staleWait,
 		done: make(chan struct{}), resyncCh: make(chan struct{}, 1),
 		view: make(map[string]*remoteReg), replicas: make(map[string]*replicaState),
 		locals: make(map[string]*localReg), published: make(map[string]*pubRecord),
@@ -257,46 +233,15 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	h.relayAsm.max = DefaultMaxTransfer
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.sweepAt = 1024
-	opts := append(slices.Clone(cfg.HubOptions), eventhub.WithLogger(log), eventhub.WithHooks(eventhub.Hooks{
+	hubOpts := append(slices.Clone(cfg.hubOptions), eventhub.WithLogger(log), eventhub.WithHooks(eventhub.Hooks{
 		OnRegister: h.onRegister, OnUnregister: h.onUnregister,
 	}))
-	h.local = eventhub.New(opts...)
-	if err := h.setupStore(ctx); err != nil {
-		h.cancel()
-		h.local.Close()
-		return nil, err
-	}
-	for _, s := range []struct {
-		subj string
-		f    nats.MsgHandler
-	}{
-		{h.subj("hb", "*"), h.onHeartbeat},
-		{h.subj("replica", h.replica, "claim"), h.onClaim},
-		{h.subj("replica", h.replica, "relay"), h.onRelay},
-		{h.subj("events"), h.onEvent},
-		{h.subj("bcast"), h.onBroadcast},
-	} {
-		sub, err := h.nc.Subscribe(s.subj, s.f)
-		if err != nil {
-			h.cancel()
-			h.closeSubs()
-			h.local.Close()
-			return nil, errf("subscribe %s: %w", s.subj, err)
-		}
-		_ = sub.SetPendingLimits(1<<16, 256<<20)
-		h.subs = append(h.subs, sub)
-	}
-	fctx, stop := ctx, context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok { // the client's flush insists on one
-		fctx, stop = context.WithTimeout(ctx, opTimeout)
-	}
-	err = h.nc.FlushWithContext(fctx)
-	stop()
-	if err != nil {
+	h.local = eventhub.New(hubOpts...)
+	if err := h.start(ctx); err != nil {
 		h.cancel()
 		h.closeSubs()
 		h.local.Close()
-		return nil, errf("flush: %w", err)
+		return nil, err
 	}
 	h.status = h.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED)
 	h.wg.Add(4)
@@ -307,9 +252,42 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	return h, nil
 }
 
+// start sets up the store and subscribes the replica's subjects.
+func (h *Hub) start(ctx context.Context) error {
+	if err := h.setupStore(ctx); err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		subj string
+		f    nats.MsgHandler
+	}{
+		{h.subj("hb", "*"), h.onHeartbeat},
+		{h.subj("replica", h.replica, "claim"), h.onClaim},
+		{h.subj("replica", h.replica, "msg"), h.onMessage},
+		{h.subj("events"), h.onBroadcastMessage},
+		{h.subj("bcast"), h.onBroadcast},
+	} {
+		sub, err := h.nc.Subscribe(s.subj, s.f)
+		if err != nil {
+			return errf("subscribe %s: %w", s.subj, err)
+		}
+		_ = sub.SetPendingLimits(1<<16, 256<<20)
+		h.subs = append(h.subs, sub)
+	}
+	fctx, stop := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok { // the client's flush insists on one
+		fctx, stop = context.WithTimeout(ctx, opTimeout)
+	}
+	defer stop()
+	if err := h.nc.FlushWithContext(fctx); err != nil {
+		return errf("flush: %w", err)
+	}
+	return nil
+}
+
 func (h *Hub) setupStore(ctx context.Context) error {
 	kv, err := h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: h.prefix + "_roster", TTL: h.cfg.RosterTTL, LimitMarkerTTL: h.cfg.RosterTTL,
+		Bucket: h.prefix + "_roster", TTL: h.cfg.rosterTTL, LimitMarkerTTL: h.cfg.rosterTTL,
 		History: 1, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
@@ -358,9 +336,9 @@ func (h *Hub) Local() *eventhub.InProcess { return h.local }
 func (h *Hub) Replica() string { return h.replica }
 
 // EventsHandler serves GET /v1/events on this replica: the in-process hub's
-// handler (HUB-3), plus replay across replicas: a Last-Event-ID issued by
-// another replica replays, after registration, the events for this client
-// recorded after it that are still eligible (DHUB-5).
+// handler, plus replay across replicas: a Last-Event-ID issued by another
+// replica replays, after registration, the events for this client recorded
+// after it that are still eligible.
 func (h *Hub) EventsHandler() http.Handler {
 	inner := h.local.EventsHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -453,7 +431,7 @@ func (h *Hub) Roster() []eventhub.ClientInfo {
 func (h *Hub) remoteInfo(r *remoteReg, now time.Time) eventhub.ClientInfo {
 	info := r.val.Info
 	info.Capabilities = slices.Clone(info.Capabilities)
-	info.Healthy = info.Healthy && now.Sub(info.LastActive) <= h.cfg.UnhealthyAfter
+	info.Healthy = info.Healthy && now.Sub(info.LastActive) <= h.cfg.unhealthyAfter
 	return info
 }
 
@@ -500,9 +478,9 @@ func (h *Hub) Touch(clientID string) {
 	_ = h.nc.Publish(h.subj("client", token(clientID), "touch"), nil)
 }
 
-// Publish implements eventhub.Hub (DHUB-2). A ClientID target on this
-// replica is published locally; on another replica it is a request to the
-// client's subject, which fails at once with eventhub.ErrNotConnected when no
+// Publish implements eventhub.Hub. A ClientID target on this replica is
+// published locally; on another replica it is a request to the client's
+// subject, which fails at once with eventhub.ErrNotConnected when no
 // replica holds the client. When the roster still lists the client on a
 // replica that no longer answers (it crashed, or the client is moving), the
 // event is parked in the replay stream and delivered by the replica the
@@ -511,10 +489,10 @@ func (h *Hub) Touch(clientID string) {
 // Capability or InterfaceID target. ctx is checked before sending; the
 // round trip itself is bounded by 2 s (a replica that subscribed the client
 // but no longer holds it stays silent), so a cancellation never hides a
-// delivery. For a hostproxy.RequestMessage of type host_browser_request
-// with ReplayUntil set, the holder answers when the client's result passes
-// it (at most 10 ms later, see ack.go): Publish returns then, or as soon as
-// the client's roster entry ends, with an id Retract reports not held.
+// delivery. A target with ReplayUntil and CorrelationID set is confirmed
+// when a Send under that correlation id leaves the holder (at most 10 ms
+// after the delivery, see ack.go): Publish returns then, or as soon as the
+// client's roster entry ends, with an id Retract reports not held.
 func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationID string, message any) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -533,107 +511,136 @@ func (h *Hub) Publish(ctx context.Context, target eventhub.Target, conversationI
 		return h.fanOut(ctx, target, conversationID, raw)
 	}
 	if info, ok := h.local.Client(target.ClientID); ok {
-		id, err := h.local.Publish(ctx, target, conversationID, json.RawMessage(raw))
-		if err != nil {
-			return "", err
-		}
-		h.record(id, target, h.replica, "")
-		h.logDelivered(id, target, info.ActorPrincipalID, conversationID, raw)
-		return id, nil
+		return h.publishLocal(ctx, target, info, conversationID, raw)
 	}
+	return h.publishRemote(ctx, target, conversationID, raw)
+}
+
+// publishLocal publishes to a client of this replica.
+func (h *Hub) publishLocal(ctx context.Context, target eventhub.Target, info eventhub.ClientInfo, conv string, raw []byte) (string, error) {
+	id, err := h.local.Publish(ctx, target, conv, json.RawMessage(raw))
+	if err != nil {
+		return "", err
+	}
+	h.record(id, target, h.replica, "")
+	h.logDelivered(id, target, info.ActorPrincipalID, conv, raw)
+	return id, nil
+}
+
+// publishRemote sends an event to the replica holding its client and
+// settles the outcome. Once sent, the event may be delivered: the caller's
+// cancellation must not turn a delivery into a failure, so the round trip
+// is bounded by staleWait (and, for a correlated request, the client's
+// roster entry) alone.
+func (h *Hub) publishRemote(ctx context.Context, target eventhub.Target, conv string, raw []byte) (string, error) {
 	hdr := nats.Header{}
 	setTarget(hdr, target)
-	hdr.Set(hdrConv, conversationID)
+	hdr.Set(hdrConv, conv)
 	hdr.Set(hdrReplica, h.replica)
-	// A request to a listed client may have its answer held back by the
-	// holder (see ack.go); the wait for it ends when the client's roster
-	// entry does.
-	// Once sent, the event may be delivered: the caller's cancellation must
-	// not turn a delivery into a failure, so the round trip is bounded by
-	// staleWait (and the client's roster entry) alone.
-	gctx, cancelGone := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelGone(nil)
-	var gone context.Context
-	rid := ""
-	if !target.ReplayUntil.IsZero() {
-		rid = requestIDOf(message)
+	gctx, answer := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer answer(nil)
+	if stopGone := h.await(target, hdr, answer); stopGone != nil {
+		defer h.endAwait(target.CorrelationID, stopGone)
 	}
-	if rid != "" {
-		h.mu.Lock()
-		if r := h.view[target.ClientID]; r != nil && h.awaiting[rid] == nil {
-			gone = r.ctx
-			h.awaiting[rid] = &awaitEntry{clientID: target.ClientID, answer: cancelGone}
-		}
-		h.mu.Unlock()
-		if gone != nil {
-			hdr.Set(hdrRequestID, rid)
-			defer func() {
-				h.mu.Lock()
-				delete(h.awaiting, rid)
-				h.mu.Unlock()
-			}()
-		}
-	}
-	rctx, stop := context.WithTimeout(gctx, staleWait)
+	rctx, stop := context.WithTimeout(gctx, h.staleWait)
 	defer stop()
-	if gone != nil {
-		defer context.AfterFunc(gone, func() { cancelGone(errGone) })()
-	}
 	reply, err := request(rctx, h.nc, h.subj("client", token(target.ClientID), "deliver"), hdr, raw)
 	var carried *carriedAnswer
 	if err != nil && errors.As(context.Cause(gctx), &carried) {
-		reply, err = &nats.Msg{Header: carried.hdr}, nil // the answer came with the result
+		reply, err = &nats.Msg{Header: carried.hdr}, nil // the answer came with a Send
 	}
-	var ce *codeError
 	switch {
 	case err == nil:
-		id := reply.Header.Get(hdrID)
-		actor := target.ActorPrincipalID
-		h.mu.Lock()
-		r := h.view[target.ClientID]
-		if r != nil {
-			actor = r.val.Info.ActorPrincipalID // as Client, without its copy
-		}
-		h.mu.Unlock()
-		if r == nil {
-			if info, ok := h.local.Client(target.ClientID); ok {
-				actor = info.ActorPrincipalID
-			}
-		}
-		h.record(id, target, reply.Header.Get(hdrReplica), reply.Header.Get(hdrReg))
-		h.logDelivered(id, target, actor, conversationID, raw)
-		return id, nil
+		return h.delivered(target, conv, raw, reply), nil
 	case errors.Is(context.Cause(gctx), errGone):
 		// The client left (or its replica crashed) before the holder's
-		// answer came: the caller learns it through Gone, and the request
-		// is not held anywhere it could be replayed from.
+		// answer came: the caller learns it through Gone, and the event is
+		// not held anywhere it could be replayed from.
 		id := "g" + nuid.Next()
 		h.record(id, target, "", "")
 		return id, nil
-	case errors.As(err, &ce) && ce.code == "no_recipients":
-		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
-	case errors.As(err, &ce):
-		return "", err
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		info, listed := h.Client(target.ClientID)
-		if !listed || target.ReplayUntil.IsZero() {
-			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
-		}
-		if target.ActorPrincipalID != "" && target.ActorPrincipalID != info.ActorPrincipalID {
-			return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
-		}
-		id := "p" + nuid.Next()
-		h.record(id, target, "", "") // before the append: a claim may follow it at once
-		if !h.appendLog(ctx, id, target, info.ActorPrincipalID, conversationID, raw, true) {
-			h.mu.Lock()
-			delete(h.published, id)
-			h.mu.Unlock()
-			return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
-		}
-		return id, nil
-	default:
-		return "", errf("publish to client %q: %w", target.ClientID, err)
+		return h.park(ctx, target, conv, raw)
 	}
+	var ce *codeError
+	if errors.As(err, &ce) && ce.code == "no_recipients" {
+		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
+	}
+	if ce != nil {
+		return "", err
+	}
+	return "", errf("publish to client %q: %w", target.ClientID, err)
+}
+
+// await registers a publish of a correlated event to a listed client as
+// waiting for its holder's answer (answer ends the wait with its cause) and
+// marks hdr for the holder. It returns the function that stops watching
+// the client's roster entry, for endAwait, or nil when the publish does not
+// wait.
+func (h *Hub) await(target eventhub.Target, hdr nats.Header, answer context.CancelCauseFunc) func() bool {
+	cid := target.CorrelationID
+	if cid == "" || target.ReplayUntil.IsZero() {
+		return nil
+	}
+	h.mu.Lock()
+	r := h.view[target.ClientID]
+	if r == nil || h.awaiting[cid] != nil {
+		h.mu.Unlock()
+		return nil
+	}
+	h.awaiting[cid] = &awaitEntry{clientID: target.ClientID, answer: answer}
+	h.mu.Unlock()
+	hdr.Set(hdrCorrelation, cid)
+	return context.AfterFunc(r.ctx, func() { answer(errGone) })
+}
+
+// endAwait ends the wait await registered under cid.
+func (h *Hub) endAwait(cid string, stopGone func() bool) {
+	stopGone()
+	h.mu.Lock()
+	delete(h.awaiting, cid)
+	h.mu.Unlock()
+}
+
+// delivered records an event the holder answered for and returns its id.
+func (h *Hub) delivered(target eventhub.Target, conv string, raw []byte, reply *nats.Msg) string {
+	id := reply.Header.Get(hdrID)
+	actor := target.ActorPrincipalID
+	h.mu.Lock()
+	r := h.view[target.ClientID]
+	if r != nil {
+		actor = r.val.Info.ActorPrincipalID // as Client, without its copy
+	}
+	h.mu.Unlock()
+	if r == nil {
+		if info, ok := h.local.Client(target.ClientID); ok {
+			actor = info.ActorPrincipalID
+		}
+	}
+	h.record(id, target, reply.Header.Get(hdrReplica), reply.Header.Get(hdrReg))
+	h.logDelivered(id, target, actor, conv, raw)
+	return id
+}
+
+// park writes an awaited event for a listed client no replica answered for
+// to the replay stream; anything else is eventhub.ErrNotConnected.
+func (h *Hub) park(ctx context.Context, target eventhub.Target, conv string, raw []byte) (string, error) {
+	info, listed := h.Client(target.ClientID)
+	if !listed || target.ReplayUntil.IsZero() {
+		return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
+	}
+	if target.ActorPrincipalID != "" && target.ActorPrincipalID != info.ActorPrincipalID {
+		return "", fmt.Errorf("%w: %+v", eventhub.ErrNoRecipients, target)
+	}
+	id := "p" + nuid.Next()
+	h.record(id, target, "", "") // before the append: a claim may follow it at once
+	if !h.appendLog(ctx, id, target, info.ActorPrincipalID, conv, raw, true) {
+		h.mu.Lock()
+		delete(h.published, id)
+		h.mu.Unlock()
+		return "", fmt.Errorf("%w: %q", eventhub.ErrNotConnected, target.ClientID)
+	}
+	return id, nil
 }
 
 func (h *Hub) isClosed() bool {
@@ -721,7 +728,7 @@ var errGone = errors.New("natshub: client left while its delivery was unconfirme
 const logDelay = 20 * time.Millisecond
 
 // logDelivered records an event delivered live in the replay stream
-// (DHUB-5): at once when nobody awaits it, else after logDelay if it is
+// at once when nobody awaits it, else after logDelay if it is
 // still awaited then. Until then a reconnect to another replica does not
 // replay it; its caller then fails at once through Gone (not held), as when
 // the client reconnects before the event reached it. The replay's seq
@@ -753,7 +760,7 @@ func (h *Hub) logDelivered(id string, t eventhub.Target, actor, conv string, raw
 	})
 }
 
-// appendLog records a client-targeted event in the replay stream (DHUB-5).
+// appendLog records a client-targeted event in the replay stream.
 // A parked event is written synchronously (it exists nowhere else); a
 // delivered one asynchronously. Events larger than a broker message are
 // not recorded. It reports whether the event was (or is being) recorded.
@@ -813,14 +820,14 @@ func (h *Hub) onDeliver(reg *localReg, m *nats.Msg) {
 	r.Header.Set(hdrID, id)
 	r.Header.Set(hdrReplica, h.replica)
 	r.Header.Set(hdrReg, reg.reg)
-	if rid := m.Header.Get(hdrRequestID); rid != "" && m.Reply != "" && !t.ReplayUntil.IsZero() {
-		h.deferAck(rid, reg.clientID, m, r)
+	if cid := m.Header.Get(hdrCorrelation); cid != "" && m.Reply != "" && !t.ReplayUntil.IsZero() {
+		h.deferAck(cid, reg.clientID, m, r)
 		return
 	}
 	_ = m.RespondMsg(r)
 }
 
-// Retract implements eventhub.Hub across replicas (HUB-3, DHUB-5). The
+// Retract implements eventhub.Hub across replicas. The
 // publisher decides replay eligibility (see claimLocal): Retract marks its
 // record so no later claim is granted, which ends every replay of the event
 // on any replica without a broker write. held is answered without a round
@@ -876,7 +883,7 @@ func (h *Hub) Retract(ctx context.Context, envelopeID string) (bool, error) {
 		}
 		return h.holderRetract(reg, envelopeID), nil
 	}
-	rctx, stop := context.WithTimeout(ctx, staleWait)
+	rctx, stop := context.WithTimeout(ctx, h.staleWait)
 	defer stop()
 	reply, err := h.nc.RequestWithContext(rctx, h.subj("client", token(clientID), "retract"), []byte(envelopeID))
 	if err != nil {

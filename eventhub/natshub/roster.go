@@ -171,7 +171,7 @@ func (h *Hub) readLog(ctx context.Context, clientID string) ([]logEntry, error) 
 // replayFromLog publishes to reg's new stream the recorded events after
 // lastID that are still eligible: of the registration's actor, before their
 // ReplayUntil, and, for an awaited event, granted by its publisher (not
-// retracted, see claim) (DHUB-5). An unknown lastID replays nothing. Called
+// retracted, see claim). An unknown lastID replays nothing. Called
 // with reg.mu held, so a held-check's answer sees the outcome.
 func (h *Hub) replayFromLog(ctx context.Context, reg *localReg, lastID string) {
 	entries, err := h.readLog(ctx, reg.clientID)
@@ -464,11 +464,11 @@ func (h *Hub) onHeartbeat(m *nats.Msg) {
 
 // heartbeatLoop publishes this replica's heartbeat and marks replicas
 // silent for DeadAfter periods as crashed: their clients leave the view and
-// their Gone channels close (DHUB-4). Nothing is marked while this replica
+// their Gone channels close. Nothing is marked while this replica
 // is cut off from the broker.
 func (h *Hub) heartbeatLoop() {
 	defer h.wg.Done()
-	t := time.NewTicker(h.cfg.Heartbeat)
+	t := time.NewTicker(h.cfg.heartbeat)
 	defer t.Stop()
 	subj := h.subj("hb", h.replica)
 	_ = h.nc.Publish(subj, nil)
@@ -483,7 +483,7 @@ func (h *Hub) heartbeatLoop() {
 		h.mu.Lock()
 		if h.connected && h.nc.IsConnected() {
 			for name, r := range h.replicas {
-				if r.dead || now.Sub(r.lastSeen) <= DeadAfter*h.cfg.Heartbeat {
+				if r.dead || now.Sub(r.lastSeen) <= DeadAfter*h.cfg.heartbeat {
 					continue
 				}
 				r.dead = true
@@ -507,7 +507,7 @@ func (h *Hub) heartbeatLoop() {
 // changed, at most once per TouchFlush.
 func (h *Hub) refreshLoop() {
 	defer h.wg.Done()
-	t := time.NewTicker(h.cfg.TouchFlush)
+	t := time.NewTicker(h.cfg.touchFlush)
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -517,7 +517,7 @@ func (h *Hub) refreshLoop() {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		due := h.dirty || time.Since(last) >= h.cfg.RosterTTL/3
+		due := h.dirty || time.Since(last) >= h.cfg.rosterTTL/3
 		h.dirty = false
 		regs := make([]*localReg, 0, len(h.locals))
 		for _, r := range h.locals {

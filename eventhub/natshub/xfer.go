@@ -17,24 +17,20 @@ import (
 
 // Header names of the hub's NATS messages.
 const (
-	hdrXfer      = "Bc-Xfer"
-	hdrPart      = "Bc-Part"
-	hdrParts     = "Bc-Parts"
-	hdrError     = "Bc-Error"
-	hdrID        = "Bc-Id"
-	hdrReplica   = "Bc-Replica"
-	hdrClient    = "Bc-Client"
-	hdrActor     = "Bc-Actor"
-	hdrConv      = "Bc-Conv"
-	hdrUntil     = "Bc-Until"
-	hdrTarget    = "Bc-Target"
-	hdrReg       = "Bc-Reg"
-	hdrRequestID = "Bc-Request-Id"
-	hdrIsError   = "Bc-Is-Error"
-	hdrClientID  = "Bc-Client-Id"
-	hdrTransport = "Bc-Transport"
-	hdrAcked     = "Bc-Acked"
-	hdrTActor    = "Bc-Target-Actor"
+	hdrXfer        = "Bc-Xfer"
+	hdrPart        = "Bc-Part"
+	hdrParts       = "Bc-Parts"
+	hdrError       = "Bc-Error"
+	hdrID          = "Bc-Id"
+	hdrReplica     = "Bc-Replica"
+	hdrClient      = "Bc-Client"
+	hdrActor       = "Bc-Actor"
+	hdrConv        = "Bc-Conv"
+	hdrUntil       = "Bc-Until"
+	hdrTarget      = "Bc-Target"
+	hdrReg         = "Bc-Reg"
+	hdrTActor      = "Bc-Target-Actor"
+	hdrCorrelation = "Bc-Correlation-Id"
 )
 
 // headerRoom is what a message's headers may take of the broker's
@@ -51,7 +47,7 @@ const xferTTL = time.Minute
 const partsInFlight = 8
 
 // request sends payload to subj as one request, or, when it does not fit in
-// the broker's max_payload, as a sequence of parts (DHUB-6): plain
+// the broker's max_payload, as a sequence of parts: plain
 // publishes, except every partsInFlight-th part, a request the receiver
 // answers once it holds all parts so far (flow control), and the last one,
 // answered by the receiver's real reply. An answer carrying hdrError is

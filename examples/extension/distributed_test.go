@@ -32,7 +32,7 @@ func replicaRuntime(t *testing.T, url, name string, key []byte) (*runtime.Runtim
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := natshub.New(ctx, natshub.Config{Conn: nc, Replica: name, Logger: log})
+	d, err := natshub.New(ctx, nc, name, natshub.WithLogger(log))
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{ExtensionOrigin}, Logger: log, Distributed: d})
 	require.NoError(t, err)

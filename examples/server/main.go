@@ -34,7 +34,7 @@ func main() {
 }
 
 // DefaultListen is where the real Vellum extension looks for a self-hosted
-// gateway (WIRE-6).
+// gateway.
 const DefaultListen = "127.0.0.1:7830"
 
 // config is the parsed command line.
@@ -87,7 +87,7 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-// allowedOrigins is the pairing allow-list (WIRE-6): replace when given,
+// allowedOrigins is the pairing allow-list: replace when given,
 // else the published Vellum extension ids and the reference extension's;
 // then add. Entries are ids or chrome-extension:// origins.
 func allowedOrigins(replace, add string) []string {
@@ -179,7 +179,7 @@ func run() error {
 		}
 		defer nc.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		d, err := natshub.New(sctx, natshub.Config{Conn: nc, Replica: *replica, Logger: log})
+		d, err := natshub.New(sctx, nc, *replica, natshub.WithLogger(log))
 		cancel()
 		if err != nil {
 			return err

@@ -24,9 +24,10 @@ import (
 	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
+	"github.com/browserchain/browserchain/hostproxy/natsrelay"
 )
 
-// The published ids of the Vellum assistant's Chrome extension (WIRE-6):
+// The published ids of the Vellum assistant's Chrome extension:
 // its Chrome Web Store build and its dev, staging and local builds (each
 // build's manifest key fixes its id).
 const (
@@ -69,7 +70,7 @@ type Config struct {
 	// POSTs.
 	NoSubscribedSocket bool
 	// Distributed, when set, makes this runtime one replica of several
-	// sharing a NATS broker (DHUB-1): its streams, roster, requests and
+	// sharing a NATS broker: its streams, roster, requests and
 	// results go through that hub (created by the caller with natshub.New;
 	// Close closes it, the caller closes its connection afterwards).
 	Distributed *natshub.Hub
@@ -88,7 +89,7 @@ type Config struct {
 	// TokenTTL is the access-token lifetime; 0 means auth.DefaultTokenTTL.
 	TokenTTL time.Duration
 	// Guard, optional, checks the url of every Page.navigate and
-	// Target.createTarget sent through the command endpoint (GRD-1, GRD-3);
+	// Target.createTarget sent through the command endpoint;
 	// a refusal is a policy error with code forbidden. Other raw commands
 	// are not policed: the tools (browserbackend/tools) apply the full
 	// policy.
@@ -171,7 +172,7 @@ func New(cfg Config) (*Runtime, error) {
 		ping    http.Handler
 	)
 	if d := cfg.Distributed; d != nil {
-		hub, cluster, proxy = d.Local(), d, d.NewProxy(popts)
+		hub, cluster, proxy = d.Local(), d, natsrelay.NewProxy(d, popts)
 		events, ping = d.EventsHandler(), d.PingHandler()
 	} else {
 		hub = eventhub.New(append([]eventhub.Option{eventhub.WithLogger(log)}, cfg.HubOptions...)...)
@@ -181,7 +182,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	// The proxy publishes each host_browser_request with its deadline as
 	// its replay bound and retracts it when its caller stops waiting: a
-	// reconnect never replays one whose caller already failed (HUB-3, HUB-5).
+	// reconnect never replays one whose caller already failed.
 	so := cfg.SelectorOptions
 	so.Logger = log
 	so.Providers = append([]browserbackend.Provider{
@@ -192,10 +193,10 @@ func New(cfg Config) (*Runtime, error) {
 		Hub: hub, Cluster: cluster, Proxy: proxy, Auth: a, Selector: browserbackend.NewSelector(so),
 		// Event posts and invalidations come in bursts (one per CDP event):
 		// they have the proxy's own per-client budget, so they never use up
-		// the budget result posts need (WIRE-5). A result post of a client
+		// the budget result posts need. A result post of a client
 		// the proxy waits on is an answer to the server's own request:
 		// refusing it would turn a command the browser ran into a timeout
-		// at its deadline (SEL-10), so it is not counted either; stray
+		// at its deadline, so it is not counted either; stray
 		// result posts are. Only an authenticated request (Identify found
 		// a valid token) is exempt: a flood without one is counted, and
 		// refused by Middleware after.
@@ -238,7 +239,7 @@ func New(cfg Config) (*Runtime, error) {
 	// cannot set headers on a WebSocket), so it sits outside Middleware;
 	// like pairing it is local-only, a web page's handshake is refused
 	// before it is counted, and its handshakes are rate-limited as
-	// unauthenticated requests (HUB-6: 20 a minute) with a budget of their
+	// unauthenticated requests (20 a minute) with a budget of their
 	// own, which other unauthenticated requests cannot use up.
 	// It also offers the subscribed mode (one socket for requests, cancels,
 	// results and events), registering through the hub the events route

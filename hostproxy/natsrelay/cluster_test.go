@@ -1,4 +1,4 @@
-package natshub_test
+package natsrelay_test
 
 import (
 	"bufio"
@@ -27,6 +27,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/natsrelay"
 	"github.com/browserchain/browserchain/internal/natstest"
 )
 
@@ -50,9 +51,9 @@ func startReplica(t *testing.T, url, name string, hb time.Duration) *replica {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hub, err := natshub.New(ctx, natshub.Config{Conn: nc, Replica: name, Heartbeat: hb, Logger: quiet()})
+	hub, err := natshub.New(ctx, nc, name, natshub.WithHeartbeat(hb), natshub.WithLogger(quiet()))
 	require.NoError(t, err)
-	proxy := hub.NewProxy(hostproxy.Options{Logger: quiet(), DefaultTimeout: time.Minute})
+	proxy := natsrelay.NewProxy(hub, hostproxy.Options{Logger: quiet(), DefaultTimeout: time.Minute})
 	mux := http.NewServeMux()
 	mux.Handle(wire.PathEvents, hub.EventsHandler())
 	mux.Handle(wire.PathPing, hub.PingHandler())
@@ -672,4 +673,39 @@ func TestAResultPostedWhileTheBrokerRestartsReachesItsCaller(t *testing.T) {
 	o := wait(t, out)
 	require.NoError(t, o.err)
 	assert.JSONEq(t, `{"ok":1}`, string(o.res))
+}
+
+func TestPublishErrorsAndClose(t *testing.T) {
+	_, rs := cluster(t, time.Second)
+	h := rs[0].hub
+	ctx := context.Background()
+	_, err := h.Publish(ctx, eventhub.Target{}, "", map[string]string{})
+	require.ErrorIs(t, err, eventhub.ErrEmptyTarget)
+	_, err = h.Publish(ctx, eventhub.Target{ClientID: "x"}, "", func() {})
+	require.ErrorContains(t, err, "marshal")
+	_, err = h.Publish(ctx, eventhub.Target{Capability: eventhub.CapHostBrowser}, "", map[string]string{})
+	require.ErrorIs(t, err, eventhub.ErrNoRecipients)
+	_, err = h.Publish(ctx, eventhub.Target{ConversationID: "c"}, "c", map[string]string{})
+	require.NoError(t, err, "a conversation event with no subscriber is kept for replay")
+	held, err := h.Retract(ctx, "unknown")
+	require.NoError(t, err)
+	require.False(t, held)
+
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Close(), "idempotent")
+	_, err = h.Publish(ctx, eventhub.Target{ClientID: "x"}, "", map[string]string{})
+	require.ErrorIs(t, err, eventhub.ErrClosed)
+}
+
+func TestCapabilityTargetReachesClientsOnEveryReplica(t *testing.T) {
+	_, rs := cluster(t, time.Second)
+	a, b, c := rs[0], rs[1], rs[2]
+	sb := dial(t, b, "ext-b", "")
+	sc := dial(t, c, "ext-c", "")
+	waitListed(t, a.hub, "ext-b", true)
+	waitListed(t, a.hub, "ext-c", true)
+	_, err := a.hub.Publish(context.Background(), eventhub.Target{Capability: eventhub.CapHostBrowser}, "", map[string]string{"type": "all"})
+	require.NoError(t, err)
+	require.Equal(t, "all", next(t, sb)["type"])
+	require.Equal(t, "all", next(t, sc)["type"])
 }
