@@ -125,10 +125,7 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 	}
 	localTools := func(keep bool) *tools.Tools {
 		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: keep,
-			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{local.NewProvider(w.Local)}}),
-			CloseConversation: func(_ context.Context, _ bb.Kind, conv string) error {
-				return w.Local.CloseConversation(conv)
-			}})
+			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{local.NewProvider(w.Local)}})})
 	}
 	hubTools := func(p bb.Provider) *tools.Tools {
 		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir,

@@ -37,8 +37,8 @@ func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]T
 	defer ch.Close()
 	insp := newInspect()
 	defer insp.Close()
-	over := func(p bb.Provider, closeConv func(context.Context, bb.Kind, string) error) *tools.Tools {
-		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: true, CloseConversation: closeConv,
+	over := func(p bb.Provider) *tools.Tools {
+		return tools.New(tools.Options{Logger: discard, ScreenshotDir: ch.UserDataDir, KeepClients: true,
 			Selector: bb.NewSelector(bb.Options{Logger: discard, Providers: []bb.Provider{p}})})
 	}
 	plain := func(conv string) bb.Invocation { return bb.Invocation{ConversationID: conv} }
@@ -51,13 +51,11 @@ func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]T
 		port  int
 		raise func(context.Context) error
 	}{
-		{name: GuardInspect, tl: over(insp, insp.CloseConversation), inv: plain("bench-tools-inspect"), port: ch.Port},
-		{name: GuardLocal, tl: over(local.NewProvider(w.Local), func(_ context.Context, _ bb.Kind, conv string) error {
-			return w.Local.CloseConversation(conv)
-		}), inv: plain("bench-tools-local")},
-		{name: GuardBridge, tl: over(w.Server.Proxy.HostBridgeProvider(hostproxyProviderOpts), nil),
+		{name: GuardInspect, tl: over(insp), inv: plain("bench-tools-inspect"), port: ch.Port},
+		{name: GuardLocal, tl: over(local.NewProvider(w.Local)), inv: plain("bench-tools-local")},
+		{name: GuardBridge, tl: over(w.Server.Proxy.HostBridgeProvider(hostproxyProviderOpts)),
 			inv: w.Server.BridgeInvocation("bench-tools-bridge"), port: w.Chromium.Port},
-		{name: GuardExtension, tl: over(w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts), nil),
+		{name: GuardExtension, tl: over(w.Server.Proxy.ExtensionProvider(hostproxyProviderOpts)),
 			inv: w.Server.Invocation("bench-tools-ext", wire.InterfaceMacOS), port: w.Chromium.Port},
 	}
 	out := make([]ToolScenarioResult, len(backends))
