@@ -2,6 +2,7 @@ package browserbackend_test
 
 import (
 	"context"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
@@ -34,7 +35,7 @@ func BenchmarkInvocationWithFailover(b *testing.B) {
 	r.farm.FailSend(bb.KindExtension, bbt.TransportErr(""))
 	sel := bb.NewSelector(bb.Options{Providers: r.ref().Providers(), Logger: bbt.DiscardLogger()})
 	ctx := context.Background()
-	inv := bb.Invocation{InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice}
+	inv := bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice}
 	b.ReportAllocs()
 	for b.Loop() {
 		c := sel.Client(inv)

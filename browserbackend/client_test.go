@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 
 func TestCloseDisposesEveryMaterialisedBackendIncludingFailedOnes(t *testing.T) {
 	half := &closeCounter{}
-	halfBuilt := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindHostBridge), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+	halfBuilt := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindHostBridge), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Build: func(context.Context) (bb.ScopedClient, error) {
 			return half, bbt.TransportErr(bb.CodeUnreachable) // a dial that got half way
 		}}, nil

@@ -2,6 +2,7 @@ package browserbackend_test
 
 import (
 	"context"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,7 +19,7 @@ import (
 // SEL-6: cooldowns. Every test runs in a synctest bubble, so time.Now (the
 // Cooldowns clock) is virtual and the windows are exact.
 
-var macTurn = bb.Invocation{InterfaceID: bbt.InterfaceMacOS}
+var macTurn = bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS}
 
 const skipCooldownMsg = "candidate skipped: cooldown active"
 
@@ -251,7 +252,7 @@ func TestHostBridgeCooldownIsPerActor(t *testing.T) {
 
 func TestHostBridgeCooldownUsesDefaultKeyWhenActorUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(bbt.HubClient{ID: "mac-anon", InterfaceID: bbt.InterfaceMacOS})
+		r := newRig(hostproxytest.HubClient{ID: "mac-anon", InterfaceID: hostproxytest.InterfaceMacOS})
 		r.farm.FailSend(bb.KindHostBridge, unreachable())
 		r.build(bb.Options{})
 		_, err := r.send(t, bb.Invocation{InterfaceID: "web"})
@@ -267,7 +268,7 @@ func TestHostBridgeCooldownIsIndependentOfDesktopAuto(t *testing.T) {
 		r := newRig(aliceMac)
 		r.farm.FailSend(bb.KindHostBridge, unreachable())
 		r.build(bb.Options{})
-		inv := bb.Invocation{InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice}
+		inv := bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice}
 
 		c, err := r.send(t, inv)
 		require.NoError(t, err)
@@ -317,7 +318,7 @@ func TestHostBridgeCooldownMapStaysBounded(t *testing.T) {
 		r.build(bb.Options{Cooldowns: &bb.Cooldowns{Max: max}})
 		for i := range 50 {
 			actor := "actor-" + string(rune('A'+i%26)) + string(rune('a'+i/26))
-			r.roster.Connect(bbt.HubClient{ID: "mac-" + actor, InterfaceID: bbt.InterfaceMacOS, Actor: actor})
+			r.roster.Connect(hostproxytest.HubClient{ID: "mac-" + actor, InterfaceID: hostproxytest.InterfaceMacOS, Actor: actor})
 			_, err := r.send(t, bb.Invocation{InterfaceID: "web", ActorPrincipalID: actor})
 			require.NoError(t, err)
 			assert.True(t, r.cool.Active(hostproxy.HostBridgeCooldownKey(actor)), "the newest actor's cooldown is kept")
@@ -350,8 +351,8 @@ func TestCooldownsEvictsTheEntryExpiringSoonestWhenFull(t *testing.T) {
 // actor's last usable client puts the whole actor on cooldown.
 func TestFailingDesktopClientIsSkippedBeforeTheActorCoolsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bad := bbt.HubClient{ID: "mac-bad", InterfaceID: bbt.InterfaceMacOS, Actor: alice}
-		good := bbt.HubClient{ID: "mac-good", InterfaceID: bbt.InterfaceMacOS, Actor: alice}
+		bad := hostproxytest.HubClient{ID: "mac-bad", InterfaceID: hostproxytest.InterfaceMacOS, Actor: alice}
+		good := hostproxytest.HubClient{ID: "mac-good", InterfaceID: hostproxytest.InterfaceMacOS, Actor: alice}
 		r := newRig(bad, good)
 		goodFails := false
 		r.farm.OnBuild(bb.KindHostBridge, func(clientID string) (*bbt.Backend, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"time"
 
@@ -136,7 +137,7 @@ func TestSkipMatchesErrSkip(t *testing.T) {
 }
 
 func TestModeKindAndActorKey(t *testing.T) {
-	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
+	sel := bb.NewSelector(bb.Options{Providers: hostproxytest.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
 	k, ok := sel.ModeKind("cdp-inspect")
 	assert.True(t, ok)
 	assert.Equal(t, bb.KindCDPInspect, k)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -17,12 +18,12 @@ import (
 // Here cdp-inspect is configured but nothing listens on its port, so the
 // first command fails over to the local backend, which then stays sticky.
 func ExampleNewSelector() {
-	inspect := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	inspect := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "cdpInspect.enabled", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return nil, bb.TransportError(bb.CodeUnreachable, "nothing listens on localhost:9222", nil)
 		}}, nil
 	})
-	local := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindLocal), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	local := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindLocal), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "always last", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return bbt.NewBackend(bb.KindLocal, bbt.JSON(map[string]string{"frameId": "F1"})), nil
 		}}, nil
@@ -47,7 +48,7 @@ func ExampleNewSelector() {
 // A pinned mode never falls back; when its backend is missing, the
 // SelectionError's Report tells a person what was tried and how to fix it.
 func ExampleSelectionError_Report() {
-	inspect := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
+	inspect := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindCDPInspect), func(inv bb.Invocation, env bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Reason: "pinned", Build: func(ctx context.Context) (bb.ScopedClient, error) {
 			return nil, &bb.Error{Class: bb.ClassTransport, Code: bb.CodeUnreachable,
 				Detail: "version_fetch_failed", Message: "GET http://localhost:9222/json/version: connection refused"}
@@ -77,7 +78,7 @@ func ExampleClient_Call() {
 	backend := bbt.NewBackend(bb.KindLocal, bbt.JSON(map[string]any{
 		"result": map[string]any{"type": "number", "value": 2, "description": "2"},
 	}))
-	local := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindLocal), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+	local := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindLocal), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 		return bb.Candidate{Build: func(context.Context) (bb.ScopedClient, error) { return backend, nil }}, nil
 	})
 	sel := bb.NewSelector(bb.Options{Providers: []bb.Provider{local}, Logger: slog.New(slog.DiscardHandler)})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestSelectionLogRecordsEmittedOnceAtTheirLevelsWithAttributes(t *testing.T)
 	r.farm.FailSend(bb.KindHostBridge, unreachable())
 	r.farm.FailBuild(bb.KindCDPInspect, unreachable())
 	r.build(bb.Options{})
-	inv := bb.Invocation{ConversationID: "conv-log", InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice}
+	inv := bb.Invocation{ConversationID: "conv-log", InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice}
 	_, err := r.send(t, inv)
 	require.NoError(t, err)
 
@@ -100,7 +101,7 @@ func TestCooldownSkipRecordsForDesktopAutoAndHostBridge(t *testing.T) {
 	r := newRig(aliceMac).build(bb.Options{})
 	r.cool.Record(hostproxy.HostBridgeCooldownKey(alice), time.Minute)
 	r.cool.Record(cdpinspect.CooldownKey, time.Minute)
-	c, err := r.send(t, bb.Invocation{ConversationID: "c", InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice})
+	c, err := r.send(t, bb.Invocation{ConversationID: "c", InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice})
 	require.NoError(t, err)
 	assert.Equal(t, bb.KindLocal, c.Kind())
 
@@ -133,7 +134,7 @@ func TestCommandParamsNeverAppearInLogs(t *testing.T) {
 		{Method: "Input.insertText", Params: json.RawMessage(`{"text":"` + secret + `"}`)},
 		{Method: "Network.setCookie", Params: json.RawMessage(`{"name":"sid","value":"` + secret + `"}`), SessionID: "S1"},
 	} {
-		c := r.sel.Client(bb.Invocation{ConversationID: "c", InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice})
+		c := r.sel.Client(bb.Invocation{ConversationID: "c", InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice})
 		_, _ = c.Send(context.Background(), cmd)
 		c.Close()
 		r.sel.Forget("c")

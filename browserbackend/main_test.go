@@ -3,6 +3,7 @@ package browserbackend_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -21,17 +22,17 @@ const (
 )
 
 var (
-	aliceExt    = bbt.HubClient{ID: "ext-alice", InterfaceID: bbt.InterfaceChromeExtension, Actor: alice}
-	aliceMac    = bbt.HubClient{ID: "mac-alice", InterfaceID: bbt.InterfaceMacOS, Actor: alice}
-	bobExt      = bbt.HubClient{ID: "ext-bob", InterfaceID: bbt.InterfaceChromeExtension, Actor: bob}
-	bobMac      = bbt.HubClient{ID: "mac-bob", InterfaceID: bbt.InterfaceMacOS, Actor: bob}
+	aliceExt    = hostproxytest.HubClient{ID: "ext-alice", InterfaceID: hostproxytest.InterfaceChromeExtension, Actor: alice}
+	aliceMac    = hostproxytest.HubClient{ID: "mac-alice", InterfaceID: hostproxytest.InterfaceMacOS, Actor: alice}
+	bobExt      = hostproxytest.HubClient{ID: "ext-bob", InterfaceID: hostproxytest.InterfaceChromeExtension, Actor: bob}
+	bobMac      = hostproxytest.HubClient{ID: "mac-bob", InterfaceID: hostproxytest.InterfaceMacOS, Actor: bob}
 	evalCommand = bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"1+1"}`)}
 )
 
 // rig wires the reference providers over a fake roster and farm, with a log
 // recorder and a cooldown store the test can inspect.
 type rig struct {
-	roster *bbt.Roster
+	roster *hostproxytest.Roster
 	farm   *bbt.Farm
 	cfg    cdpinspect.Config
 	logs   *bbt.LogRecorder
@@ -41,13 +42,13 @@ type rig struct {
 
 // newRig returns a rig with the default config and the given clients; call
 // build (optionally after changing cfg) to make the selector.
-func newRig(clients ...bbt.HubClient) *rig {
-	r := &rig{roster: bbt.NewRoster(clients...), farm: &bbt.Farm{}, cfg: cdpinspect.DefaultConfig(), cool: &bb.Cooldowns{}}
+func newRig(clients ...hostproxytest.HubClient) *rig {
+	r := &rig{roster: hostproxytest.NewRoster(clients...), farm: &bbt.Farm{}, cfg: cdpinspect.DefaultConfig(), cool: &bb.Cooldowns{}}
 	return r
 }
 
-func (r *rig) ref() bbt.Reference {
-	return bbt.Reference{Roster: r.roster, Config: r.cfg, Farm: r.farm}
+func (r *rig) ref() hostproxytest.Reference {
+	return hostproxytest.Reference{Roster: r.roster, Config: r.cfg, Farm: r.farm}
 }
 
 // build makes the selector from o, filling Providers (reference order),

@@ -2,6 +2,7 @@ package browserbackend_test
 
 import (
 	"context"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,7 +124,7 @@ func TestRemediationDependsOnBackendAndCode(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
+	sel := bb.NewSelector(bb.Options{Providers: hostproxytest.Reference{}.Providers(), Logger: bbt.DiscardLogger()})
 	for _, tc := range []struct {
 		in   string
 		want bb.Mode
@@ -170,7 +171,7 @@ func TestHostBridgeModeRejectedFromCallers(t *testing.T) {
 // countingProvider counts Propose calls of the wrapped provider and passes
 // Changed through.
 type countingProvider struct {
-	*bbt.RefProvider
+	*hostproxytest.RefProvider
 	n atomic.Int32
 }
 
@@ -186,7 +187,7 @@ func TestPinnedExtensionSucceedsWhenExtensionConnectsWithinGrace(t *testing.T) {
 		r.build(bb.Options{Providers: []bb.Provider{ext, r.ref().Local()}})
 		go func() {
 			time.Sleep(time.Second)
-			r.roster.Connect(bbt.HubClient{ID: "other", InterfaceID: "web", Actor: alice}) // irrelevant change
+			r.roster.Connect(hostproxytest.HubClient{ID: "other", InterfaceID: "web", Actor: alice}) // irrelevant change
 			time.Sleep(200 * time.Millisecond)
 			r.roster.Connect(aliceExt)
 		}()
@@ -290,11 +291,11 @@ func TestTargetClientOfAnotherActorIsRejected(t *testing.T) {
 }
 
 func TestTargetClientConnectedGivesExactlyOneExtensionCandidateAimedAtIt(t *testing.T) {
-	second := bbt.HubClient{ID: "ext-alice-2", InterfaceID: bbt.InterfaceChromeExtension, Actor: alice}
+	second := hostproxytest.HubClient{ID: "ext-alice-2", InterfaceID: hostproxytest.InterfaceChromeExtension, Actor: alice}
 	r := newRig(aliceExt, second, aliceMac)
 	r.cfg.Enabled = true
 	r.build(bb.Options{})
-	inv := bb.Invocation{InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice, TargetClientID: second.ID}
+	inv := bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice, TargetClientID: second.ID}
 
 	p := r.sel.Plan(inv)
 	assert.True(t, p.Pinned)
@@ -344,7 +345,7 @@ func TestPinnedExtensionGraceCancelledByCallerIsAborted(t *testing.T) {
 func TestGraceIsWokenByAnyOfSeveralWatchingProviders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r1, r2 := newRig(), newRig()
-		ext2 := bbt.Reference{Roster: r2.roster, Farm: r1.farm}.Extension()
+		ext2 := hostproxytest.Reference{Roster: r2.roster, Farm: r1.farm}.Extension()
 		r1.build(bb.Options{Providers: []bb.Provider{r1.ref().Extension(), ext2}})
 		go func() {
 			time.Sleep(500 * time.Millisecond)
@@ -382,6 +383,6 @@ func TestCustomExtensionGraceIsHonoured(t *testing.T) {
 // remedy is what the reference descriptor of k advises for an attempt that
 // failed with code.
 func remedy(k bb.Kind, code string) []string {
-	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{Config: cdpinspect.DefaultConfig()}.Providers(), Logger: bbt.DiscardLogger()})
+	sel := bb.NewSelector(bb.Options{Providers: hostproxytest.Reference{Config: cdpinspect.DefaultConfig()}.Providers(), Logger: bbt.DiscardLogger()})
 	return sel.Remediation(bb.Attempt{Kind: k, Code: code})
 }

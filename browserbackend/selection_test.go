@@ -1,6 +1,7 @@
 package browserbackend_test
 
 import (
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,7 +17,7 @@ import (
 
 func TestExtensionConnectedForActorIsFirstCandidateThenCDPInspectThenLocal(t *testing.T) {
 	r := newRig(aliceExt).build(bb.Options{})
-	inv := bb.Invocation{ConversationID: "c1", InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: alice}
+	inv := bb.Invocation{ConversationID: "c1", InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: alice}
 
 	assert.Equal(t, kinds(bb.KindExtension, bb.KindCDPInspect, bb.KindLocal), r.plan(inv))
 
@@ -30,16 +31,16 @@ func TestExtensionConnectedForActorIsFirstCandidateThenCDPInspectThenLocal(t *te
 func TestLocalIsAlwaysTheLastCandidate(t *testing.T) {
 	cases := []struct {
 		name    string
-		clients []bbt.HubClient
+		clients []hostproxytest.HubClient
 		iface   string
 		enabled bool
 		want    []bb.Kind
 	}{
 		{"no clients web turn", nil, "web", false, kinds(bb.KindLocal)},
-		{"no clients macos turn", nil, bbt.InterfaceMacOS, false, kinds(bb.KindCDPInspect, bb.KindLocal)},
-		{"extension web turn", []bbt.HubClient{aliceExt}, "web", false, kinds(bb.KindExtension, bb.KindLocal)},
-		{"bridge macos turn", []bbt.HubClient{aliceMac}, bbt.InterfaceMacOS, false, kinds(bb.KindHostBridge, bb.KindCDPInspect, bb.KindLocal)},
-		{"extension and cdpInspect.enabled", []bbt.HubClient{aliceExt, aliceMac}, "cli", true, kinds(bb.KindExtension, bb.KindCDPInspect, bb.KindLocal)},
+		{"no clients macos turn", nil, hostproxytest.InterfaceMacOS, false, kinds(bb.KindCDPInspect, bb.KindLocal)},
+		{"extension web turn", []hostproxytest.HubClient{aliceExt}, "web", false, kinds(bb.KindExtension, bb.KindLocal)},
+		{"bridge macos turn", []hostproxytest.HubClient{aliceMac}, hostproxytest.InterfaceMacOS, false, kinds(bb.KindHostBridge, bb.KindCDPInspect, bb.KindLocal)},
+		{"extension and cdpInspect.enabled", []hostproxytest.HubClient{aliceExt, aliceMac}, "cli", true, kinds(bb.KindExtension, bb.KindCDPInspect, bb.KindLocal)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +67,7 @@ func TestBridgeOnlyActorGetsHostBridgeCandidate(t *testing.T) {
 
 func TestExtensionAndHostBridgeAreNeverBothInOneList(t *testing.T) {
 	r := newRig(aliceExt, aliceMac).build(bb.Options{})
-	for _, iface := range []string{bbt.InterfaceMacOS, bbt.InterfaceChromeExtension, "web", ""} {
+	for _, iface := range []string{hostproxytest.InterfaceMacOS, hostproxytest.InterfaceChromeExtension, "web", ""} {
 		p := r.sel.Plan(bb.Invocation{InterfaceID: iface, ActorPrincipalID: alice})
 		assert.Contains(t, p.Kinds(), bb.KindExtension, iface)
 		assert.NotContains(t, p.Kinds(), bb.KindHostBridge, iface)
@@ -94,7 +95,7 @@ func TestAnotherActorsExtensionGivesNoExtensionCandidate(t *testing.T) {
 
 func TestActorWithNoClientsGetsNeitherExtensionNorHostBridge(t *testing.T) {
 	r := newRig(bobExt, aliceMac).build(bb.Options{})
-	p := r.sel.Plan(bb.Invocation{InterfaceID: bbt.InterfaceMacOS, ActorPrincipalID: "actor-carol"})
+	p := r.sel.Plan(bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS, ActorPrincipalID: "actor-carol"})
 	assert.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), p.Kinds())
 	codes := map[bb.Kind]string{}
 	for _, a := range p.Skipped {
@@ -105,7 +106,7 @@ func TestActorWithNoClientsGetsNeitherExtensionNorHostBridge(t *testing.T) {
 
 func TestMacosTurnAddsCDPInspectThroughDesktopAuto(t *testing.T) {
 	r := newRig().build(bb.Options{})
-	p := r.sel.Plan(bb.Invocation{InterfaceID: bbt.InterfaceMacOS})
+	p := r.sel.Plan(bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS})
 	require.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), p.Kinds())
 	c := p.Candidates[0]
 	assert.Equal(t, cdpinspect.ReasonDesktopAuto, c.Reason)
@@ -117,12 +118,12 @@ func TestMacosTurnHasNoCDPInspectWhenDesktopAutoOff(t *testing.T) {
 	r := newRig()
 	r.cfg.DesktopAuto.Enabled = false
 	r.build(bb.Options{})
-	assert.Equal(t, kinds(bb.KindLocal), r.plan(bb.Invocation{InterfaceID: bbt.InterfaceMacOS}))
+	assert.Equal(t, kinds(bb.KindLocal), r.plan(bb.Invocation{InterfaceID: hostproxytest.InterfaceMacOS}))
 }
 
 func TestDesktopAutoNeverAddsCDPInspectForOtherOrEmptyInterfaces(t *testing.T) {
 	r := newRig().build(bb.Options{})
-	for _, iface := range []string{"", "web", "cli", bbt.InterfaceChromeExtension, bbt.InterfaceWindows, "MACOS", " macos"} {
+	for _, iface := range []string{"", "web", "cli", hostproxytest.InterfaceChromeExtension, hostproxytest.InterfaceWindows, "MACOS", " macos"} {
 		assert.Equal(t, kinds(bb.KindLocal), r.plan(bb.Invocation{InterfaceID: iface}), "interface %q", iface)
 	}
 }
@@ -132,7 +133,7 @@ func TestCDPInspectEnabledAddsItForEveryInterface(t *testing.T) {
 	r.cfg.Enabled = true
 	r.cfg.DesktopAuto.Enabled = false
 	r.build(bb.Options{})
-	for _, iface := range []string{"", "web", "cli", bbt.InterfaceChromeExtension, bbt.InterfaceMacOS} {
+	for _, iface := range []string{"", "web", "cli", hostproxytest.InterfaceChromeExtension, hostproxytest.InterfaceMacOS} {
 		p := r.sel.Plan(bb.Invocation{InterfaceID: iface})
 		require.Equal(t, kinds(bb.KindCDPInspect, bb.KindLocal), p.Kinds(), "interface %q", iface)
 		assert.Equal(t, cdpinspect.ReasonConfigured, p.Candidates[0].Reason)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,10 +21,13 @@ import (
 // provider of the test kit.
 
 // fakes returns one fake provider per kind, in order.
+// fakes returns fake providers of ks, each declaring its kind's real
+// descriptor (the reference kinds' modes, aliases, grace and target clients).
 func fakes(ks ...bb.Kind) []*bbt.Provider {
 	out := make([]*bbt.Provider, len(ks))
 	for i, k := range ks {
-		out[i] = &bbt.Provider{K: k}
+		d := hostproxytest.ReferenceDescriptor(k)
+		out[i] = &bbt.Provider{K: k, Desc: &d}
 	}
 	return out
 }
@@ -479,7 +483,7 @@ func TestEverySelectionFailureWithoutATriedCandidateIsUnavailable(t *testing.T) 
 
 func TestDeadlineDuringConstructionIsTimeoutNotDispatched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hang := bb.ProviderFunc(bbt.ReferenceDescriptor(bb.KindCDPInspect), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
+		hang := bb.ProviderFunc(hostproxytest.ReferenceDescriptor(bb.KindCDPInspect), func(bb.Invocation, bb.Env) (bb.Candidate, error) {
 			return bb.Candidate{Build: func(ctx context.Context) (bb.ScopedClient, error) {
 				<-ctx.Done() // a dial that never completes
 				return nil, ctx.Err()

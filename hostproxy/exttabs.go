@@ -230,7 +230,7 @@ func (t *tabPins) attachFailed(key pinKey, prev tabPin, err error) error {
 	t.del(key)
 	return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound,
 		Method: wire.MethodAttach, Backend: browserbackend.KindExtension, Dispatched: true,
-		Message: "the conversation's tab " + strconv.Itoa(int(prev.id)) + " was closed; the next call opens a new tab", Err: err}
+		Message: "the conversation's tab was closed; the next call opens a new tab", Err: err}
 }
 
 // openTab opens an active about:blank tab and attaches to it; the page is

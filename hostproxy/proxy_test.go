@@ -476,7 +476,7 @@ func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
 }
 
 // syncBuffer collects JSON log lines; the package's internal tests cannot use
-// browserbackendtest's recorder (that kit imports this package).
+// hostproxytest (that kit imports this package).
 type syncBuffer struct{ logtest.Buffer }
 
 // find returns the records whose msg is msg.

@@ -3,6 +3,7 @@ package browserbackendtest_test
 import (
 	"context"
 	"fmt"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
@@ -13,10 +14,10 @@ import (
 // extension is connected but its transport is dead, so the invocation fails
 // over to desktop-auto cdp-inspect on a macos turn.
 func ExampleReference() {
-	roster := bbt.NewRoster(bbt.HubClient{ID: "ext-1", InterfaceID: bbt.InterfaceChromeExtension, Actor: "alice"})
+	roster := hostproxytest.NewRoster(hostproxytest.HubClient{ID: "ext-1", InterfaceID: hostproxytest.InterfaceChromeExtension, Actor: "alice"})
 	farm := (&bbt.Farm{}).FailSend(bb.KindExtension, bbt.TransportErr(bb.CodeUnreachable))
 	sel := bb.NewSelector(bb.Options{
-		Providers: bbt.Reference{Roster: roster, Config: cdpinspect.DefaultConfig(), Farm: farm}.Providers(),
+		Providers: hostproxytest.Reference{Roster: roster, Config: cdpinspect.DefaultConfig(), Farm: farm}.Providers(),
 		Logger:    bbt.DiscardLogger(),
 	})
 

@@ -163,7 +163,8 @@ type Provider struct {
 	// with code no_client.
 	Available func() bool
 	// Desc, when set, is the provider's descriptor (its Kind defaults to K);
-	// nil means ReferenceDescriptor(K).
+	// nil means a descriptor pinned by browser_mode equal to K's name, with
+	// transport "fake" and no other declaration.
 	Desc *browserbackend.Descriptor
 
 	mu       sync.Mutex
@@ -173,7 +174,7 @@ type Provider struct {
 	pinned   []bool
 }
 
-// Describe implements Provider: Desc when set, else ReferenceDescriptor(K).
+// Describe implements Provider: Desc when set, else a plain descriptor of K.
 func (p *Provider) Describe() browserbackend.Descriptor {
 	if p.Desc != nil {
 		d := *p.Desc
@@ -182,7 +183,7 @@ func (p *Provider) Describe() browserbackend.Descriptor {
 		}
 		return d
 	}
-	return ReferenceDescriptor(p.K)
+	return browserbackend.Descriptor{Kind: p.K, Mode: browserbackend.Mode(p.K), Transport: "fake"}
 }
 
 // Propose implements Provider.

@@ -3,6 +3,7 @@ package browserbackendtest_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,9 +52,9 @@ func TestErrorHelpersClassify(t *testing.T) {
 }
 
 func TestRosterSignalsEveryChange(t *testing.T) {
-	r := bbt.NewRoster()
+	r := hostproxytest.NewRoster()
 	ch := r.Changed()
-	r.Connect(bbt.HubClient{ID: "a", InterfaceID: bbt.InterfaceMacOS})
+	r.Connect(hostproxytest.HubClient{ID: "a", InterfaceID: hostproxytest.InterfaceMacOS})
 	<-ch
 	ch = r.Changed()
 	select {
@@ -68,14 +69,14 @@ func TestRosterSignalsEveryChange(t *testing.T) {
 }
 
 func TestRosterConnectReplacesSameID(t *testing.T) {
-	r := bbt.NewRoster(bbt.HubClient{ID: "a", InterfaceID: "web"})
-	r.Connect(bbt.HubClient{ID: "a", InterfaceID: bbt.InterfaceChromeExtension})
-	assert.Equal(t, []bbt.HubClient{{ID: "a", InterfaceID: bbt.InterfaceChromeExtension}}, r.Clients())
+	r := hostproxytest.NewRoster(hostproxytest.HubClient{ID: "a", InterfaceID: "web"})
+	r.Connect(hostproxytest.HubClient{ID: "a", InterfaceID: hostproxytest.InterfaceChromeExtension})
+	assert.Equal(t, []hostproxytest.HubClient{{ID: "a", InterfaceID: hostproxytest.InterfaceChromeExtension}}, r.Clients())
 }
 
 func TestHubClientHostBrowserFollowsInterface(t *testing.T) {
 	for iface, want := range map[string]bool{"chrome-extension": true, "macos": true, "windows": true, "web": false, "cli": false, "": false} {
-		assert.Equal(t, want, bbt.HubClient{InterfaceID: iface}.HostBrowser(), iface)
+		assert.Equal(t, want, hostproxytest.HubClient{InterfaceID: iface}.HostBrowser(), iface)
 	}
 }
 
@@ -102,11 +103,11 @@ func TestFarmRecordsAndScriptsBuilds(t *testing.T) {
 }
 
 func TestReferenceProvidersFollowSEL3(t *testing.T) {
-	r := bbt.NewRoster(
-		bbt.HubClient{ID: "ext-a", InterfaceID: bbt.InterfaceChromeExtension, Actor: "a"},
-		bbt.HubClient{ID: "mac-b", InterfaceID: bbt.InterfaceMacOS, Actor: "b"},
+	r := hostproxytest.NewRoster(
+		hostproxytest.HubClient{ID: "ext-a", InterfaceID: hostproxytest.InterfaceChromeExtension, Actor: "a"},
+		hostproxytest.HubClient{ID: "mac-b", InterfaceID: hostproxytest.InterfaceMacOS, Actor: "b"},
 	)
-	sel := bb.NewSelector(bb.Options{Providers: bbt.Reference{Roster: r, Config: cdpinspect.DefaultConfig()}.Providers()})
+	sel := bb.NewSelector(bb.Options{Providers: hostproxytest.Reference{Roster: r, Config: cdpinspect.DefaultConfig()}.Providers()})
 	for _, tc := range []struct {
 		inv  bb.Invocation
 		want []bb.Kind

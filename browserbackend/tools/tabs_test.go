@@ -105,9 +105,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	closer.Close()
 	require.NoError(t, err)
 	_, err = tl.Navigate(ctx, convB, tools.NavigateInput{URL: s.url("/item/5")})
-	var te *tools.Error
-	require.ErrorAs(t, err, &te)
-	assert.Equal(t, browserbackend.CodeTargetNotFound, te.Code, "%v", err)
+	require.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound})
 	b2, err := tl.Navigate(ctx, convB, tools.NavigateInput{URL: s.url("/item/5")})
 	require.NoError(t, err)
 	assert.NotEqual(t, b1.TabID, b2.TabID, "a closed pinned tab is replaced")

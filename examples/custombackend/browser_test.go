@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -76,7 +77,14 @@ func TestCustomBrowserBackendGetsTabsReleaseAndThePopupHold(t *testing.T) {
 
 	// The popup hold: under a guard, the page's window to an off-list host
 	// is held before its first request, refused and closed.
-	g := guard.MustNew(guard.Policy{AllowedDomains: []string{"allowed.test"}})
+	g := guard.MustNew(guard.Policy{
+		AllowedDomains: []string{"allowed.test"},
+		DevLoopback:    []string{strings.TrimPrefix(allowedURL, "http://")},
+		Resolver: guard.ResolverFunc(func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}),
+		Logger: log,
+	})
 	_, err = tl.Click(guard.NewContext(step(t), g), invA, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
 	require.ErrorIs(t, err, tools.ErrForbidden)
 	assert.Zero(t, blockedHits.Load(), "the blocked server received no request from the popup")

@@ -1,7 +1,11 @@
 // Package hostproxytest helps test code that talks to hostproxy: a loopback
 // assistant runtime (the in-process hub, a Proxy and their routes behind a
-// bearer-token auth), a roster wait woken by hub changes, and a latency
-// measurement for benchmarks. It is for tests only.
+// bearer-token auth), a roster wait woken by hub changes, a latency
+// measurement for benchmarks, and Reference: the four reference providers'
+// real rules (extension, host-bridge, cdp-inspect, local) over a fake hub
+// roster and a browserbackendtest.Farm, so a host app can test its selector
+// wiring, cooldowns and reconnect grace without a hub or a browser. It is for
+// tests only.
 package hostproxytest
 
 import (

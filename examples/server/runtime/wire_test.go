@@ -246,6 +246,35 @@ func nextRequest(t *testing.T, ctx context.Context, s *eventhubtest.Stream) host
 	}
 }
 
+// nextPageRequest is nextRequest after answering, through post, the tab
+// set-up a conversation's Build sends the extension first (Vellum.createTab,
+// Vellum.attach) and the target look-up of a backend's first command in a
+// named tab (Target.getTargetInfo).
+func nextPageRequest(t *testing.T, ctx context.Context, s *eventhubtest.Stream, post func(requestID, content string)) hostproxy.RequestMessage {
+	t.Helper()
+	for {
+		msg := nextRequest(t, ctx, s)
+		switch msg.CDPMethod {
+		case wire.MethodCreateTab:
+			post(msg.RequestID, `{"tabId":7}`)
+		case wire.MethodAttach:
+			post(msg.RequestID, `{}`)
+		case "Target.getTargetInfo":
+			post(msg.RequestID, `{"targetInfo":{"targetId":"T7","type":"page","url":"about:blank"}}`)
+		default:
+			return msg
+		}
+	}
+}
+
+// vellumResult posts one successful result as the Vellum extension does.
+func vellumResult(t *testing.T, srv *httptest.Server, token string) func(requestID, content string) {
+	return func(requestID, content string) {
+		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: requestID, Content: content})
+		require.Equal(t, http.StatusOK, vellumPost(t, srv, token, wire.PathHostBrowserResult, string(body)))
+	}
+}
+
 func neverCalled() *browserbackendtest.Provider {
 	return &browserbackendtest.Provider{K: browserbackend.KindLocal, NewBackend: func() *browserbackendtest.Backend {
 		return browserbackendtest.NewBackend(browserbackend.KindLocal, browserbackendtest.JSON(map[string]any{}))
@@ -277,7 +306,7 @@ func TestWire2_PlainTextAndDoublyEncodedErrorsStayInTheUsersBrowser(t *testing.T
 				TimeoutMs: 3600_000})
 			errc <- err
 		}()
-		msg := nextRequest(t, ctx, stream)
+		msg := nextPageRequest(t, ctx, stream, vellumResult(t, srv, token))
 		body, _ := json.Marshal(hostproxy.ResultBody{RequestID: msg.RequestID, Content: a.content, IsError: true})
 		require.Equal(t, http.StatusOK, vellumPost(t, srv, token, wire.PathHostBrowserResult, string(body)))
 		err := <-errc
@@ -322,7 +351,7 @@ func TestWire5_AnEventFloodNeverCostsAResultAndOversizedResultsFailAtOnce(t *tes
 			_, err := rt.Run(ctx, runtime.CommandRequest{ConversationID: "c", BrowserMode: "auto", Method: "Runtime.evaluate"})
 			errc <- err
 		}()
-		msg := nextRequest(t, ctx, stream)
+		msg := nextPageRequest(t, ctx, stream, vellumResult(t, srv, token))
 		assert.Equal(t, http.StatusOK, vellumPost(t, srv, token, wire.PathHostBrowserResult,
 			`{"requestId":"`+msg.RequestID+`","content":"{\"result\":{}}","isError":false}`))
 		assert.NoError(t, <-errc)
@@ -344,7 +373,7 @@ func TestWire5_AnEventFloodNeverCostsAResultAndOversizedResultsFailAtOnce(t *tes
 			TimeoutMs: 3600_000})
 		errc <- err
 	}()
-	msg := nextRequest(t, ctx, stream)
+	msg := nextPageRequest(t, ctx, stream, vellumResult(t, srv, token))
 	big := `{"requestId":"` + msg.RequestID + `","content":"` + strings.Repeat("A", 8192) + `","isError":false}`
 	assert.Equal(t, http.StatusRequestEntityTooLarge, vellumPost(t, srv, token, wire.PathHostBrowserResult, big))
 	err := <-errc
