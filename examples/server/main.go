@@ -34,7 +34,7 @@ func main() {
 }
 
 // DefaultListen is where the real Vellum extension looks for a self-hosted
-// gateway (WIRE-6).
+// gateway.
 const DefaultListen = "127.0.0.1:7830"
 
 // config is the parsed command line.
@@ -87,9 +87,9 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-// allowedOrigins is the pairing allow-list (WIRE-6): replace when given,
-// else the published Vellum extension ids and the reference extension's;
-// then add. Entries are ids or chrome-extension:// origins.
+// allowedOrigins is the pairing allow-list: replace when given, else the
+// published Vellum extension ids and the reference extension's; then add.
+// Entries are ids or chrome-extension:// origins.
 func allowedOrigins(replace, add string) []string {
 	var base []string
 	if strings.TrimSpace(replace) != "" {
