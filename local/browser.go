@@ -43,8 +43,8 @@ const maxLostMemo = 4096
 // when Options.LaunchTimeout is zero.
 const DefaultLaunchTimeout = 30 * time.Second
 
-// quietArgs are the Chromium flags of SPEC §1 that keep a browser on a closed
-// network quiet.
+// quietArgs are the Chromium flags that keep a browser on a closed network
+// quiet.
 var quietArgs = []string{
 	"--disable-gpu",
 	"--disable-quic",
@@ -61,7 +61,7 @@ const tempProfilePrefix = "browserchain-local-"
 // configSubdir is the directory inside the profile that the browser gets as
 // XDG_CONFIG_HOME. Chromium derives its crash-report database from it, so its
 // chrome_crashpad_handler helpers, which leave the browser's process group,
-// still name the profile on their command line (LOC-3 accounting), and
+// still name the profile on their command line (so that Close finds them), and
 // nothing is written to the user's ~/.config/chromium. (The flag
 // --disable-crashpad-for-testing would avoid the helpers but, with Chromium
 // 156, makes every navigation fail with net::ERR_ABORTED.)
@@ -101,7 +101,7 @@ type Options struct {
 	ProfileDir string
 	// Headed shows a browser window (needs a display); the default is headless.
 	Headed bool
-	// Args are extra Chromium flags, appended after the quiet flags of SPEC §1.
+	// Args are extra Chromium flags, appended after the quiet flags.
 	Args []string
 	// DriverDirectory is the Playwright driver directory (with package/cli.js
 	// and node). Empty means playwright-go's default: $PLAYWRIGHT_DRIVER_PATH,
@@ -128,16 +128,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Browser is one lazily launched, shared Chromium driven through Playwright
-// (LOC-1). Nothing runs until the first command of some conversation needs a
-// page; then one launch starts the Playwright driver and a persistent context,
-// and every later invocation reuses it (a warm first command costs one CDP
-// round trip). Each conversation id gets its own page and Playwright
-// CDPSession, kept across invocations until CloseConversation or Close.
+// Browser is one lazily launched, shared Chromium driven through
+// Playwright. Nothing runs until the first command of some conversation
+// needs a page; then one launch starts the Playwright driver and a
+// persistent context, and every later invocation reuses it (a warm first
+// command costs one CDP round trip). Each conversation id gets its own page
+// and Playwright CDPSession, kept across invocations until
+// CloseConversation or Close.
 //
 // If the browser dies (crash, killed), the next use launches a new one.
 //
-// A Browser is safe for concurrent use. Close releases everything (LOC-3).
+// A Browser is safe for concurrent use. Close releases everything.
 type Browser struct {
 	opts Options
 	log  *slog.Logger
@@ -156,15 +157,7 @@ type Browser struct {
 	lostOrder []string
 	wg        sync.WaitGroup // launches, page openings, sends in flight
 
-	now func() time.Time // the clock of page idleness and timeout diagnostics; tests inject one
-
-	closeTimeout time.Duration // 0 means closeTimeout; tests shorten it
-
-	// openAttempt is one attempt of openPage; nil means openPageOnce. Tests
-	// replace it with one that never finishes.
-	openAttempt func(*state) openedPage
-	// pageOpenHedge overrides the constant of the same name when > 0.
-	pageOpenHedge time.Duration
+	tune tuning
 	// openings counts the page opening attempts running (openPage).
 	openings atomic.Int32
 
@@ -256,8 +249,31 @@ func New(opts Options) *Browser {
 		done:  make(chan struct{}),
 		pages: make(map[string]*pageEntry),
 		lost:  make(map[string]string),
-		now:   time.Now,
+		tune:  defaultTuning,
 	}
+}
+
+// tuning is a Browser's clock, the waits it bounds and how it opens a page.
+// New sets defaultTuning; only the package's tests change it
+// (export_test.go).
+type tuning struct {
+	// now is the clock of page idleness and timeout diagnostics.
+	now func() time.Time
+	// closeTimeout bounds a graceful close of the browser context; after it
+	// the driver is killed.
+	closeTimeout time.Duration
+	// pageOpenHedge is how long one page-opening attempt runs before another
+	// starts beside it.
+	pageOpenHedge time.Duration
+	// openAttempt is one attempt of openPage.
+	openAttempt func(*state) openedPage
+}
+
+var defaultTuning = tuning{
+	now:           time.Now,
+	closeTimeout:  closeTimeout,
+	pageOpenHedge: pageOpenHedge,
+	openAttempt:   openPageOnce,
 }
 
 // ExecutablePath returns the browser binary this Browser launches.
@@ -319,7 +335,7 @@ func (b *Browser) acquire(ctx context.Context) (*state, error) {
 // before it could be sent (waiting says what): a timeout carries the
 // diagnostics of st, the live browser, or when there is none (a launch in
 // progress) those of the last browser with nothing in flight and no uptime,
-// so that it says how long ago the backend last answered (issue 10).
+// so that it says how long ago the backend last answered.
 func (b *Browser) notSentErr(ctx context.Context, st *state, waiting string) *browserbackend.Error {
 	e := ctxErr(ctx, "", false)
 	if e.Class != browserbackend.ClassTimeout {
@@ -335,7 +351,7 @@ func (b *Browser) notSentErr(ctx context.Context, st *state, waiting string) *br
 		b.mu.Unlock()
 		e.Diagnostics = &browserbackend.Diagnostics{}
 		if at := lastAnswer(last); !at.IsZero() {
-			e.Diagnostics.SinceLastAnswer = b.now().Sub(at)
+			e.Diagnostics.SinceLastAnswer = b.tune.now().Sub(at)
 		}
 	}
 	return e
@@ -389,7 +405,7 @@ func (b *Browser) doLaunch() (*state, error) {
 	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
 		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
-	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.now)}
+	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.tune.now)}
 	sweepStaleProfiles(os.TempDir(), b.log)
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
@@ -433,7 +449,7 @@ func (b *Browser) doLaunch() (*state, error) {
 
 	args := make([]string, 0, len(quietArgs)+len(b.opts.Args)+1)
 	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox") // SPEC §1: root needs it
+		args = append(args, "--no-sandbox") // root needs it
 	}
 	args = append(args, quietArgs...)
 	args = append(args, b.opts.Args...)
@@ -471,7 +487,7 @@ func (b *Browser) doLaunch() (*state, error) {
 
 // teardown closes the context and the driver of st and removes a temporary
 // profile. As a last resort (Linux) it kills any process still carrying the
-// profile directory, so nothing outlives it (LOC-3).
+// profile directory, so nothing outlives it.
 func (b *Browser) teardown(st *state) error {
 	if st == nil {
 		return nil
@@ -530,20 +546,19 @@ func (b *Browser) teardown(st *state) error {
 	return errors.Join(errs...)
 }
 
-// closeTimeout bounds a graceful context close; after it the driver is killed.
+// closeTimeout bounds a graceful context close (the default of
+// tuning.closeTimeout) and each wait at teardown for the driver or the
+// browser process to exit.
 const closeTimeout = 10 * time.Second
 
-// closeContext closes st's browser context (the browser exits). If that takes
-// longer than closeTimeout (a wedged driver), it kills the driver process,
-// which makes the pending close fail at once, so Close never hangs.
+// closeContext closes st's browser context (the browser exits). If that
+// takes longer than b.tune.closeTimeout (a wedged driver), it kills the
+// driver process, which makes the pending close fail at once, so Close never
+// hangs.
 func (b *Browser) closeContext(st *state) error {
 	done := make(chan error, 1)
 	go func() { done <- st.bctx.Close() }()
-	d := closeTimeout
-	if b.closeTimeout > 0 {
-		d = b.closeTimeout
-	}
-	timer := time.NewTimer(d)
+	timer := time.NewTimer(b.tune.closeTimeout)
 	defer timer.Stop()
 	select {
 	case err := <-done:
@@ -558,7 +573,7 @@ func (b *Browser) closeContext(st *state) error {
 }
 
 // Close releases every page, the browser context and the driver, and removes
-// a temporary profile (LOC-3): when it returns, no Chromium or driver process
+// a temporary profile: when it returns, no Chromium or driver process
 // of this Browser runs. In-flight and later sends fail with ClassClosed. A
 // launch in progress is waited for (the browser start is bounded by
 // LaunchTimeout) and then torn down.
@@ -686,7 +701,7 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 				}()
 			}
 		} else {
-			p.lastUsed = b.now()
+			p.lastUsed = b.tune.now()
 			b.mu.Unlock()
 		}
 		select {
@@ -705,7 +720,7 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 			b.mu.Lock()
 			ok := b.pages[conversationID] == p && p.attach(c)
 			if ok {
-				p.lastUsed = b.now()
+				p.lastUsed = b.tune.now()
 			} else {
 				// Evicted or closed between its opening and c attaching:
 				// the conversation never saw that page, so there is
@@ -743,7 +758,7 @@ func (b *Browser) evictLocked() *pageEntry {
 // be held.
 func (b *Browser) takeIdleLocked() *pageEntry {
 	var victim *pageEntry
-	now := b.now()
+	now := b.tune.now()
 	for _, p := range b.pages {
 		if !isDone(p.ready) || p.attached() > 0 || p.isGone() {
 			continue
@@ -848,7 +863,7 @@ func (b *Browser) forget(p *pageEntry) {
 	b.mu.Unlock()
 }
 
-// Client returns the per-invocation ScopedClient of a conversation (LOC-1).
+// Client returns the per-invocation ScopedClient of a conversation.
 // It launches nothing: the browser and the conversation's page are opened by
 // the first Send (or by Open). The client is also an EventSource of the page's
 // CDP events.

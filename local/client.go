@@ -42,7 +42,7 @@ func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
 	return &pageEntry{
 		b: b, st: st, conv: conv,
 		ready:    make(chan struct{}),
-		lastUsed: b.now(),
+		lastUsed: b.tune.now(),
 		gone:     make(chan struct{}),
 		sinks:    make(map[*Client]struct{}),
 	}
@@ -205,7 +205,7 @@ func (p *pageEntry) detach(c *Client) {
 }
 
 // Client is the local backend of one invocation: a browserbackend.ScopedClient
-// and browserbackend.EventSource bound to its conversation's page (LOC-1).
+// and browserbackend.EventSource bound to its conversation's page.
 // Create it with Browser.Client; the first Send (or Open) launches the browser
 // if needed and opens or reuses the conversation's page.
 //
@@ -297,44 +297,17 @@ type sendResult struct {
 // even though Playwright's CDPSession.Send takes none: the call runs on its
 // own goroutine and Send returns at ctx's end with ClassAborted (cancelled) or
 // ClassTimeout (deadline), Dispatched true. The abandoned call finishes when
-// the browser answers or the page closes. Errors are classified as LOC-2
-// says: launch failure → transport/launch_failed; a closed page, context or
-// browser → transport; the browser's CDP error → protocol with the CDP code;
-// after Close → closed.
+// the browser answers or the page closes. Errors: launch failure →
+// transport/launch_failed; a closed page, context or browser → transport;
+// the browser's CDP error → protocol with the CDP code; a sessionId →
+// policy/not_supported; after Close → closed.
 //
 // Numbers in results pass through float64 (playwright-go decodes JSON that
 // way), so integers beyond 2^53 lose precision.
 func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
-	if cmd.SessionID != "" {
-		return nil, &browserbackend.Error{
-			Class: browserbackend.ClassPolicy, Code: browserbackend.CodeNotSupported,
-			Method: cmd.Method, Backend: browserbackend.KindLocal,
-			Message: "local: commands with a sessionId are not supported; the local backend sends on its page session",
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, ctxErr(ctx, cmd.Method, false)
-	}
-	select {
-	case <-c.b.done:
-		return nil, errClosed(cmd.Method)
-	case <-c.closing:
-		return nil, errClosed(cmd.Method)
-	default:
-	}
-	var params map[string]any
-	if len(bytes.TrimSpace(cmd.Params)) > 0 && !bytes.Equal(bytes.TrimSpace(cmd.Params), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(cmd.Params))
-		dec.UseNumber() // keep integers exact on the way out
-		if err := dec.Decode(&params); err != nil {
-			e := browserbackend.CheckParams(cmd.Method, cmd.Params)
-			if e == nil { // valid JSON object that still does not decode
-				e = &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeInvalidParams,
-					Method: cmd.Method, Message: "params must be one JSON object", Err: err}
-			}
-			e.Backend = browserbackend.KindLocal
-			return nil, e
-		}
+	params, err := c.sendable(ctx, cmd)
+	if err != nil {
+		return nil, err
 	}
 	intent := intentCommand
 	if cmd.Method == "Page.navigate" {
@@ -365,24 +338,7 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 
 	select {
 	case r := <-ch:
-		if r.err != nil {
-			e := classifySendError(cmd.Method, r.err, p)
-			end(e.Class == browserbackend.ClassProtocol) // a CDP error is the browser's answer
-			return nil, e
-		}
-		end(true)
-		if r.res == nil {
-			return json.RawMessage("{}"), nil
-		}
-		raw, err := encodeResult(r.res)
-		if err != nil {
-			return nil, &browserbackend.Error{
-				Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
-				Method: cmd.Method, Backend: browserbackend.KindLocal, Dispatched: true,
-				Message: "local: cannot encode the result", Err: err,
-			}
-		}
-		return raw, nil
+		return answer(cmd.Method, r, p, end)
 	case <-p.gone:
 		// Crashed or closed under the command: Playwright would leave it
 		// pending until the deadline.
@@ -403,14 +359,73 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		}
 		return nil, e
 	case <-c.closing:
-		e := errClosed(cmd.Method)
-		e.Dispatched = true
-		return nil, e
+		return nil, errClosedDispatched(cmd.Method)
 	case <-c.b.done:
-		e := errClosed(cmd.Method)
-		e.Dispatched = true
+		return nil, errClosedDispatched(cmd.Method)
+	}
+}
+
+// sendable checks cmd before anything is sent: no sessionId, ctx not done,
+// c and its Browser not closed, params one JSON object (or absent or null,
+// nil then). It returns the params decoded with integers kept exact.
+func (c *Client) sendable(ctx context.Context, cmd browserbackend.Command) (map[string]any, error) {
+	if cmd.SessionID != "" {
+		return nil, &browserbackend.Error{
+			Class: browserbackend.ClassPolicy, Code: browserbackend.CodeNotSupported,
+			Method: cmd.Method, Backend: browserbackend.KindLocal,
+			Message: "local: commands with a sessionId are not supported; the local backend sends on its page session",
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(ctx, cmd.Method, false)
+	}
+	select {
+	case <-c.b.done:
+		return nil, errClosed(cmd.Method)
+	case <-c.closing:
+		return nil, errClosed(cmd.Method)
+	default:
+	}
+	raw := bytes.TrimSpace(cmd.Params)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var params map[string]any
+	dec := json.NewDecoder(bytes.NewReader(cmd.Params))
+	dec.UseNumber() // keep integers exact on the way out
+	if err := dec.Decode(&params); err != nil {
+		e := browserbackend.CheckParams(cmd.Method, cmd.Params)
+		if e == nil { // valid JSON object that still does not decode
+			e = &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeInvalidParams,
+				Method: cmd.Method, Message: "params must be one JSON object", Err: err}
+		}
+		e.Backend = browserbackend.KindLocal
 		return nil, e
 	}
+	return params, nil
+}
+
+// answer turns page p's answer r to method into Send's result, ending the
+// command's tracking with whether the browser answered.
+func answer(method string, r sendResult, p *pageEntry, end func(bool)) (json.RawMessage, error) {
+	if r.err != nil {
+		e := classifySendError(method, r.err, p)
+		end(e.Class == browserbackend.ClassProtocol) // a CDP error is the browser's answer
+		return nil, e
+	}
+	end(true)
+	if r.res == nil {
+		return json.RawMessage("{}"), nil
+	}
+	raw, err := encodeResult(r.res)
+	if err != nil {
+		return nil, &browserbackend.Error{
+			Class: browserbackend.ClassProtocol, Code: browserbackend.CodeInvalidResponse,
+			Method: method, Backend: browserbackend.KindLocal, Dispatched: true,
+			Message: "local: cannot encode the result", Err: err,
+		}
+	}
+	return raw, nil
 }
 
 // closingOrClosed reports whether c or its Browser is being closed: a page

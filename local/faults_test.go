@@ -161,7 +161,7 @@ func TestKilledDriverRecoveryIsDeterministic(t *testing.T) {
 func manualClock(b *Browser, start time.Time) (advance func(time.Duration)) {
 	var mu sync.Mutex
 	now := start
-	b.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b.setClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	return func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 }
 

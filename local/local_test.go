@@ -213,7 +213,7 @@ func TestCloseLeavesNoBrowserOrDriverProcess(t *testing.T) {
 
 func TestCloseDoesNotHangOnAWedgedDriver(t *testing.T) {
 	b, profile := newTestBrowser(t, Options{})
-	b.closeTimeout = 200 * time.Millisecond
+	b.setCloseTimeout(200 * time.Millisecond)
 	ctx := testCtx(t)
 	evalValue(t, ctx, b.Client("w"), "1")
 	b.mu.Lock()

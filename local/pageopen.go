@@ -56,14 +56,7 @@ func openPageOnce(st *state) openedPage {
 // when every attempt failed, and with errClosed once b is closed. Attempts
 // end at the latest when the browser goes away (Playwright then fails them).
 func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, error) {
-	attempt := b.openAttempt
-	if attempt == nil {
-		attempt = openPageOnce
-	}
-	hedge := b.pageOpenHedge
-	if hedge <= 0 {
-		hedge = pageOpenHedge
-	}
+	attempt, hedge := b.tune.openAttempt, b.tune.pageOpenHedge
 	results := make(chan openedPage, maxPageOpenAttempts)
 	started, pending := 0, 0
 	start := func() bool {

@@ -30,12 +30,11 @@ func (p *closeSignalPage) Close(opts ...playwright.PageCloseOptions) error {
 // attempt's page is closed once it arrives.
 func TestAPageOpeningThatNeverFinishesIsHedged(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
-	b.pageOpenHedge = time.Millisecond // hedge the stuck attempt at once
 	var stuck atomic.Bool
 	release, late := make(chan struct{}), make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce) // before Close, which waits for every attempt
-	b.openAttempt = func(st *state) openedPage {
+	b.setPageOpening(func(st *state) openedPage {
 		if stuck.CompareAndSwap(true, false) {
 			<-release
 			r := openPageOnce(st)
@@ -45,7 +44,7 @@ func TestAPageOpeningThatNeverFinishesIsHedged(t *testing.T) {
 			return r
 		}
 		return openPageOnce(st)
-	}
+	}, time.Millisecond) // hedge the stuck attempt at once
 	ctx := testCtx(t)
 	// The launch's first page is the spare, which this conversation takes
 	// without an opening.

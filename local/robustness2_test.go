@@ -21,7 +21,7 @@ import (
 // timeout, and Close still returns and leaves no process.
 func TestStoppedBrowserTimesOutAndCloseLeavesNoProcess(t *testing.T) {
 	b, profile := newTestBrowser(t, Options{})
-	b.closeTimeout = 200 * time.Millisecond
+	b.setCloseTimeout(200 * time.Millisecond)
 	ctx := testCtx(t)
 	c := b.Client("s")
 	evalValue(t, ctx, c, "1")

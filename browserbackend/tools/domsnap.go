@@ -91,23 +91,32 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 		if t := capName(collapseString(d.shownText(i))); t != "" && t != parentName {
 			r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
 		}
-		return
 	case 1:
-	default:
-		return
+		r.visitElement(d, i, depth, frame, level)
 	}
-	if !d.live[i] {
-		return
+}
+
+// unrendered are the elements the snapshot leaves out with their subtree.
+var unrendered = map[string]bool{
+	"SCRIPT": true, "STYLE": true, "TEMPLATE": true, "NOSCRIPT": true, "HEAD": true, "BR": true, "WBR": true,
+}
+
+// leftOut reports whether element i is left out with its subtree: not
+// rendered, aria-hidden or inert.
+func (d *domDoc) leftOut(i int32, tag string) bool {
+	if !d.live[i] || unrendered[tag] || d.ariaHidden(i, tag) {
+		return true
 	}
+	_, inert := d.attr(i, "inert")
+	return inert
+}
+
+// visitElement renders element i (see visit): its line, when it has a role
+// and is shown, then its subtree, a frame's document or a select's options
+// under it.
+func (r *domRenderer) visitElement(d *domDoc, i int32, depth int, frame string, level int) {
 	tag := d.tag(i)
-	switch tag {
-	case "SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT", "HEAD", "BR", "WBR":
-		return
-	}
-	if d.ariaHidden(i, tag) {
-		return
-	}
-	if _, inert := d.attr(i, "inert"); inert {
+	if d.leftOut(i, tag) {
 		return
 	}
 	if tag == "LABEL" && d.labelsToggle(i) {
@@ -124,26 +133,9 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 	}
 	next, name := depth, ""
 	if !d.hidden[i] {
-		role := d.role(i, tag)
-		if role != "" {
-			name = d.accName(i, tag, role)
-			if alt, ok := d.attr(i, "alt"); role == "image" && name == "" && ok && alt == "" {
-				role = "" // an image with alt="" is decoration
-			}
-		}
-		if role != "" && !(role == "generic" && name == "") {
-			value := d.valueOf(i, tag, role)
-			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: value, Depth: depth, Frame: frame})
-			next = depth + 1
-			switch {
-			case tag == "SELECT":
-				r.options(d, i, next, frame)
-				return
-			case leafRoles[role] || tag == "TEXTAREA" || tag == "svg" || tag == "INPUT":
-				return
-			case value != "" && d.textOnly(i):
-				return // the value is the element's text
-			}
+		var done bool
+		if next, name, done = r.elementLine(d, i, tag, depth, frame); done {
+			return
 		}
 		if tag == "IFRAME" || tag == "FRAME" {
 			r.frame(d, i, next)
@@ -151,6 +143,35 @@ func (r *domRenderer) visit(d *domDoc, i int32, depth int, parentName, frame str
 		}
 	}
 	d.eachChild(i, func(c int32) { r.visit(d, c, next, name, frame, level+1) })
+}
+
+// elementLine renders shown element i's line when it has a role and, if
+// generic, a name; it returns the depth of its children, its name, and
+// whether its subtree is rendered already (a select's options) or not at
+// all (a leaf, a control, an element whose text is its value).
+func (r *domRenderer) elementLine(d *domDoc, i int32, tag string, depth int, frame string) (next int, name string, done bool) {
+	role := d.role(i, tag)
+	if role != "" {
+		name = d.accName(i, tag, role)
+		if alt, ok := d.attr(i, "alt"); role == "image" && name == "" && ok && alt == "" {
+			role = "" // an image with alt="" is decoration
+		}
+	}
+	if role == "" || (role == "generic" && name == "") {
+		return depth, name, false
+	}
+	value := d.valueOf(i, tag, role)
+	r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: value, Depth: depth, Frame: frame})
+	next = depth + 1
+	switch {
+	case tag == "SELECT":
+		r.options(d, i, next, frame)
+		return next, name, true
+	case leafRoles[role] || tag == "TEXTAREA" || tag == "svg" || tag == "INPUT":
+		return next, name, true
+	}
+	// An element whose value is its text shows the value only.
+	return next, name, value != "" && d.textOnly(i)
 }
 
 // frame renders the document of frame element i under a "frame" line at

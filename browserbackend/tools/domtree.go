@@ -74,79 +74,104 @@ func newDOMDoc(str []string, d *domsnapshot.DocumentSnapshot) *domDoc {
 		// A malformed answer: render nothing rather than index out of range.
 		return doc
 	}
-	doc.first, doc.next, doc.parent = make([]int32, count), make([]int32, count), make([]int32, count)
-	doc.laid, doc.live, doc.hidden = make([]int32, count), make([]bool, count), make([]bool, count)
-	doc.ltext = make([]string, count)
-	last := make([]int32, count)
-	for i := range count {
-		doc.first[i], doc.next[i], doc.laid[i], last[i] = -1, -1, -1, -1
-	}
 	// Every column is cut to the node count, so that no loop over one of
 	// them indexes past another.
 	doc.typ, doc.name, doc.value, doc.backend = doc.typ[:count], doc.name[:count], doc.value[:count], doc.backend[:count]
 	if len(doc.attrs) > count {
 		doc.attrs = doc.attrs[:count]
 	}
-	for i, p := range n.ParentIndex {
+	doc.indexTree(n.ParentIndex)
+	doc.indexLayout(d.Layout)
+	doc.indexRare(n)
+	return doc
+}
+
+// indexTree sets parent, first and next from the answer's parent column.
+func (d *domDoc) indexTree(parents []int64) {
+	count := len(parents)
+	d.first, d.next, d.parent = make([]int32, count), make([]int32, count), make([]int32, count)
+	last := make([]int32, count)
+	for i := range count {
+		d.first[i], d.next[i], last[i] = -1, -1, -1
+	}
+	for i, p := range parents {
 		// A parent comes before its children; any other index is dropped, so
 		// every walk up the tree ends.
 		if p < 0 || int(p) >= i {
-			doc.parent[i] = -1
+			d.parent[i] = -1
 			continue
 		}
-		doc.parent[i] = int32(p)
+		d.parent[i] = int32(p)
 		if last[p] < 0 {
-			doc.first[p] = int32(i)
+			d.first[p] = int32(i)
 		} else {
-			doc.next[last[p]] = int32(i)
+			d.next[last[p]] = int32(i)
 		}
 		last[p] = int32(i)
 	}
-	if l := d.Layout; l != nil {
+}
+
+// indexLayout sets laid, live, hidden and ltext from the layout tree l
+// (nil for none); indexTree comes first.
+func (d *domDoc) indexLayout(l *domsnapshot.LayoutTreeSnapshot) {
+	count := len(d.parent)
+	d.laid, d.live, d.hidden = make([]int32, count), make([]bool, count), make([]bool, count)
+	d.ltext = make([]string, count)
+	for i := range d.laid {
+		d.laid[i] = -1
+	}
+	if l != nil {
 		for li, ni := range l.NodeIndex {
-			if ni < 0 || int(ni) >= count {
-				continue
-			}
-			if doc.laid[ni] < 0 {
-				doc.laid[ni] = int32(li)
-			}
-			doc.live[ni] = true
-			if li < len(l.Text) {
-				doc.ltext[ni] += doc.s(l.Text[li])
-			}
-			if li < len(l.Styles) && len(l.Styles[li]) > 0 {
-				switch doc.s(domsnapshot.StringIndex(l.Styles[li][0])) {
-				case "hidden", "collapse":
-					doc.hidden[ni] = true
-				}
+			if ni >= 0 && int(ni) < count {
+				d.layoutObject(int32(ni), li, l)
 			}
 		}
 	}
 	// Children come after their parent: one pass from the end carries
 	// live up to every ancestor.
 	for i := count - 1; i > 0; i-- {
-		if p := doc.parent[i]; doc.live[i] && p >= 0 {
-			doc.live[p] = true
+		if p := d.parent[i]; d.live[i] && p >= 0 {
+			d.live[p] = true
 		}
 	}
-	doc.inputValue = doc.rareStrings(n.InputValue)
-	doc.textValue = doc.rareStrings(n.TextValue)
-	doc.pseudo = doc.rareStrings(n.PseudoType)
+}
+
+// layoutObject records layout object li of l, which node ni has.
+func (d *domDoc) layoutObject(ni int32, li int, l *domsnapshot.LayoutTreeSnapshot) {
+	if d.laid[ni] < 0 {
+		d.laid[ni] = int32(li)
+	}
+	d.live[ni] = true
+	if li < len(l.Text) {
+		d.ltext[ni] += d.s(l.Text[li])
+	}
+	if li < len(l.Styles) && len(l.Styles[li]) > 0 {
+		switch d.s(domsnapshot.StringIndex(l.Styles[li][0])) {
+		case "hidden", "collapse":
+			d.hidden[ni] = true
+		}
+	}
+}
+
+// indexRare sets the sparse per-node data of n.
+func (d *domDoc) indexRare(n *domsnapshot.NodeTreeSnapshot) {
+	d.inputValue = d.rareStrings(n.InputValue)
+	d.textValue = d.rareStrings(n.TextValue)
+	d.pseudo = d.rareStrings(n.PseudoType)
 	if n.OptionSelected != nil {
-		doc.selected = make(map[int32]bool, len(n.OptionSelected.Index))
+		d.selected = make(map[int32]bool, len(n.OptionSelected.Index))
 		for _, i := range n.OptionSelected.Index {
-			doc.selected[int32(i)] = true
+			d.selected[int32(i)] = true
 		}
 	}
 	if c := n.ContentDocumentIndex; c != nil {
-		doc.contentDoc = make(map[int32]int, len(c.Index))
+		d.contentDoc = make(map[int32]int, len(c.Index))
 		for k, i := range c.Index {
 			if k < len(c.Value) {
-				doc.contentDoc[int32(i)] = int(c.Value[k])
+				d.contentDoc[int32(i)] = int(c.Value[k])
 			}
 		}
 	}
-	return doc
 }
 
 func (d *domDoc) rareStrings(r *domsnapshot.RareStringData) map[int32]string {
@@ -316,406 +341,6 @@ func (d *domDoc) focusable(i int32, tag string) bool {
 	return ok
 }
 
-// ariaRoles are the ARIA roles a role attribute may name, each with the
-// name Chromium's accessibility tree gives it.
-var ariaRoles = func() map[string]string {
-	m := map[string]string{"img": "image", "image": "image", "none": "none", "presentation": "none"}
-	for _, r := range strings.Fields(`alert alertdialog application article banner blockquote button caption cell
-checkbox code columnheader combobox complementary contentinfo definition deletion dialog directory document
-emphasis feed figure form generic grid gridcell group heading insertion link list listbox listitem log main
-marquee math menu menubar menuitem menuitemcheckbox menuitemradio meter navigation note option paragraph
-progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox separator slider
-spinbutton status strong subscript superscript switch tab table tablist tabpanel term textbox time timer
-toolbar tooltip tree treegrid treeitem`) {
-		m[r] = r
-	}
-	return m
-}()
-
-// nameFromContent are the roles whose name, when nothing else gives one, is
-// the text of their subtree (WAI-ARIA 1.2 §5.2.8.4, as Chromium applies it).
-var nameFromContent = map[string]bool{
-	"button": true, "link": true, "heading": true, "cell": true, "gridcell": true, "columnheader": true,
-	"rowheader": true, "checkbox": true, "radio": true, "switch": true, "tab": true, "menuitem": true,
-	"menuitemcheckbox": true, "menuitemradio": true, "option": true, "treeitem": true, "tooltip": true,
-	"term": true, "DisclosureTriangle": true,
-}
-
-// leafRoles are rendered without their subtree.
-var leafRoles = map[string]bool{
-	"textbox": true, "searchbox": true, "spinbutton": true, "slider": true,
-	"progressbar": true, "meter": true, "separator": true,
-}
-
-// role returns element i's role in Chromium's vocabulary: "generic" for an
-// element HTML gives no role (rendered only when it has a name), "" for one
-// that is not rendered itself (role none or presentation, a hidden input, a
-// link without href …; its children still are).
-func (d *domDoc) role(i int32, tag string) string {
-	if r, ok := d.attr(i, "role"); ok {
-		for _, tok := range strings.Fields(strings.ToLower(r)) {
-			if role, ok := ariaRoles[tok]; ok {
-				switch {
-				case role == "none" && d.focusable(i, tag):
-					// a focusable element keeps its own role
-				case role == "none":
-					return ""
-				case role == "region" && !d.hasOwnName(i):
-					return "generic"
-				default:
-					return role
-				}
-				break
-			}
-		}
-	}
-	switch tag {
-	case "A", "AREA":
-		if _, ok := d.attr(i, "href"); ok {
-			return "link"
-		}
-		return "generic"
-	case "ARTICLE":
-		return "article"
-	case "ASIDE":
-		return "complementary"
-	case "BLOCKQUOTE":
-		return "blockquote"
-	case "BUTTON":
-		return "button"
-	case "CAPTION":
-		return "caption"
-	case "CODE":
-		return "code"
-	case "DD":
-		return "definition"
-	case "DT":
-		return "term"
-	case "DEL", "S", "STRIKE":
-		return "deletion"
-	case "ADDRESS":
-		return "group"
-	case "ABBR":
-		return "Abbr"
-	case "INS":
-		return "insertion"
-	case "DETAILS", "FIELDSET":
-		return "group"
-	case "DIALOG":
-		return "dialog"
-	case "DL":
-		return "DescriptionList"
-	case "EM":
-		return "emphasis"
-	case "FIGCAPTION":
-		return "Figcaption"
-	case "FIGURE":
-		return "figure"
-	case "FOOTER":
-		if !d.inSectioning(i) {
-			return "contentinfo"
-		}
-		return "generic"
-	case "HEADER":
-		if !d.inSectioning(i) {
-			return "banner"
-		}
-		return "generic"
-	case "FORM":
-		return "form"
-	case "H1", "H2", "H3", "H4", "H5", "H6":
-		return "heading"
-	case "HR":
-		return "separator"
-	case "IFRAME":
-		return "Iframe"
-	case "IMG":
-		return "image"
-	case "INPUT":
-		return d.inputRole(i)
-	case "LABEL":
-		return "LabelText"
-	case "LEGEND":
-		return "Legend"
-	case "LI":
-		return "listitem"
-	case "MAIN":
-		return "main"
-	case "MARK":
-		return "mark"
-	case "MENU", "OL", "UL":
-		return "list"
-	case "METER":
-		return "meter"
-	case "NAV":
-		return "navigation"
-	case "OPTION":
-		return "option"
-	case "OUTPUT":
-		return "status"
-	case "P":
-		return "paragraph"
-	case "PROGRESS":
-		return "progressbar"
-	case "SEARCH":
-		return "search"
-	case "SECTION":
-		if d.hasOwnName(i) {
-			return "region"
-		}
-		return "generic"
-	case "SELECT":
-		if _, multi := d.attr(i, "multiple"); multi {
-			return "listbox"
-		}
-		if s, _ := d.attr(i, "size"); s != "" && s != "0" && s != "1" {
-			return "listbox"
-		}
-		return "combobox"
-	case "STRONG":
-		return "strong"
-	case "SUB":
-		return "subscript"
-	case "SUP":
-		return "superscript"
-	case "SUMMARY":
-		return "DisclosureTriangle"
-	case "TABLE":
-		return "table"
-	case "THEAD", "TFOOT", "TBODY", "TR", "TD", "TH":
-		if d.inPresentationalTable(i) {
-			return ""
-		}
-	}
-	switch tag {
-	case "THEAD", "TFOOT":
-		return "rowgroup"
-	case "TR":
-		return "row"
-	case "TD":
-		return "cell"
-	case "TH":
-		if s, _ := d.attr(i, "scope"); strings.EqualFold(s, "row") {
-			return "rowheader"
-		}
-		return "columnheader"
-	case "TEXTAREA":
-		return "textbox"
-	case "TIME":
-		return "time"
-	case "svg":
-		return "image"
-	}
-	return "generic"
-}
-
-func (d *domDoc) inputRole(i int32) string {
-	t, _ := d.attr(i, "type")
-	switch strings.ToLower(t) {
-	case "hidden":
-		return ""
-	case "search":
-		if _, ok := d.attr(i, "list"); !ok {
-			return "searchbox"
-		}
-		return "combobox"
-	case "number":
-		return "spinbutton"
-	case "range":
-		return "slider"
-	case "checkbox":
-		return "checkbox"
-	case "radio":
-		return "radio"
-	case "submit", "reset", "button", "image", "file":
-		return "button"
-	case "color":
-		return "ColorWell"
-	case "date":
-		return "Date"
-	case "time":
-		return "InputTime"
-	case "datetime-local", "month", "week":
-		return "DateTime"
-	}
-	if _, ok := d.attr(i, "list"); ok {
-		return "combobox"
-	}
-	return "textbox"
-}
-
-// inPresentationalTable reports whether table part i is in a table whose
-// role is none or presentation: its rows and cells are presentational too.
-func (d *domDoc) inPresentationalTable(i int32) bool {
-	for p := d.parent[i]; p >= 0; p = d.parent[p] {
-		if d.tag(p) == "TABLE" {
-			r, _ := d.attr(p, "role")
-			switch strings.ToLower(strings.TrimSpace(r)) {
-			case "none", "presentation":
-				return !d.focusable(p, "TABLE")
-			}
-			return false
-		}
-	}
-	return false
-}
-
-// inSectioning reports whether element i is inside an article, aside, main,
-// nav or section: a header or footer there is not the page's landmark.
-func (d *domDoc) inSectioning(i int32) bool {
-	for p := d.parent[i]; p >= 0; p = d.parent[p] {
-		switch d.tag(p) {
-		case "ARTICLE", "ASIDE", "MAIN", "NAV", "SECTION":
-			return true
-		}
-	}
-	return false
-}
-
-// hasOwnName reports whether element i is named by an attribute.
-func (d *domDoc) hasOwnName(i int32) bool {
-	for _, a := range []string{"aria-label", "aria-labelledby", "title"} {
-		if v, ok := d.attr(i, a); ok && strings.TrimSpace(v) != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// maxName is the longest name rendered, in bytes (Chromium cuts string
-// attributes of its accessibility tree at 10,000 characters).
-const maxName = 10000
-
-// maxTextDepth bounds the levels a name is gathered from.
-const maxTextDepth = 256
-
-// accName returns element i's accessible name, following the steps of the
-// accessible name computation Chromium applies to HTML: aria-labelledby,
-// aria-label, the element's own naming (labels, alt, value, legend, caption,
-// title of a frame or an SVG), its content for the roles named by it, then
-// title and placeholder. Whitespace is collapsed; at most maxName bytes.
-func (d *domDoc) accName(i int32, tag, role string) string {
-	if v, ok := d.attr(i, "aria-labelledby"); ok {
-		var b []byte
-		seen := map[string]bool{}
-		for _, id := range strings.Fields(v) {
-			if seen[id] || len(b) >= maxName {
-				continue
-			}
-			seen[id] = true
-			if e, ok := d.byID(id); ok {
-				b = d.labelledByText(append(b, ' '), e)
-			}
-		}
-		if n := capName(collapseSpace(b)); n != "" {
-			return n
-		}
-	}
-	if v, ok := d.attr(i, "aria-label"); ok {
-		if v = capName(collapseString(v)); v != "" {
-			return v
-		}
-	}
-	if n := d.nativeName(i, tag); n != "" {
-		return capName(n)
-	}
-	if nameFromContent[role] {
-		if n := d.text(i); n != "" {
-			return n
-		}
-	}
-	if v, ok := d.attr(i, "title"); ok {
-		if v = capName(collapseString(v)); v != "" {
-			return v
-		}
-	}
-	if role == "textbox" || role == "searchbox" || role == "combobox" {
-		for _, a := range []string{"placeholder", "aria-placeholder"} {
-			if v, ok := d.attr(i, a); ok && strings.TrimSpace(v) != "" {
-				return capName(collapseString(v))
-			}
-		}
-	}
-	return ""
-}
-
-// capName cuts s to at most maxName bytes, at a character boundary.
-func capName(s string) string {
-	if len(s) <= maxName {
-		return s
-	}
-	n := maxName
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// nativeName is the name HTML gives element i by its own markup.
-func (d *domDoc) nativeName(i int32, tag string) string {
-	switch tag {
-	case "INPUT", "TEXTAREA", "SELECT", "METER", "PROGRESS", "BUTTON", "OUTPUT":
-		t, _ := d.attr(i, "type")
-		t = strings.ToLower(t)
-		var parts []string
-		if id, ok := d.attr(i, "id"); ok && id != "" {
-			for _, l := range d.labelsFor(id) {
-				if t := d.text(l); t != "" {
-					parts = append(parts, t)
-				}
-			}
-		}
-		if len(parts) == 0 {
-			for p := d.parent[i]; p >= 0; p = d.parent[p] {
-				if d.tag(p) == "LABEL" {
-					if _, hasFor := d.attr(p, "for"); !hasFor && d.labelControl(p) == i {
-						if t := d.text(p); t != "" {
-							parts = append(parts, t)
-						}
-					}
-					break
-				}
-			}
-		}
-		if len(parts) > 0 {
-			return strings.Join(parts, " ")
-		}
-		if tag == "INPUT" {
-			switch t {
-			case "submit", "reset", "button":
-				if v, ok := d.attr(i, "value"); ok {
-					return collapseString(v)
-				}
-				switch t {
-				case "submit":
-					return "Submit"
-				case "reset":
-					return "Reset"
-				}
-			case "image":
-				if v, ok := d.attr(i, "alt"); ok {
-					return collapseString(v)
-				}
-				return "Submit"
-			}
-		}
-		return ""
-	case "IMG", "AREA":
-		v, _ := d.attr(i, "alt")
-		return collapseString(v)
-	case "FIELDSET":
-		return d.childText(i, "LEGEND")
-	case "TABLE":
-		return d.childText(i, "CAPTION")
-	case "IFRAME":
-		v, _ := d.attr(i, "title")
-		return collapseString(v)
-	case "svg":
-		return d.svgTitle(i)
-	}
-	return ""
-}
-
 // svgTitle is the text of SVG element i's <title> child.
 func (d *domDoc) svgTitle(i int32) string {
 	for c := d.first[i]; c >= 0; c = d.next[c] {
@@ -773,21 +398,23 @@ func (d *domDoc) appendText(b []byte, i int32, depth int, all bool) []byte {
 		}
 		return b
 	case 1:
-	default:
-		return b
+		return d.appendElementText(b, i, depth, all)
 	}
+	return b
+}
+
+// appendElementText appends element i's text: nothing for a script, a
+// style or a control (a control's value may be a password's), a space for
+// a line break, a nested element's aria-label in place of its content, an
+// image's alt, an SVG's title, a generated box's text, else its children's
+// text, a block set apart by spaces.
+func (d *domDoc) appendElementText(b []byte, i int32, depth int, all bool) []byte {
 	tag := d.tag(i)
 	if !all && (!d.live[i] || d.ariaHidden(i, tag)) {
 		return b
 	}
 	shown := all || !d.hidden[i]
 	switch tag {
-	case "INPUT", "SELECT", "TEXTAREA":
-		// A control adds its aria-label, never its value (a password's).
-		if v, ok := d.attr(i, "aria-label"); ok && depth > 0 && shown && strings.TrimSpace(v) != "" {
-			b = append(append(append(b, ' '), v...), ' ')
-		}
-		return b
 	case "SCRIPT", "STYLE":
 		return b
 	case "BR":
@@ -795,21 +422,17 @@ func (d *domDoc) appendText(b []byte, i int32, depth int, all bool) []byte {
 	}
 	if depth > 0 && shown {
 		if v, ok := d.attr(i, "aria-label"); ok && strings.TrimSpace(v) != "" {
-			return append(append(append(b, ' '), v...), ' ')
+			return spaced(b, v)
 		}
 	}
 	switch tag {
+	case "INPUT", "SELECT", "TEXTAREA":
+		return b
 	case "IMG":
-		if shown {
-			v, _ := d.attr(i, "alt")
-			b = append(append(append(b, ' '), v...), ' ')
-		}
-		return b
+		v, _ := d.attr(i, "alt")
+		return spacedIf(shown, b, v)
 	case "svg":
-		if shown {
-			b = append(append(append(b, ' '), d.svgTitle(i)...), ' ')
-		}
-		return b
+		return spacedIf(shown, b, d.svgTitle(i))
 	}
 	if p, ok := d.pseudo[i]; ok {
 		if shown && (p == "before" || p == "after") {
@@ -826,6 +449,17 @@ func (d *domDoc) appendText(b []byte, i int32, depth int, all bool) []byte {
 		b = append(b, ' ')
 	}
 	return b
+}
+
+// spaced appends s to b between spaces.
+func spaced(b []byte, s string) []byte { return append(append(append(b, ' '), s...), ' ') }
+
+// spacedIf appends s to b between spaces when cond holds.
+func spacedIf(cond bool, b []byte, s string) []byte {
+	if !cond {
+		return b
+	}
+	return spaced(b, s)
 }
 
 // eachChild calls f with each child of node i in rendering order: a

@@ -87,9 +87,9 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-// allowedOrigins is the pairing allow-list: replace when given,
-// else the published Vellum extension ids and the reference extension's;
-// then add. Entries are ids or chrome-extension:// origins.
+// allowedOrigins is the pairing allow-list: replace when given, else the
+// published Vellum extension ids and the reference extension's; then add.
+// Entries are ids or chrome-extension:// origins.
 func allowedOrigins(replace, add string) []string {
 	var base []string
 	if strings.TrimSpace(replace) != "" {
@@ -122,31 +122,21 @@ func run() error {
 		}
 		return err
 	}
-	listen, keyFile, actor, inspect, cdpPort, useLocal, chromium, verbose :=
-		&c.listen, &c.keyFile, &c.actor, &c.inspect, &c.cdpPort, &c.useLocal, &c.chromium, &c.verbose
-	natsURL, replica := &c.natsURL, &c.replica
-
 	level := slog.LevelInfo
-	if *verbose {
+	if c.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-
-	host, _, err := net.SplitHostPort(*listen)
-	if err != nil {
-		return fmt.Errorf("-listen %q: %w", *listen, err)
+	if err := checkLoopback(c.listen); err != nil {
+		return err
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-listen %q: the reference server listens on loopback only", *listen)
-	}
-	key, err := auth.LoadOrCreateKey(*keyFile)
+	key, err := auth.LoadOrCreateKey(c.keyFile)
 	if err != nil {
 		return err
 	}
-
 	cfg := cdpinspect.DefaultConfig()
-	cfg.Enabled = *inspect
-	cfg.Port = *cdpPort
+	cfg.Enabled = c.inspect
+	cfg.Port = c.cdpPort
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -159,34 +149,69 @@ func run() error {
 	defer insp.Close() // its shared browser WebSocket, after the runtime
 	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
-	if *useLocal {
-		lb = local.New(local.Options{ExecutablePath: *chromium, Logger: log, Args: localArgs})
+	if c.useLocal {
+		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs})
+		defer lb.Close() // after the server's shutdown
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
-
 	rcfg := runtime.Config{
-		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: *actor, Logger: log, Fallbacks: fallbacks,
+		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: c.actor, Logger: log, Fallbacks: fallbacks,
 		SelectorOptions: browserbackend.Options{Policy: c.policy},
 		Guard:           g,
 	}
-	if (*natsURL == "") != (*replica == "") {
-		return errors.New("-nats and -replica go together")
+	nc, err := joinReplicas(c, log, &rcfg)
+	if err != nil {
+		return err
 	}
-	if *natsURL != "" {
-		nc, err := nats.Connect(*natsURL, nats.Name("browserchain-"+*replica), nats.MaxReconnects(-1))
-		if err != nil {
-			return fmt.Errorf("-nats %q: %w", *natsURL, err)
-		}
+	if nc != nil {
 		defer nc.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		d, err := natshub.New(sctx, nc, *replica, natshub.WithLogger(log))
-		cancel()
-		if err != nil {
-			return err
-		}
-		rcfg.Distributed = d
-		log.Info("replica of a distributed hub", "module", "example-server", "replica", *replica)
 	}
+	return serve(c, rcfg, log)
+}
+
+// checkLoopback refuses a listen address that is not host:port on a
+// loopback host.
+func checkLoopback(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("-listen %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-listen %q: the reference server listens on loopback only", listen)
+	}
+	return nil
+}
+
+// joinReplicas, with -nats and -replica, connects to the broker and sets
+// rcfg.Distributed to this replica's hub; the caller closes the connection
+// it returns (nil without -nats).
+func joinReplicas(c config, log *slog.Logger, rcfg *runtime.Config) (*nats.Conn, error) {
+	if (c.natsURL == "") != (c.replica == "") {
+		return nil, errors.New("-nats and -replica go together")
+	}
+	if c.natsURL == "" {
+		return nil, nil
+	}
+	nc, err := nats.Connect(c.natsURL, nats.Name("browserchain-"+c.replica), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("-nats %q: %w", c.natsURL, err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	d, err := natshub.New(sctx, nc, c.replica, natshub.WithLogger(log))
+	cancel()
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	rcfg.Distributed = d
+	log.Info("replica of a distributed hub", "module", "example-server", "replica", c.replica)
+	return nc, nil
+}
+
+// serve runs the runtime of rcfg on c.listen (and the remote listener when
+// configured) until the server fails or the process is interrupted, then
+// shuts both down.
+func serve(c config, rcfg runtime.Config, log *slog.Logger) error {
 	rt, err := runtime.New(rcfg)
 	if err != nil {
 		if rcfg.Distributed != nil {
@@ -194,8 +219,8 @@ func run() error {
 		}
 		return err
 	}
-	srv := rt.HTTPServer(*listen)
-	ln, err := net.Listen("tcp", *listen)
+	srv := rt.HTTPServer(c.listen)
+	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		rt.Close()
 		return err
@@ -209,7 +234,7 @@ func run() error {
 		}
 	}
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
-		"keyFile", *keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", *actor, "policy", c.policy.Name)
+		"keyFile", c.keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", c.actor, "policy", c.policy.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -225,9 +250,6 @@ func run() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	if lb != nil {
-		_ = lb.Close()
-	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -1,5 +1,5 @@
 // Package auth pairs clients with a self-hosted assistant runtime and
-// authenticates their later requests (SPEC §4, PXY-8).
+// authenticates their later requests.
 //
 // An Authority holds an HS256 signing key and mints short-lived access tokens
 // (JWT, github.com/golang-jwt/jwt/v5) whose subject is the actor principal the
@@ -15,7 +15,7 @@
 //     token (plus the deviceId it is bound to) for a new access token and a new
 //     refresh token; each refresh token works once.
 //   - Middleware: turns "Authorization: Bearer <token>" into the actor with
-//     eventhub.WithActor (and the full Claims with ClaimsFrom); a missing,
+//     eventhub.WithActor; a missing,
 //     malformed, badly signed or expired token is a 401 with a JSON error.
 //
 // Every denial is logged at warn level with the reason, the route and the

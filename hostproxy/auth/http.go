@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,7 +13,7 @@ import (
 )
 
 // forwardingHeaders are headers a proxy adds. Any of them on a local-only
-// route means the request did not come straight from this machine (PXY-8).
+// route means the request did not come straight from this machine.
 var forwardingHeaders = []string{
 	"Forwarded",
 	"X-Forwarded-For",
@@ -138,7 +137,7 @@ func localOnlyReason(r *http.Request) string {
 // or a loopback IP, and no forwarding header (Forwarded, X-Forwarded-*,
 // X-Real-IP, Via, …) may be present. Anything else is answered 403
 // {"error":{"code":"local_only","message":"endpoint is local-only"}} and
-// logged (PXY-8).
+// logged.
 func (a *Authority) LocalOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if reason := localOnlyReason(r); reason != "" {
@@ -193,7 +192,7 @@ func (a *Authority) decode(w http.ResponseWriter, r *http.Request, v any, requir
 	return false
 }
 
-// PairHandler serves POST /v1/pair (PXY-8). Order of checks: local-only
+// PairHandler serves POST /v1/pair. Order of checks: local-only
 // (403), rate limit per peer (429), X-Vellum-Interface-Id present (400),
 // Origin allow-listed when required (403), body (400/413). Success answers
 // 200 with Tokens.
@@ -307,18 +306,6 @@ func tokenCode(err error) string {
 // includes the token itself.
 func reasonOf(err error) string { return err.Error() }
 
-type claimsKey struct{}
-
-// ClaimsFrom returns the verified claims Middleware stored in ctx.
-func ClaimsFrom(ctx context.Context) (*Claims, bool) {
-	c, ok := ctx.Value(claimsKey{}).(*Claims)
-	return c, ok
-}
-
-func contextWithClaims(ctx context.Context, c *Claims) context.Context {
-	return context.WithValue(ctx, claimsKey{}, c)
-}
-
 // validID reports whether s is a plausible interface id.
 func validID(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
@@ -332,7 +319,7 @@ func validID(s string) bool {
 	return true
 }
 
-// validClientID reports whether s fits the hub's header rules (HUB-3): at
+// validClientID reports whether s fits the hub's header rules: at
 // most 256 bytes, no control characters.
 func validClientID(s string) bool {
 	if len(s) > 256 {

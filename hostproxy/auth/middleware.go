@@ -10,12 +10,11 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 )
 
-// Middleware authenticates every request to next with an access token
-// (PXY-8): "Authorization: Bearer <token>" must be an HS256 JWT signed with
+// Middleware authenticates every request to next with an access token:
+// "Authorization: Bearer <token>" must be an HS256 JWT signed with
 // this Authority's key, with its issuer, audience and scope
 // ScopeActorClient, and unexpired by the injected clock. On success the
-// request context carries the actor (eventhub.WithActor) and the claims
-// (ClaimsFrom).
+// request context carries the actor (eventhub.WithActor).
 //
 // Answers, each with a JSON error body and an audit line:
 //   - 401 missing_token / invalid_token / token_expired / wrong_token_kind,
@@ -27,12 +26,12 @@ import (
 //     as a desktop client and gain its capabilities);
 //   - 403 cross_site when the request says a web page sent it
 //     (Sec-Fetch-Site cross-site or same-site), 403 origin_not_allowed when
-//     it carries an Origin that is not an allowed chrome-extension:// origin
-//     (WIRE-7). The extension's own requests carry Sec-Fetch-Site: none and
+//     it carries an Origin that is not an allowed chrome-extension:// origin.
+//     The extension's own requests carry Sec-Fetch-Site: none and
 //     its allowed origin, desktop clients neither header.
 //
 // The request context also carries the client id the request acts as
-// (eventhub.WithClientID, WIRE-1): the token's bound client, else the
+// (eventhub.WithClientID): the token's bound client, else the
 // X-Vellum-Client-Id header (which binds the token to that client for later
 // requests without the header), else the client the token was last used
 // with. The events stream is the one request on which the real extension
@@ -68,7 +67,6 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ctx := eventhub.WithActor(r.Context(), c.Subject)
-		ctx = contextWithClaims(ctx, c)
 		if cid := a.clientOf(c, r.Header.Get(wire.HeaderClientID)); cid != "" {
 			ctx = eventhub.WithClientID(ctx, cid)
 		}
@@ -78,7 +76,7 @@ func (a *Authority) Middleware(next http.Handler) http.Handler {
 
 // RefuseWebPages answers 403 to a request a web page sent — cross_site for
 // Sec-Fetch-Site cross-site or same-site, origin_not_allowed for an Origin
-// that is not an allowed chrome-extension:// origin (WIRE-7), each with the
+// that is not an allowed chrome-extension:// origin, each with the
 // audit line Middleware writes — and passes every other request to next.
 // Mount it in front of a rate limiter: Middleware refuses these requests
 // too, but after the limiter has counted them, so a page the user merely
@@ -96,7 +94,7 @@ func (a *Authority) RefuseWebPages(next http.Handler) http.Handler {
 
 // Identify is a lenient companion of Middleware for placing in front of a
 // rate limiter: when the request carries a valid access token it stores the
-// actor (eventhub.WithActor) and the claims, so the limiter can pick the
+// actor (eventhub.WithActor), so the limiter can pick the
 // authenticated budget; otherwise it passes the request on untouched and
 // denies nothing (Middleware, mounted after it, does that).
 func (a *Authority) Identify(next http.Handler) http.Handler {
@@ -104,15 +102,15 @@ func (a *Authority) Identify(next http.Handler) http.Handler {
 		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if ok && strings.EqualFold(scheme, "Bearer") {
 			if c, err := a.Verify(strings.TrimSpace(tok), ScopeActorClient); err == nil {
-				r = r.WithContext(contextWithClaims(eventhub.WithActor(r.Context(), c.Subject), c))
+				r = r.WithContext(eventhub.WithActor(r.Context(), c.Subject))
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// crossSite returns a denial code and reason when r was sent by a web page
-// (WIRE-7), or "" when it was not.
+// crossSite returns a denial code and reason when r was sent by a web page,
+// or "" when it was not.
 func (a *Authority) crossSite(r *http.Request) (code, reason string) {
 	switch site := strings.ToLower(r.Header.Get("Sec-Fetch-Site")); site {
 	case "cross-site", "same-site":

@@ -12,11 +12,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// DefaultMaxSetup bounds the connections in setup at once (REM-6).
+// DefaultMaxSetup bounds the connections in setup at once.
 const DefaultMaxSetup = 64
 
-// Timeouts and sizes of the server NewHTTPServer returns (REM-6: bounded
-// header time and size).
+// Timeouts and sizes of the server NewHTTPServer returns: bounded header
+// time and size.
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultMaxHeaderBytes    = 16 << 10
@@ -30,7 +30,7 @@ const (
 const setupWarnInterval = 10 * time.Second
 
 // SetupLimit bounds the connections in setup (accepted, TLS handshake and
-// request headers not yet done) to a maximum (REM-6): a connection accepted
+// request headers not yet done) to a maximum: a connection accepted
 // over it is closed at once, counted, and reported by a warning at most
 // once every 10 s. Install both halves: Listener around the listener and
 // ConnState as the http.Server's ConnState (NewHTTPServer does). Safe for
@@ -57,9 +57,6 @@ func NewSetupLimit(max int, log *slog.Logger) *SetupLimit {
 
 // Dropped is how many connections were closed over the limit.
 func (l *SetupLimit) Dropped() uint64 { return l.dropped.Load() }
-
-// InSetup is how many connections are in setup now.
-func (l *SetupLimit) InSetup() int { return int(l.inSetup.Load()) }
 
 // Listener wraps ln: each accepted connection counts as in setup until its
 // first request is read or it closes.

@@ -289,132 +289,175 @@ func (d *debugger) tab(id tabid.ID) (*tab, error) {
 	return t, nil
 }
 
+// vellumHandler answers one Vellum.* method with the value its result
+// encodes, or the error the extension would give.
+type vellumHandler func(d *debugger, ctx context.Context, params json.RawMessage, clientID string) (any, error)
+
+// vellumMethods are the Vellum.* methods the debugger answers, by name.
+var vellumMethods = map[string]vellumHandler{
+	"Vellum.listTabs":  (*debugger).listTabs,
+	"Vellum.createTab": (*debugger).createTab,
+	"Vellum.closeTab":  (*debugger).closeTab,
+	"Vellum.findTab":   (*debugger).findTab,
+	"Vellum.selectTab": (*debugger).selectTab,
+	"Vellum.attach":    (*debugger).attachTab,
+	"Vellum.detach":    (*debugger).detachTab,
+}
+
+// vellum answers a Vellum.* method (vellumMethods); any other method is
+// JSON-RPC's method not found (-32601).
 func (d *debugger) vellum(ctx context.Context, method string, params json.RawMessage, clientID string) (json.RawMessage, error) {
-	answer := func(v any) (json.RawMessage, error) {
-		raw, err := json.Marshal(v)
-		return raw, err
+	h, ok := vellumMethods[method]
+	if !ok {
+		return nil, structured(-32601, fmt.Sprintf("'%s' wasn't found", method))
 	}
-	switch method {
-	case "Vellum.listTabs":
-		infos, err := d.pages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		type entry struct {
-			TabID    int    `json:"tabId"`
-			WindowID int    `json:"windowId"`
-			URL      string `json:"url"`
-			Title    string `json:"title"`
-			Active   bool   `json:"active"`
-			Pinned   bool   `json:"pinned"`
-		}
-		d.mu.Lock()
-		out := make([]entry, 0, len(infos))
-		for _, in := range infos {
-			if id, ok := d.byTarget[in.TargetID]; ok {
-				out = append(out, entry{TabID: id, WindowID: 1, URL: in.URL, Title: in.Title, Active: id == d.active})
-			}
-		}
-		d.mu.Unlock()
-		return answer(map[string]any{"tabs": out})
-	case "Vellum.createTab":
-		// Whatever it is given: an active about:blank.
-		raw, err := d.conn.call(ctx, "", "Target.createTarget", json.RawMessage(`{"url":"about:blank"}`))
-		if err != nil {
-			return nil, plain("%v", err)
-		}
-		var out struct{ TargetID string }
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return nil, err
-		}
-		id := d.register(out.TargetID)
-		d.mu.Lock()
-		d.active = id
-		d.mu.Unlock()
-		return answer(map[string]string{"tabId": strconv.Itoa(id), "clientId": clientID})
-	case "Vellum.closeTab":
-		id, ok := tabParam(params)
-		if !ok {
-			return nil, structured(-32602, "tabId is required and must be a number")
-		}
-		t, err := d.tab(id)
-		if err != nil {
-			return nil, err
-		}
-		p, _ := json.Marshal(map[string]string{"targetId": t.targetID})
-		if _, err := d.conn.call(ctx, "", "Target.closeTarget", p); err != nil {
-			return nil, plain("%v", err)
-		}
-		var given struct {
-			TabID json.RawMessage `json:"tabId"`
-		}
-		_ = json.Unmarshal(params, &given)
-		return answer(map[string]any{"closed": true, "tabId": given.TabID, "clientId": clientID})
-	case "Vellum.findTab":
-		var p struct {
-			URLPattern string `json:"urlPattern"`
-		}
-		_ = json.Unmarshal(params, &p)
-		infos, err := d.pages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		re := patternRegexp(p.URLPattern)
-		for _, in := range infos {
-			d.mu.Lock()
-			id, ok := d.byTarget[in.TargetID]
-			d.mu.Unlock()
-			if ok && re.MatchString(in.URL) {
-				return answer(map[string]string{"tabId": strconv.Itoa(id), "url": in.URL, "title": in.Title})
-			}
-		}
-		return nil, plain("No tab matches %s.", p.URLPattern)
-	case "Vellum.selectTab":
-		var p struct {
-			TabID *int `json:"tabId"`
-		}
-		if json.Unmarshal(params, &p) != nil || p.TabID == nil {
-			return nil, structured(-32602, "tabId is required and must be a number")
-		}
-		t, err := d.tab(tabid.ID(*p.TabID))
-		if err != nil {
-			return nil, err
-		}
-		tp, _ := json.Marshal(map[string]string{"targetId": t.targetID})
-		if _, err := d.conn.call(ctx, "", "Target.activateTarget", tp); err != nil {
-			return nil, plain("%v", err)
-		}
-		d.mu.Lock()
-		d.active = t.id
-		d.mu.Unlock()
-		return answer(map[string]any{})
-	case "Vellum.attach", "Vellum.detach":
-		id, ok := tabParam(params)
-		if !ok {
-			return nil, structured(-32602, "tabId is required and must be a number")
-		}
-		t, err := d.tab(id)
-		if err != nil {
-			return nil, err
-		}
-		if method == "Vellum.attach" {
-			if _, err := d.attached(ctx, t); err != nil {
-				return nil, err
-			}
-			return answer(map[string]any{"attached": true, "target": map[string]int{"tabId": t.id}})
-		}
-		d.mu.Lock()
-		session := t.session
-		t.session = ""
-		delete(d.bySession, session)
-		d.mu.Unlock()
-		if session != "" {
-			p, _ := json.Marshal(map[string]string{"sessionId": session})
-			_, _ = d.conn.call(ctx, "", "Target.detachFromTarget", p)
-		}
-		return answer(map[string]any{"detached": true, "target": map[string]int{"tabId": t.id}})
+	v, err := h(d, ctx, params, clientID)
+	if err != nil {
+		return nil, err
 	}
-	return nil, structured(-32601, fmt.Sprintf("'%s' wasn't found", method))
+	return json.Marshal(v)
+}
+
+// tabArg is the tab that params' tabId names; invalid params (-32602)
+// without one, the extension's plain error for an unknown tab.
+func (d *debugger) tabArg(params json.RawMessage) (*tab, error) {
+	id, ok := tabParam(params)
+	if !ok {
+		return nil, structured(-32602, "tabId is required and must be a number")
+	}
+	return d.tab(id)
+}
+
+func (d *debugger) listTabs(ctx context.Context, _ json.RawMessage, _ string) (any, error) {
+	infos, err := d.pages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		TabID    int    `json:"tabId"`
+		WindowID int    `json:"windowId"`
+		URL      string `json:"url"`
+		Title    string `json:"title"`
+		Active   bool   `json:"active"`
+		Pinned   bool   `json:"pinned"`
+	}
+	d.mu.Lock()
+	out := make([]entry, 0, len(infos))
+	for _, in := range infos {
+		if id, ok := d.byTarget[in.TargetID]; ok {
+			out = append(out, entry{TabID: id, WindowID: 1, URL: in.URL, Title: in.Title, Active: id == d.active})
+		}
+	}
+	d.mu.Unlock()
+	return map[string]any{"tabs": out}, nil
+}
+
+// createTab opens an active about:blank, whatever it is given.
+func (d *debugger) createTab(ctx context.Context, _ json.RawMessage, clientID string) (any, error) {
+	raw, err := d.conn.call(ctx, "", "Target.createTarget", json.RawMessage(`{"url":"about:blank"}`))
+	if err != nil {
+		return nil, plain("%v", err)
+	}
+	var out struct{ TargetID string }
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	id := d.register(out.TargetID)
+	d.mu.Lock()
+	d.active = id
+	d.mu.Unlock()
+	return map[string]string{"tabId": strconv.Itoa(id), "clientId": clientID}, nil
+}
+
+// closeTab closes the tab and echoes its tabId as given.
+func (d *debugger) closeTab(ctx context.Context, params json.RawMessage, clientID string) (any, error) {
+	t, err := d.tabArg(params)
+	if err != nil {
+		return nil, err
+	}
+	p, _ := json.Marshal(map[string]string{"targetId": t.targetID})
+	if _, err := d.conn.call(ctx, "", "Target.closeTarget", p); err != nil {
+		return nil, plain("%v", err)
+	}
+	var given struct {
+		TabID json.RawMessage `json:"tabId"`
+	}
+	_ = json.Unmarshal(params, &given)
+	return map[string]any{"closed": true, "tabId": given.TabID, "clientId": clientID}, nil
+}
+
+// findTab answers the first tab whose URL matches params' urlPattern.
+func (d *debugger) findTab(ctx context.Context, params json.RawMessage, _ string) (any, error) {
+	var p struct {
+		URLPattern string `json:"urlPattern"`
+	}
+	_ = json.Unmarshal(params, &p)
+	infos, err := d.pages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	re := patternRegexp(p.URLPattern)
+	for _, in := range infos {
+		d.mu.Lock()
+		id, ok := d.byTarget[in.TargetID]
+		d.mu.Unlock()
+		if ok && re.MatchString(in.URL) {
+			return map[string]string{"tabId": strconv.Itoa(id), "url": in.URL, "title": in.Title}, nil
+		}
+	}
+	return nil, plain("No tab matches %s.", p.URLPattern)
+}
+
+// selectTab activates the tab and makes it the active one.
+func (d *debugger) selectTab(ctx context.Context, params json.RawMessage, _ string) (any, error) {
+	var p struct {
+		TabID *int `json:"tabId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.TabID == nil {
+		return nil, structured(-32602, "tabId is required and must be a number")
+	}
+	t, err := d.tab(tabid.ID(*p.TabID))
+	if err != nil {
+		return nil, err
+	}
+	tp, _ := json.Marshal(map[string]string{"targetId": t.targetID})
+	if _, err := d.conn.call(ctx, "", "Target.activateTarget", tp); err != nil {
+		return nil, plain("%v", err)
+	}
+	d.mu.Lock()
+	d.active = t.id
+	d.mu.Unlock()
+	return map[string]any{}, nil
+}
+
+// attachTab attaches the debugger to the tab.
+func (d *debugger) attachTab(ctx context.Context, params json.RawMessage, _ string) (any, error) {
+	t, err := d.tabArg(params)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.attached(ctx, t); err != nil {
+		return nil, err
+	}
+	return map[string]any{"attached": true, "target": map[string]int{"tabId": t.id}}, nil
+}
+
+// detachTab detaches the debugger from the tab, if it is attached.
+func (d *debugger) detachTab(ctx context.Context, params json.RawMessage, _ string) (any, error) {
+	t, err := d.tabArg(params)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	session := t.session
+	t.session = ""
+	delete(d.bySession, session)
+	d.mu.Unlock()
+	if session != "" {
+		p, _ := json.Marshal(map[string]string{"sessionId": session})
+		_, _ = d.conn.call(ctx, "", "Target.detachFromTarget", p)
+	}
+	return map[string]any{"detached": true, "target": map[string]int{"tabId": t.id}}, nil
 }
 
 // pages lists the browser's page targets.
