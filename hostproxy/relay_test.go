@@ -60,7 +60,7 @@ func TestRelay_ResultForAnotherProxyGetsItsVerdictAndEventsAreRelayed(t *testing
 	rec = postResult(other, "ext-1", "alice", ResultBody{RequestID: "nope", Content: `{}`})
 	require.Equal(t, http.StatusNotFound, rec.Code)
 
-	rec = post(other.EventHandler(), "ext-1", "alice", []byte(`{"method":"Page.loadEventFired","params":{}}`))
+	rec = post(other.eventHandler(), "ext-1", "alice", []byte(`{"method":"Page.loadEventFired","params":{}}`))
 	require.Equal(t, http.StatusOK, rec.Code)
 	relay.mu.Lock()
 	require.Len(t, relay.events, 1)
