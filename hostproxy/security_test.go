@@ -48,7 +48,7 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 	}
 }
 
-// A pending entry resolved by the host app (Proxy.Resolve, for
+// A pending entry resolved by the host app (Interactions.Resolve, for
 // example when it drops a conversation) must not make the caller wait
 // forever once its context ends: it gets the aborted error.
 func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *testing.T) {
