@@ -168,24 +168,24 @@ func TestBackend_EventsAndInvalidationReachSubscribers(t *testing.T) {
 	answer(t, p, mac, `{}`, false)
 	require.NoError(t, (<-done).err)
 
-	rec := post(p.EventHandler(), "mac", "alice", []byte(`{"method":"Page.loadEventFired","params":{"timestamp":1.5}}`))
+	rec := post(p.eventHandler(), "mac", "alice", []byte(`{"method":"Page.loadEventFired","params":{"timestamp":1.5}}`))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	ev := <-loads
 	assert.Equal(t, "Page.loadEventFired", ev.Method)
 	assert.JSONEq(t, `{"timestamp":1.5}`, string(ev.Params))
 
-	rec = post(p.SessionInvalidatedHandler(), "mac", "alice", []byte(`{"sessionId":"S9","targetId":"T9","reason":"tab_closed"}`))
+	rec = post(p.invalidationHandler(), "mac", "alice", []byte(`{"sessionId":"S9","targetId":"T9","reason":"tab_closed"}`))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	ev = <-detached
 	assert.Equal(t, "S9", ev.SessionID)
 	assert.JSONEq(t, `{"sessionId":"S9","targetId":"T9","reason":"tab_closed"}`, string(ev.Params))
 
 	// Rejections.
-	assert.Equal(t, http.StatusBadRequest, post(p.EventHandler(), "", "alice", []byte(`{"method":"a"}`)).Code)
-	assert.Equal(t, http.StatusNotFound, post(p.EventHandler(), "ghost", "alice", []byte(`{"method":"a"}`)).Code)
-	assert.Equal(t, http.StatusForbidden, post(p.EventHandler(), "mac", "mallory", []byte(`{"method":"a"}`)).Code)
-	assert.Equal(t, http.StatusBadRequest, post(p.EventHandler(), "mac", "alice", []byte(`{"params":{}}`)).Code)
-	assert.Equal(t, http.StatusBadRequest, post(p.SessionInvalidatedHandler(), "mac", "alice", []byte(`{"reason":"x"}`)).Code)
+	assert.Equal(t, http.StatusBadRequest, post(p.eventHandler(), "", "alice", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusNotFound, post(p.eventHandler(), "ghost", "alice", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusForbidden, post(p.eventHandler(), "mac", "mallory", []byte(`{"method":"a"}`)).Code)
+	assert.Equal(t, http.StatusBadRequest, post(p.eventHandler(), "mac", "alice", []byte(`{"params":{}}`)).Code)
+	assert.Equal(t, http.StatusBadRequest, post(p.invalidationHandler(), "mac", "alice", []byte(`{"reason":"x"}`)).Code)
 	select {
 	case ev := <-loads:
 		t.Fatalf("rejected post delivered %v", ev)

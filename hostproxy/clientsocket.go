@@ -20,7 +20,7 @@ import (
 
 // clientFrame is every client → server frame of a client socket: the
 // remote device socket (package hostproxy/remote) and the result socket in
-// its subscribed mode (ResultSocketHandler). Its fields are the union of
+// its subscribed mode. Its fields are the union of
 // ResultBody, EventBody and InvalidationBody, so a frame is the matching
 // POST body plus its "type".
 type clientFrame struct {
@@ -48,28 +48,24 @@ type FrameReply struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// HandleClientFrame acts on one JSON frame that a client socket bound to
-// clientID and actor received, as the POST routes act on their bodies
-// (PXY-4, WIRE-4, REM-4). The frames, by "type":
+// Handle acts on one JSON frame that a client socket bound to
+// clientID and actor received, as the POST routes (Mount) act on their
+// bodies, with the socket's binding in place of the header and the
+// credential. The frames, by "type":
 //
-//   - "result" {"requestId","content","isError"}: DeliverResult; answered
-//     accepted, or error with the route's status and code;
-//   - "host_browser_event" {"method","params","cdpSessionId"?,"sessionId"?,
-//     "tabId"?}: delivered as POST /v1/host-browser-event delivers it,
-//     charged to the client's event budget; answered only when refused
-//     (400 missing_method, 404, 403, 429 events_shed);
-//   - "host_browser_session_invalidated" {"sessionId"?,"targetId"?,
-//     "reason"?}: delivered as a Target.detachedFromTarget event; answered
-//     only when refused;
-//   - "hello": no effect (a client may name the client id it believes it
-//     has).
+//   - "result" ResultBody: answered accepted, or error with the result
+//     route's status and code;
+//   - "host_browser_event" EventBody, charged to the client's event budget,
+//     and "host_browser_session_invalidated" InvalidationBody: answered only
+//     when refused (400 missing_method, 403, 404, 429 events_shed);
+//   - "hello": no effect.
 //
 // A frame whose "clientId" names another client is refused (403
-// client_mismatch) whatever its type: a socket speaks only for its own
-// client. Malformed JSON is 400 malformed_body, any other type 400
+// client_mismatch). Malformed JSON is 400 malformed_body, any other type 400
 // bad_type. ok is false when no reply is due. tr labels results in
-// Options.OnResult. Safe for concurrent use.
-func (p *Proxy) HandleClientFrame(clientID, actor string, tr Transport, data []byte) (reply FrameReply, ok bool) {
+// Options.OnResult.
+func (cf ClientFrames) Handle(clientID, actor string, tr Transport, data []byte) (reply FrameReply, ok bool) {
+	p := cf.p
 	f, fast := clientFrame{}, false
 	if len(data) >= fastFrameMin {
 		f, fast = decodeResultFrame(data)
@@ -86,12 +82,14 @@ func (p *Proxy) HandleClientFrame(clientID, actor string, tr Transport, data []b
 		return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusForbidden, Code: "client_mismatch",
 			Error: "hostproxy: this socket speaks only for client " + clientID}, true
 	}
-	var err error
+	var rej *refusal
 	switch f.Type {
 	case wire.RemoteHello:
 		return FrameReply{}, false
 	case wire.SocketResult:
-		if err = p.DeliverResult(f.ResultBody, clientID, actor, tr, data); err == nil {
+		if f.RequestID == "" {
+			rej = &refusal{http.StatusBadRequest, "missing_request_id", "requestId is required"}
+		} else if rej = p.acceptResult(f.ResultBody, clientID, actor, tr, data); rej == nil {
 			return FrameReply{Type: wire.SocketAccepted, RequestID: f.RequestID}, true
 		}
 	case wire.RemoteEvent:
@@ -100,30 +98,56 @@ func (p *Proxy) HandleClientFrame(clientID, actor string, tr Transport, data []b
 				Error: "hostproxy: an event needs a method"}, true
 		}
 		body := EventBody{Method: f.Method, CDPSessionID: f.CDPSessionID, SessionID: f.SessionID, TabID: f.TabID}
-		err = p.deliverEvent(clientID, actor, browserbackend.Event{Method: f.Method, Params: f.Params, SessionID: body.Session()},
-			body.Tab(), true, string(tr))
+		rej = p.frameEvent(clientID, actor, browserbackend.Event{Method: f.Method, Params: f.Params, SessionID: body.Session()},
+			body.Tab(), true, tr)
 	case wire.RemoteSessionInvalidated:
 		params, _ := json.Marshal(InvalidationBody{SessionID: f.SessionID, TargetID: f.TargetID, Reason: f.Reason})
-		err = p.deliverEvent(clientID, actor,
-			browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: f.SessionID}, "", false, string(tr))
+		rej = p.frameEvent(clientID, actor,
+			browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: f.SessionID}, "", false, tr)
 	default:
 		return FrameReply{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "bad_type",
 			Error: fmt.Sprintf("hostproxy: unknown frame type %q", truncate(f.Type, 64))}, true
 	}
-	if err == nil {
+	if rej == nil {
 		return FrameReply{}, false
 	}
-	if rej, isRej := err.(*RefusalError); isRej {
-		return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: rej.Status, Code: rej.Code, Error: rej.Error()}, true
+	return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: rej.status, Code: rej.code, Error: rej.Error()}, true
+}
+
+// frameEvent delivers an event frame of clientID, checked against actor.
+func (p *Proxy) frameEvent(clientID, actor string, ev browserbackend.Event, tab string, budgeted bool, tr Transport) *refusal {
+	if rej := p.events.check(clientID, actor); rej != nil {
+		return rej
 	}
-	return FrameReply{Type: wire.SocketError, RequestID: f.RequestID, Status: http.StatusInternalServerError, Code: "internal", Error: err.Error()}, true
+	return p.events.accept(clientID, ev, tab, budgeted, string(tr))
+}
+
+// FailOversize handles a client socket frame larger than
+// MaxBodyBytes, of which prefix holds the first bytes read: when it is a
+// result whose "requestId" comes before the cut (a "type" before it, if
+// any, must be "result"), that request of clientID fails at once with
+// payload_too_large, a protocol-class error to its caller, after the checks
+// of any result. It returns the failed request's id, or "". Closing the
+// socket is the caller's.
+func (cf ClientFrames) FailOversize(clientID, actor string, tr Transport, prefix []byte) string {
+	p := cf.p
+	id, typ := requestIDPrefixTyped(prefix)
+	if id == "" || (typ != "" && typ != wire.SocketResult) {
+		return ""
+	}
+	if !p.failTooLarge(id, clientID, actor, tr) {
+		return ""
+	}
+	p.log.Warn("client socket frame over the body limit; its request failed as payload_too_large",
+		"transport", string(tr), "clientId", clientID, "requestId", id, "limit", p.maxBody)
+	return id
 }
 
 // clientFrameOthers are the clientFrame members a result frame does not
 // have: a frame with one of them is decoded by encoding/json.
 var clientFrameOthers = []string{"method", "params", "cdpSessionId", "sessionId", "tabId", "targetId", "reason"}
 
-// fastFrameMin is the frame size from which HandleClientFrame tries
+// fastFrameMin is the frame size from which ClientFrames.Handle tries
 // decodeResultFrame: below it encoding/json is as fast (the fast path's set-up
 // costs a few µs).
 const fastFrameMin = 64 << 10
@@ -153,12 +177,11 @@ func decodeResultFrame(data []byte) (f clientFrame, ok bool) {
 }
 
 // EventFramer frames hub events for a client socket (the remote device
-// socket, REM-4, and the subscribed result socket):
-// {"type":"assistant_event","event":<envelope>}, the envelope as the SSE
-// stream carries it (HUB-1). The envelope is encoded
-// once, into a buffer the framer reuses, instead of being encoded and then
-// copied into the frame by a second encoding. The zero value is ready; a
-// framer is not safe for concurrent use (one per socket writer).
+// socket and the subscribed result socket):
+// {"type":"assistant_event","event":<envelope>}, the envelope as the event
+// stream carries it, encoded once into a buffer the framer reuses. The zero
+// value is ready; a framer is not safe for concurrent use (one per socket
+// writer).
 type EventFramer struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -186,9 +209,12 @@ func (f *EventFramer) Frame(env eventhub.Envelope) ([]byte, error) {
 	return b, nil
 }
 
-// serveSubscribed runs a result socket in its subscribed mode (see
-// ResultSocketHandler) until the socket, the registration or ctx ends.
-func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts SocketOptions, auth socketMessage, actor string) {
+// serveSubscribed runs a result socket in its subscribed mode until the
+// socket, the registration or ctx ends. The registration's end (a newer
+// stream of the client, shedding) closes the socket with 1001, and the
+// socket's end ends the registration.
+func (s *resultSocket) serveSubscribed(ctx context.Context, c *websocket.Conn, auth socketMessage, actor string) {
+	p, opts := s.p, s.opts
 	clientID := auth.ClientID
 	sub, err := opts.Subscriber.Subscribe(eventhub.SubscribeRequest{
 		ClientID: clientID, InterfaceID: cmp.Or(auth.InterfaceID, wire.InterfaceChromeExtension),
@@ -206,7 +232,7 @@ func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts Soc
 	defer sub.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !p.reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, Subscribed: true, MaxBodyBytes: p.maxBody}) {
+	if !reply(ctx, c, socketReply{Type: wire.SocketReady, ClientID: clientID, Subscribed: true, MaxBodyBytes: p.maxBody}) {
 		return
 	}
 	p.hub.Touch(clientID)
@@ -229,12 +255,12 @@ func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts Soc
 				p.log.Error("result socket could not encode a hub event", "clientId", clientID, "error", err)
 				continue
 			}
-			if !p.write(ctx, c, data) {
+			if !writeText(ctx, c, data) {
 				return
 			}
 		}
 	}()
-	go func() { // liveness: each pong is activity (HUB-5)
+	go func() { // liveness: each pong is activity of the client
 		defer wg.Done()
 		t := time.NewTicker(ping)
 		defer t.Stop()
@@ -260,14 +286,14 @@ func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts Soc
 		data, err := readMessage(ctx, c, &buf)
 		if err != nil {
 			if errors.Is(err, websocket.ErrMessageTooBig) { // 1009 sent
-				p.FailOversizeFrame(clientID, actor, TransportWebSocket, buf.Bytes())
+				p.ClientFrames().FailOversize(clientID, actor, TransportWebSocket, buf.Bytes())
 			}
 			return // closed by the client, too big, or ctx done
 		}
 		p.hub.Touch(clientID)
-		if r, ok := p.HandleClientFrame(clientID, actor, TransportWebSocket, data); ok {
+		if r, ok := p.ClientFrames().Handle(clientID, actor, TransportWebSocket, data); ok {
 			out, _ := json.Marshal(r)
-			if !p.write(ctx, c, out) {
+			if !writeText(ctx, c, out) {
 				return
 			}
 		}
@@ -277,8 +303,8 @@ func (p *Proxy) serveSubscribed(ctx context.Context, c *websocket.Conn, opts Soc
 	}
 }
 
-// write writes one text message; false when the socket is done.
-func (p *Proxy) write(ctx context.Context, c *websocket.Conn, data []byte) bool {
+// writeText writes one text message; false when the socket is done.
+func writeText(ctx context.Context, c *websocket.Conn, data []byte) bool {
 	wctx, cancel := context.WithTimeout(ctx, socketWriteTimeout)
 	defer cancel()
 	return c.Write(wctx, websocket.MessageText, data) == nil

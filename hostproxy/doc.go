@@ -1,13 +1,12 @@
 // Package hostproxy sends CDP commands to browsers that hub clients reach —
 // the user's Chrome through the paired Chrome extension, or through a desktop
-// app's bridge — and serves the routes those clients answer on (SPEC §4,
-// PXY-1 … PXY-7).
+// app's bridge — and serves the routes those clients answer on.
 //
 // A Proxy publishes each command on an eventhub.Hub to one client it picks
 // from the live roster, waits for the client's POSTed result, and turns the
 // outcome into the CDP result or a browserbackend.*Error. Its two backends,
 // extension and host-bridge, are browserbackend.ScopedClients, and its two
-// providers propose them to a browserbackend selector (SEL-3).
+// providers propose them to a browserbackend selector.
 //
 // # Wire contract
 //
@@ -29,7 +28,7 @@
 // the actor into the context with eventhub.WithActor) and, on results, the
 // header X-Vellum-Client-Id (the client id it subscribed with). Event and
 // invalidation posts may leave the header out, as the real Vellum extension
-// does (WIRE-1): the client is then the one the middleware derived from the
+// does: the client is then the one the middleware derived from the
 // token (eventhub.WithClientID; auth.Middleware binds a token to the client
 // id its events stream named), or the invalidation body's clientId. Every
 // refused post is logged once at warn with route, code and client id.
@@ -42,7 +41,7 @@
 // result object. On error it is {"code":…,"message":"…"} where code is either
 //   - a string: transport_error, unreachable, timeout, non_loopback,
 //     cdp_session_not_found, cancelled or target_crashed make a transport
-//     error (the selector may fail over; PXY-6), a client's timeout with the
+//     error (the selector may fail over), a client's timeout with the
 //     client's diagnostics; page_lost is ClassClosed; any other string is a
 //     protocol-class error with that code (for example extension_required);
 //   - a number: the CDP error code the browser answered, a protocol error.
@@ -50,20 +49,19 @@
 // An error content that is plain text (the real extension's attach and
 // resolve failures: "No tab with given id 7.", "Cannot access a chrome://
 // URL") is a protocol error, target_not_found, forbidden_target or
-// client_error, never a transport error (WIRE-2); a CDP error encoded twice
+// client_error, never a transport error; a CDP error encoded twice
 // ({"code":-32000,"message":"{\"code\":-32601,…}"}) carries its innermost
 // code (ParseErrorAnswer). An error object without a usable code is a
 // transport error (invalid_response).
 //
-// Result route answers (PXY-4): 400 malformed JSON or no requestId; 404
+// Result route answers: 400 malformed JSON or no requestId; 404
 // unknown or already answered; 409 the pending interaction is not
 // host_browser; for a request sent to one client, 400 without
 // X-Vellum-Client-Id, 403 when it names another client, 403 when the
 // authenticated actor is not the target client's actor; 413 body larger than
 // Options.MaxBodyBytes (64 MiB by default). Rejected posts leave the request
 // pending, except an oversized result of the target client whose requestId
-// comes before the cut: its caller fails at once with payload_too_large
-// (WIRE-5). Error answers are {"error":{"code","message"}}. Event posts are
+// comes before the cut: its caller fails at once with payload_too_large. Error answers are {"error":{"code","message"}}. Event posts are
 // charged to a per-client event budget (Options.EventRate), never to the
 // results' budget; beyond it they are answered 429 events_shed.
 //
@@ -100,19 +98,20 @@
 // values of GET /v1/events' headers) makes the socket the client's hub
 // stream, answered {"type":"ready","clientId","subscribed":true}. It then
 // carries everything in the remote device socket's framing (package
-// hostproxy/remote; HandleClientFrame is the one handler of both): hub
+// hostproxy/remote; ClientFrames.Handle is the one handler of both): hub
 // events as {"type":"assistant_event","event":<envelope>}, and from the
 // client results plus {"type":"host_browser_event",…} and
 // {"type":"host_browser_session_invalidated",…}. Its end ends the
 // registration, failing the client's commands in flight as a dropped
 // stream does; a result over the cap that still arrives fails its own
-// command with payload_too_large first (Proxy.FailOversizeFrame). A server without a Subscriber answers ready without
+// command with payload_too_large first (ClientFrames.FailOversize). A server
+// without a Subscriber answers ready without
 // "subscribed", so a client keeps SSE + POST, which clients that speak only
 // that (the Vellum extension) always use.
 //
-// # Events and tabs (WIRE-4)
+// # Events and tabs
 //
-// Events go to the subscribers (SEL-14) of the backends bound to the posting
+// Events go to the subscribers of the backends bound to the posting
 // client, but only to those of the tab the event belongs to. A backend owns
 // the tabs its commands name in cdpSessionId (a tab id in decimal digits, a
 // CDP target id, or a flat child session id; not
@@ -154,7 +153,7 @@
 // owns another tab. An event that cannot be attributed (Page.loadEventFired
 // and Page.domContentEventFired carry no frame; a console message of an
 // unknown context) reaches every bound backend when they all serve one
-// conversation, and nobody otherwise: it is counted (EventsUnattributed)
+// conversation, and nobody otherwise: it is counted (Stats.EventsUnattributed)
 // and dropped. So with one conversation per client nothing is lost, and with
 // several none receives an event known to be another tab's. What is learned
 // is bounded (the most recent 16,384 ids over all clients).
@@ -167,7 +166,7 @@
 // # Disconnects and replay
 //
 // When the target client's stream ends while a request waits, the request
-// fails at once with a transport error (HUB-5), so the selector can fail
+// fails at once with a transport error, so the selector can fail
 // over, unless the same client id (same actor) has already reconnected and
 // its new registration holds the request (the hub replayed it, or the client
 // resumed past it): then it keeps waiting. The proxy decides what a replay
@@ -183,7 +182,7 @@
 // # Tab operations
 //
 // The extension implements these pseudo-methods (never sent to a desktop
-// bridge; PXY-2). Package tabs sends them through any Backend or per-call
+// bridge). Package tabs sends them through the extension backend or a per-call
 // Client and decodes their results, in one place. Params → result:
 //
 //	Vellum.listTabs  {}                 → {"tabs":[{"tabId","windowId","url","title","active","pinned"}…]}
@@ -194,7 +193,7 @@
 //	Vellum.attach    {"tabId"}          → {"attached":true,"target":{"tabId"}}
 //	Vellum.detach    {"tabId"}          → {"detached":true,"target":{"tabId"}}
 //
-// # Client choice (PXY-2)
+// # Client choice
 //
 // Only host_browser-capable clients are eligible; with a source actor only
 // that actor's; an explicit target client pins one; Vellum.* methods go only

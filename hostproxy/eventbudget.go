@@ -8,7 +8,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of the per-client event budget (WIRE-5).
+// Defaults of the per-client event budget (Options.EventRate).
 const (
 	// DefaultEventRate is how many event posts per second a client may
 	// make before further ones are shed.

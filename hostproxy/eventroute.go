@@ -2,20 +2,143 @@ package hostproxy
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
 )
 
-// Event routing (WIRE-4). Every backend bound to a client is a listener of
-// that client. A listener claims the tabs its commands name: each
-// cdpSessionId it sends (a tab id in decimal digits, a CDP target id or a
-// flat child session id). An event is routed to an owner — one such claim —
-// when it can be attributed, and only to the listeners that claim it; the
-// rule is documented in doc.go ("Events and tabs").
+// Event routing. Every backend bound to a client is a listener of that
+// client. A listener claims the tabs its commands name: each cdpSessionId it
+// sends (a tab id in decimal digits, a CDP target id or a flat child session
+// id). An event is routed to an owner — one such claim — when it can be
+// attributed, and only to the listeners that claim it; the rule is
+// documented in doc.go ("Events and tabs").
+
+// eventRouter is the Proxy's event adapter: it charges a client's events to
+// its budget, attributes them to tabs and hands them to the backends
+// listening to that client, here and, through the relay, on other replicas.
+// Safe for concurrent use.
+type eventRouter struct {
+	hub    eventhub.Hub
+	log    *slog.Logger
+	relay  Relay // nil: one process
+	budget *eventBudget
+	// attr ties frame, session, request and context ids to tabs;
+	// unattributed counts events withheld because nothing tied them to a
+	// tab while several conversations listened.
+	attr         attributions
+	unattributed atomic.Uint64
+
+	mu        sync.Mutex
+	listeners map[string]map[*listener]struct{}
+}
+
+func newEventRouter(hub eventhub.Hub, log *slog.Logger, relay Relay, budget *eventBudget) *eventRouter {
+	return &eventRouter{hub: hub, log: log, relay: relay, budget: budget, attr: newAttributions(),
+		listeners: make(map[string]map[*listener]struct{})}
+}
+
+// check refuses an event of clientID that actor may not post: the client
+// must be connected (404 unknown_client) under actor (403 wrong_actor).
+func (r *eventRouter) check(clientID, actor string) *refusal {
+	info, ok := r.hub.Client(clientID)
+	if !ok {
+		return &refusal{http.StatusNotFound, "unknown_client", fmt.Sprintf("client %q is not connected", clientID)}
+	}
+	if info.ActorPrincipalID != "" && info.ActorPrincipalID != actor {
+		return &refusal{http.StatusForbidden, "wrong_actor", fmt.Sprintf("client %q belongs to another actor", clientID)}
+	}
+	return nil
+}
+
+// accept delivers ev, an event of clientID whose client and actor were
+// checked, naming tab (decimal digits, or ""; see EventBody.Tab). With
+// budgeted it is charged to the client's event budget first and refused 429
+// events_shed over it (route names the transport in the shed warning). It
+// counts as activity of the client and goes to the relay too.
+func (r *eventRouter) accept(clientID string, ev browserbackend.Event, tab string, budgeted bool, route string) *refusal {
+	if budgeted {
+		if ok, logNow, n := r.budget.allow(clientID); !ok {
+			if logNow {
+				r.log.Warn("host_browser events shed over the client's event budget",
+					"route", route, "clientId", clientID, "shed", n, "shedTotal", r.budget.shed.Load())
+			}
+			return &refusal{http.StatusTooManyRequests, "events_shed", "event budget exceeded; the event was dropped"}
+		}
+	}
+	r.hub.Touch(clientID)
+	if tab != "" && ev.SessionID != tab {
+		// A child session's event that also names its tab.
+		r.attr.set(clientID, attrSession, ev.SessionID, tab)
+	}
+	r.publish(clientID, ev)
+	if r.relay != nil {
+		r.relay.RelayEvent(clientID, ev)
+	}
+	return nil
+}
+
+// listen makes bus a listener of clientID's events for a backend serving
+// conversation, until the returned func is called.
+func (r *eventRouter) listen(clientID, conversation string, bus *browserbackend.EventBus) (*listener, func()) {
+	l := &listener{bus: bus, conversation: conversation}
+	r.mu.Lock()
+	set := r.listeners[clientID]
+	if set == nil {
+		set = make(map[*listener]struct{})
+		r.listeners[clientID] = set
+	}
+	set[l] = struct{}{}
+	r.mu.Unlock()
+	return l, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if set := r.listeners[clientID]; set != nil {
+			delete(set, l)
+			if len(set) == 0 {
+				delete(r.listeners, clientID)
+			}
+		}
+	}
+}
+
+// publish delivers ev to the listeners of clientID it belongs to (see
+// routeEvent) and learns the ids it ties to its tab. It never blocks.
+func (r *eventRouter) publish(clientID string, ev browserbackend.Event) {
+	var ids eventIDs
+	if len(ev.Params) > 0 {
+		_ = json.Unmarshal(ev.Params, &ids) // the decoder checked it is JSON
+	}
+	r.attr.set(clientID, attrSeen, "-", "yes")
+	if ev.SessionID == "" {
+		r.attr.set(clientID, attrAnon, "-", "yes")
+	}
+	owners, attributed := r.attr.attribute(clientID, ev, &ids)
+	if attributed {
+		r.attr.learnEvent(clientID, owners[0], ev, &ids)
+	}
+	r.mu.Lock()
+	ls := make([]*listener, 0, len(r.listeners[clientID]))
+	for l := range r.listeners[clientID] {
+		ls = append(ls, l)
+	}
+	r.mu.Unlock()
+	to, withheld := routeEvent(ls, owners, attributed)
+	if withheld {
+		r.unattributed.Add(1)
+	}
+	for _, l := range to {
+		l.bus.Publish(ev) // never blocks
+	}
+}
 
 // maxAttributions bounds the proxy's memory of frame, session, request and
 // execution-context ids it has tied to a tab (all clients together).
@@ -142,7 +265,7 @@ type eventIDs struct {
 	} `json:"context"`
 }
 
-// isTabID reports whether s is a tab id (decimal digits, WIRE-3).
+// isTabID reports whether s is a tab id (decimal digits).
 func isTabID(s string) bool {
 	if s == "" || len(s) > 20 {
 		return false

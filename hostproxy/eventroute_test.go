@@ -15,7 +15,7 @@ import (
 // routeConv is one conversation's backend on the shared client, with a
 // subscription to all its events.
 type routeConv struct {
-	b      *Backend
+	b      *ExtensionBackend
 	events <-chan browserbackend.Event
 }
 
@@ -51,7 +51,7 @@ func (c *routeConv) none(t *testing.T) {
 
 func postEvent(t *testing.T, p *Proxy, body string) {
 	t.Helper()
-	rec := post(p.EventHandler(), "ext", "alice", []byte(body))
+	rec := post(p.eventHandler(), "ext", "alice", []byte(body))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 }
 
@@ -105,17 +105,17 @@ func TestEventRouting_TwoConversationsOnOneClient(t *testing.T) {
 	// A context id seen in both tabs is ambiguous: its events go nowhere.
 	postEvent(t, p, `{"method":"Runtime.executionContextCreated","params":{"context":{"id":3,"auxData":{"frameId":"TARGET-B"}}}}`)
 	b.next(t)
-	before := p.EventsUnattributed()
+	before := p.Stats().EventsUnattributed
 	postEvent(t, p, `{"method":"Runtime.consoleAPICalled","params":{"type":"log","executionContextId":3}}`)
 	a.none(t)
 	b.none(t)
-	assert.Equal(t, before+1, p.EventsUnattributed())
+	assert.Equal(t, before+1, p.Stats().EventsUnattributed)
 
 	// Nothing names a tab: withheld while two conversations listen ...
 	postEvent(t, p, `{"type":"host_browser_event","method":"Page.domContentEventFired","params":{"timestamp":2}}`)
 	a.none(t)
 	b.none(t)
-	assert.Equal(t, before+2, p.EventsUnattributed())
+	assert.Equal(t, before+2, p.Stats().EventsUnattributed)
 
 	// ... and delivered to the sole conversation left.
 	require.NoError(t, b.b.Close())
@@ -138,7 +138,7 @@ func TestEventRouting_InvalidationOfTheRealExtensionReachesTheTabsOwner(t *testi
 		answer(t, p, ext, `{}`, false)
 		require.NoError(t, (<-done).err)
 	}
-	rec := post(p.SessionInvalidatedHandler(), "", "alice",
+	rec := post(p.invalidationHandler(), "", "alice",
 		[]byte(`{"type":"host_browser_session_invalidated","targetId":"5","reason":"tab_closed","clientId":"ext"}`))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	ev := b.next(t)

@@ -134,7 +134,7 @@ func (t *tabPins) takeConversation(conversation string) []tabPin {
 // another conversation made active; the extension's own Vellum.* methods
 // and commands that name a session pass through as given.
 type tabBackend struct {
-	*Backend
+	*ExtensionBackend
 	tab browserbackend.Tab
 }
 
@@ -145,7 +145,7 @@ var (
 
 // Send implements browserbackend.ScopedClient.
 func (b tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
-	return b.Backend.Send(ctx, inTab(cmd, b.tab.ID))
+	return b.ExtensionBackend.Send(ctx, inTab(cmd, b.tab.ID))
 }
 
 // inTab names tabID as the session of a page command that names none.
@@ -165,8 +165,8 @@ func (b tabBackend) Tab() browserbackend.Tab { return b.tab }
 // the user's active tab; or the pinned tab by id. A pinned tab the user
 // closed fails with target_not_found (no failover) and is forgotten, so the
 // next call opens a new one.
-func (t *tabPins) pinTab(ctx context.Context, b *Backend, inv browserbackend.Invocation) (tabBackend, error) {
-	pin, err := t.resolve(ctx, b, b.p.log, inv)
+func (t *tabPins) pinTab(ctx context.Context, b *ExtensionBackend, inv browserbackend.Invocation) (tabBackend, error) {
+	pin, err := t.resolve(ctx, b, b.s.p.log, inv)
 	if err != nil {
 		return tabBackend{}, err
 	}
@@ -214,8 +214,8 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 	return next, nil
 }
 
-func scoped(b *Backend, p tabPin) tabBackend {
-	return tabBackend{Backend: b, tab: p.tab()}
+func scoped(b *ExtensionBackend, p tabPin) tabBackend {
+	return tabBackend{ExtensionBackend: b, tab: p.tab()}
 }
 
 func (p tabPin) tab() browserbackend.Tab {

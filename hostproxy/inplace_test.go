@@ -132,7 +132,7 @@ func TestTheFastResultDecoderAgreesWithJSONUnmarshal(t *testing.T) {
 
 		var wantMsg socketMessage
 		wantErr = json.Unmarshal([]byte(body), &wantMsg)
-		gotMsg, err := p.decodeSocketMessage([]byte(body))
+		gotMsg, err := decodeSocketMessage([]byte(body))
 		gotMsg.resolve()
 		assert.Equal(t, wantErr != nil, err != nil, "socket %s: %v / %v", body, wantErr, err)
 		if wantErr == nil {

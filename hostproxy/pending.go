@@ -3,20 +3,20 @@ package hostproxy
 import (
 	"errors"
 	"sort"
+	"sync"
 	"time"
 )
 
-// InteractionKind is the kind of a pending host-proxy interaction (PXY-3).
-// A Proxy creates only KindHostBrowser interactions; a host app that runs
-// other host proxies (bash, file, …) in the same request-id space may
-// register theirs with Proxy.Register under its own kind names, so the
-// result route answers 409 for them instead of 404.
+// InteractionKind is the kind of a pending interaction. A Proxy creates only
+// KindHostBrowser interactions; a host app that runs other host proxies in
+// the same request-id space registers theirs under its own kind names, so
+// the result route answers 409 for them instead of 404.
 type InteractionKind string
 
 // KindHostBrowser is the kind of every interaction a Proxy's Request creates.
 const KindHostBrowser InteractionKind = "host_browser"
 
-// Interaction is one request waiting for a client's answer (PXY-3).
+// Interaction is one request waiting for a client's answer.
 type Interaction struct {
 	RequestID      string
 	Kind           InteractionKind
@@ -31,70 +31,64 @@ type Interaction struct {
 	Registered time.Time
 }
 
-// ErrDuplicateRequest is returned by Proxy.Register for a request id that is
-// already pending.
+// ErrDuplicateRequest is returned by Interactions.Register for a request id
+// that is already pending.
 var ErrDuplicateRequest = errors.New("hostproxy: request id already pending")
 
-// errEmptyRequestID is returned by Proxy.Register for an empty request id.
+// errEmptyRequestID is returned by Interactions.Register for an empty
+// request id.
 var errEmptyRequestID = errors.New("hostproxy: register: empty request id")
 
-// pending is one entry of Proxy.pending: the interaction and, for a request
-// this Proxy sent, the channel its result is handed over on (buffered 1,
-// written once, under Proxy.mu, by deliver). result is nil for an
-// interaction the host app registered.
-type pending struct {
+// Interactions is a Proxy's table of pending interactions keyed by request
+// id: the calls its Request waits on and the interactions the host app
+// registers. Its exported methods serve the host app; the Proxy registers,
+// delivers to and cancels its own calls through the unexported ones. Safe
+// for concurrent use.
+type Interactions struct {
+	mu sync.Mutex
+	m  map[string]*call
+	// waiting counts, per target client, the calls whose result someone
+	// waits for (awaits).
+	waiting map[string]int
+	// err, once set by close, fails every later call.
+	err error
+}
+
+// call is one entry of Interactions: the interaction and, for a request a
+// Proxy sent, the channel its result is handed over on (buffered 1, written
+// once, under Interactions.mu, by deliver). result is nil for an interaction
+// the host app registered.
+type call struct {
 	in     Interaction
 	result chan ResultBody
-	sent   time.Time // when this Proxy published it (zero for other kinds), for timeout diagnostics
+	// failed is closed, with err set, when close ends the call unanswered.
+	failed chan struct{}
+	err    error
+	sent   time.Time // when the Proxy published it, for timeout diagnostics
 }
 
-// add records e as pending under p.mu.
-func (p *Proxy) add(e *pending) error {
-	if e.in.RequestID == "" {
-		return errEmptyRequestID
-	}
-	if e.in.Registered.IsZero() {
-		e.in.Registered = time.Now()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.pending[e.in.RequestID]; ok {
-		return ErrDuplicateRequest
-	}
-	p.pending[e.in.RequestID] = e
-	if e.result != nil {
-		p.waiting[e.in.TargetClientID]++
-	}
-	return nil
+// newCall returns the entry of a request the Proxy is about to send.
+func newCall(in Interaction, sent time.Time) *call {
+	return &call{in: in, result: make(chan ResultBody, 1), failed: make(chan struct{}), sent: sent}
 }
 
-// removeLocked deletes e, the pending entry of its request, under p.mu.
-func (p *Proxy) removeLocked(e *pending) {
-	delete(p.pending, e.in.RequestID)
-	if e.result == nil {
-		return
-	}
-	if n := p.waiting[e.in.TargetClientID] - 1; n > 0 {
-		p.waiting[e.in.TargetClientID] = n
-	} else {
-		delete(p.waiting, e.in.TargetClientID)
-	}
+func newInteractions() *Interactions {
+	return &Interactions{m: make(map[string]*call), waiting: make(map[string]int)}
 }
 
-// Register records an interaction of the host app's own (PXY-3), typically of
-// another kind than KindHostBrowser, so the result route answers 409 for it;
-// nobody waits for it in this Proxy, so a post for a KindHostBrowser one is
-// answered 404. It fails with ErrDuplicateRequest when in.RequestID is already
-// pending, and with an error when it is empty. A zero Registered is set to
-// now. Safe for concurrent use.
-func (p *Proxy) Register(in Interaction) error { return p.add(&pending{in: in}) }
+// Register records an interaction of the host app's own, typically of
+// another kind than KindHostBrowser, so the result route answers 409 for it.
+// Nobody waits for it in the Proxy, so a result posted for a KindHostBrowser
+// one is answered 404. It fails with ErrDuplicateRequest when in.RequestID
+// is already pending, and with an error when it is empty. A zero Registered
+// is set to now.
+func (t *Interactions) Register(in Interaction) error { return t.add(&call{in: in}) }
 
 // Lookup returns the pending interaction with id without consuming it.
-// Safe for concurrent use.
-func (p *Proxy) Lookup(id string) (Interaction, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.pending[id]
+func (t *Interactions) Lookup(id string) (Interaction, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[id]
 	if !ok {
 		return Interaction{}, false
 	}
@@ -102,34 +96,32 @@ func (p *Proxy) Lookup(id string) (Interaction, bool) {
 }
 
 // Resolve removes the interaction and returns it; ok is false when it was not
-// pending (unknown or already resolved), so resolving twice is harmless. A
-// Request whose interaction the host app resolves gets no result: it ends
-// with its timeout, its context or Close, as if no answer came. Safe for
-// concurrent use.
-func (p *Proxy) Resolve(id string) (Interaction, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.pending[id]
+// pending, so resolving twice is harmless. A Request whose interaction the
+// host app resolves gets no result: it ends with its timeout, its context or
+// Close, as if no answer came.
+func (t *Interactions) Resolve(id string) (Interaction, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[id]
 	if !ok {
 		return Interaction{}, false
 	}
-	p.removeLocked(e)
+	t.removeLocked(e)
 	return e.in, true
 }
 
-// Pending returns the pending interactions keep accepts (nil keeps all),
-// oldest first, ties by request id: look-ups by conversation or kind (PXY-3)
-// are a keep function. keep runs under the proxy's lock and must not call
-// the Proxy. Safe for concurrent use.
-func (p *Proxy) Pending(keep func(Interaction) bool) []Interaction {
-	p.mu.Lock()
-	out := make([]Interaction, 0, len(p.pending))
-	for _, e := range p.pending {
+// List returns the pending interactions keep accepts (nil keeps all), oldest
+// first, ties by request id. keep runs under the table's lock and must not
+// call it.
+func (t *Interactions) List(keep func(Interaction) bool) []Interaction {
+	t.mu.Lock()
+	out := make([]Interaction, 0, len(t.m))
+	for _, e := range t.m {
 		if keep == nil || keep(e.in) {
 			out = append(out, e.in)
 		}
 	}
-	p.mu.Unlock()
+	t.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Registered.Equal(out[j].Registered) {
 			return out[i].Registered.Before(out[j].Registered)
@@ -139,15 +131,68 @@ func (p *Proxy) Pending(keep func(Interaction) bool) []Interaction {
 	return out
 }
 
-// take removes id's entry if e is still its entry and reports whether it did;
-// when the entry is gone and deliver handed a result over first, it returns
-// that result with delivered true. deliver removes and sends under p.mu, so
-// once take holds p.mu a delivered result is already in e.result.
-func (p *Proxy) take(e *pending) (res ResultBody, delivered bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending[e.in.RequestID] == e {
-		p.removeLocked(e)
+// add records e as pending. A call (e.result set) fails with the cause
+// after close.
+func (t *Interactions) add(e *call) error {
+	if e.in.RequestID == "" {
+		return errEmptyRequestID
+	}
+	if e.in.Registered.IsZero() {
+		e.in.Registered = time.Now()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.result != nil && t.err != nil {
+		return t.err
+	}
+	if _, ok := t.m[e.in.RequestID]; ok {
+		return ErrDuplicateRequest
+	}
+	t.m[e.in.RequestID] = e
+	if e.result != nil {
+		t.waiting[e.in.TargetClientID]++
+	}
+	return nil
+}
+
+// removeLocked deletes e, the entry of its request, under t.mu.
+func (t *Interactions) removeLocked(e *call) {
+	delete(t.m, e.in.RequestID)
+	if e.result == nil {
+		return
+	}
+	if n := t.waiting[e.in.TargetClientID] - 1; n > 0 {
+		t.waiting[e.in.TargetClientID] = n
+	} else {
+		delete(t.waiting, e.in.TargetClientID)
+	}
+}
+
+// deliver removes the entry of res.RequestID and hands res to its caller,
+// both under t.mu, and reports whether it did. An interaction nobody waits
+// for (registered with Register) is left pending: resolving it here would
+// lose the result.
+func (t *Interactions) deliver(res ResultBody) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[res.RequestID]
+	if e == nil || e.result == nil {
+		return false
+	}
+	t.removeLocked(e)
+	e.result <- res // buffered 1, and only one delivery finds the entry
+	return true
+}
+
+// take cancels e on its caller's side: it removes e if e is still the entry
+// of its request. When e is gone because deliver handed a result over first,
+// it returns that result with delivered true; deliver removes and sends
+// under t.mu, so once take holds t.mu a delivered result is in e.result.
+func (t *Interactions) take(e *call) (res ResultBody, delivered bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[e.in.RequestID] == e {
+		t.removeLocked(e)
 		return ResultBody{}, false
 	}
 	select {
@@ -158,25 +203,50 @@ func (p *Proxy) take(e *pending) (res ResultBody, delivered bool) {
 	}
 }
 
-// isPending reports whether e is still the pending entry of its request.
-func (p *Proxy) isPending(e *pending) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pending[e.in.RequestID] == e
+// isPending reports whether e is still the entry of its request.
+func (t *Interactions) isPending(e *call) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[e.in.RequestID] == e
 }
 
-// deliver removes the pending entry of res.RequestID and hands res to its
-// caller, both under p.mu, and reports whether it did. An entry nobody waits
-// for in this Proxy (registered with Register) is left pending: resolving it
-// here would lose the result.
-func (p *Proxy) deliver(res ResultBody) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.pending[res.RequestID]
-	if e == nil || e.result == nil {
-		return false
+// awaits reports whether a call to clientID waits for its result.
+func (t *Interactions) awaits(clientID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waiting[clientID] > 0
+}
+
+// inFlight counts the published calls to clientID and the age of the oldest
+// at now.
+func (t *Interactions) inFlight(clientID string, now time.Time) (n int, oldest time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.m {
+		if e.in.TargetClientID == clientID && !e.sent.IsZero() {
+			n++
+			oldest = max(oldest, now.Sub(e.sent))
+		}
 	}
-	p.removeLocked(e)
-	e.result <- res // buffered 1, and only one post finds the entry
-	return true
+	return n, oldest
+}
+
+// close fails every pending call with cause (closing its failed channel) and
+// every later one at add. Interactions the host app registered stay. Only
+// the first cause counts.
+func (t *Interactions) close(cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return
+	}
+	t.err = cause
+	for _, e := range t.m {
+		if e.result == nil {
+			continue
+		}
+		t.removeLocked(e)
+		e.err = cause
+		close(e.failed)
+	}
 }

@@ -10,24 +10,23 @@ import (
 )
 
 // DefaultHostBridgeCooldown is the host-bridge cooldown when
-// ProviderOptions.HostBridgeCooldown is zero: the desktopAuto default of
-// SEL-12 (30 s).
+// ProviderOptions.HostBridgeCooldown is zero (30 s).
 const DefaultHostBridgeCooldown = 30 * time.Second
 
 // Skip codes of the host-bridge provider. Both are yields
 // (browserbackend.Yield): nothing is wrong, another candidate serves.
 const (
 	// CodeExtensionConnected: a chrome-extension client of the actor is
-	// connected, so the extension candidate is proposed instead (SEL-3 never
-	// lists both).
+	// connected, so the extension candidate is proposed instead (the two are
+	// never both proposed).
 	CodeExtensionConnected = "extension_connected"
 	// CodeTargetClient: the invocation is aimed at a target client, which
-	// only the extension candidate serves (SEL-3).
+	// only the extension candidate serves.
 	CodeTargetClient = "target_client"
 )
 
-// HostBridgeCooldownKey returns the per-actor host-bridge cooldown key
-// (SEL-6b); an empty actor maps to browserbackend.DefaultActorKey.
+// HostBridgeCooldownKey returns the per-actor host-bridge cooldown key; an
+// empty actor maps to browserbackend.DefaultActorKey.
 func HostBridgeCooldownKey(actor string) string {
 	if actor == "" {
 		actor = browserbackend.DefaultActorKey
@@ -35,15 +34,15 @@ func HostBridgeCooldownKey(actor string) string {
 	return "host-bridge:" + actor
 }
 
-// HostBridgeClientCooldownKey returns the cooldown key of one desktop client
-// (SEL-6b refined): a failing client of an actor that has another connected
+// HostBridgeClientCooldownKey returns the cooldown key of one desktop client:
+// a failing client of an actor that has another connected
 // desktop client is cooled down alone, so its healthy sibling keeps serving;
 // only the actor's last usable client puts the whole actor on cooldown.
 func HostBridgeClientCooldownKey(clientID string) string { return "host-bridge-client:" + clientID }
 
-// ExtensionDescriptor declares the extension kind (SEL-2): pinned by
-// browser_mode "extension", serves target clients, waits out the reconnect
-// grace (SEL-8), transport label "extension-ws" (the seed's browser_status
+// ExtensionDescriptor declares the extension kind: pinned by browser_mode
+// "extension", serves target clients, waits out the reconnect grace,
+// transport label "extension-ws" (the seed's browser_status
 // name), and its remediation.
 var ExtensionDescriptor = browserbackend.Descriptor{
 	Kind:          browserbackend.KindExtension,
@@ -55,7 +54,7 @@ var ExtensionDescriptor = browserbackend.Descriptor{
 	Remediation:   extensionRemediation,
 }
 
-// HostBridgeDescriptor declares the host-bridge kind (SEL-2): no mode (it is
+// HostBridgeDescriptor declares the host-bridge kind: no mode (it is
 // reached through auto and the conversation memo only), transport label
 // "host-bridge-sse", and its remediation.
 var HostBridgeDescriptor = browserbackend.Descriptor{
@@ -104,7 +103,7 @@ type ProviderOptions struct {
 
 // HubProvider is a browserbackend.Provider whose availability follows the hub
 // roster; it implements browserbackend.Watcher so a selector can wait for a
-// client to (re)appear without polling (SEL-8).
+// client to (re)appear without polling.
 type HubProvider struct {
 	p       *Proxy
 	desc    browserbackend.Descriptor
@@ -158,7 +157,7 @@ func splitClients(roster []eventhub.ClientInfo, actor string) (ext, bridges []ev
 	return ext, bridges
 }
 
-// ExtensionRule is the SEL-3 rule of the extension candidate, as a pure
+// ExtensionRule is the rule of the extension candidate, as a pure
 // function of the roster (most preferred client first, as Hub.Roster orders
 // it): it returns the candidate without Build or Probe and the client it is
 // aimed at. It proposes when a chrome-extension client of inv's actor is
@@ -191,7 +190,7 @@ func ExtensionRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation) 
 	}
 }
 
-// HostBridgeRule is the SEL-3/SEL-6b rule of the host-bridge candidate, as a
+// HostBridgeRule is the rule of the host-bridge candidate, as a
 // pure function of the roster and the cooldowns: it returns the candidate
 // without Build or Probe (but with its cooldown key and cooldown) and the
 // desktop client it is aimed at. It yields for an invocation with a target
@@ -252,7 +251,7 @@ func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation,
 	return cand, chosen, nil
 }
 
-// ExtensionProvider returns the SEL-3 provider of the extension candidate:
+// ExtensionProvider returns the provider of the extension candidate:
 // ExtensionRule over the live roster, building an extension backend
 // (NewExtensionBackend) when tried, described by ExtensionDescriptor.
 func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
@@ -279,7 +278,7 @@ func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 			return tb, nil
 		}
 		cand.Probe = func(ctx context.Context) error {
-			_, err := p.Choose(Req{Method: "Probe", TargetClientID: inv.TargetClientID,
+			_, err := p.choose(Req{Method: "Probe", TargetClientID: inv.TargetClientID,
 				SourceActor: inv.ActorPrincipalID, Route: RouteExtension, Backend: browserbackend.KindExtension})
 			return err
 		}
@@ -288,13 +287,13 @@ func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 	return h
 }
 
-// HostBridgeProvider returns the SEL-3 provider of the host-bridge candidate:
+// HostBridgeProvider returns the provider of the host-bridge candidate:
 // HostBridgeRule over the live roster with ProviderOptions.HostBridgeCooldown,
 // building a host-bridge backend (NewHostBridgeBackend) when tried, described
 // by HostBridgeDescriptor. The selector records the actor's cooldown after
 // every transport failure of the candidate, during the walk and after it
 // became sticky, except cdp_session_not_found (one tab went away), so the
-// actor's next invocation skips host-bridge (SEL-6b).
+// actor's next invocation skips host-bridge.
 func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 	cool := opts.HostBridgeCooldown
 	if cool == 0 {
@@ -308,12 +307,11 @@ func (p *Proxy) HostBridgeProvider(opts ProviderOptions) *HubProvider {
 		}
 		inv.TargetClientID = ""
 		cand.Build = func(ctx context.Context) (browserbackend.ScopedClient, error) {
-			b := p.NewHostBridgeBackend(inv, opts.Backend)
-			b.client = client.ClientID // the client the rule chose, not merely the most recent
-			return b, nil
+			// The client the rule chose, not merely the most recent.
+			return newBridgeBackend(p, inv, client.ClientID, opts.Backend), nil
 		}
 		cand.Probe = func(ctx context.Context) error {
-			_, err := p.Choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
+			_, err := p.choose(Req{Method: "Probe", SourceActor: inv.ActorPrincipalID,
 				Route: RouteBridge, Backend: browserbackend.KindHostBridge})
 			return err
 		}

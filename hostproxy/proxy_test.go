@@ -37,7 +37,7 @@ func TestChoose_PrefersExtensionOverBridge(t *testing.T) {
 	h.add("mac", wire.InterfaceMacOS, "alice", t0.Add(time.Hour)) // more recent
 	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
-	c, err := p.Choose(Req{Method: "Runtime.evaluate"})
+	c, err := p.choose(Req{Method: "Runtime.evaluate"})
 	require.NoError(t, err)
 	assert.Equal(t, "ext", c.ClientID)
 }
@@ -51,11 +51,11 @@ func TestChoose_MostRecentlyActiveFirstWithinGroup(t *testing.T) {
 	h.add("web", wire.InterfaceWeb, "bob", t0.Add(time.Hour)) // no host_browser
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: "Page.navigate"})
+	c, err := p.choose(Req{Method: "Page.navigate"})
 	require.NoError(t, err)
 	assert.Equal(t, "ext-new", c.ClientID)
 
-	c, err = p.Choose(Req{Method: "Page.navigate", SourceActor: "bob"})
+	c, err = p.choose(Req{Method: "Page.navigate", SourceActor: "bob"})
 	require.NoError(t, err)
 	assert.Equal(t, "mac-new", c.ClientID, "bridges ordered by recency; the web client is not eligible")
 }
@@ -66,15 +66,15 @@ func TestChoose_TargetClientPins(t *testing.T) {
 	h.add("ext-b", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: "Page.navigate", TargetClientID: "ext-b"})
+	c, err := p.choose(Req{Method: "Page.navigate", TargetClientID: "ext-b"})
 	require.NoError(t, err)
 	assert.Equal(t, "ext-b", c.ClientID)
 
-	_, err = p.Choose(Req{Method: "Page.navigate", TargetClientID: "ext-gone"})
+	_, err = p.choose(Req{Method: "Page.navigate", TargetClientID: "ext-gone"})
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
 	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
 
-	_, err = p.Choose(Req{Method: "Page.navigate", TargetClientID: "ext-b", SourceActor: "bob"})
+	_, err = p.choose(Req{Method: "Page.navigate", TargetClientID: "ext-b", SourceActor: "bob"})
 	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient}, "another actor's client cannot be pinned")
 }
 
@@ -84,11 +84,11 @@ func TestChoose_SourceActorRestricts(t *testing.T) {
 	h.add("mac-bob", wire.InterfaceMacOS, "bob", t0)
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: "Page.navigate", SourceActor: "bob"})
+	c, err := p.choose(Req{Method: "Page.navigate", SourceActor: "bob"})
 	require.NoError(t, err)
 	assert.Equal(t, "mac-bob", c.ClientID, "alice's extension is preferred in general but not eligible for bob")
 
-	_, err = p.Choose(Req{Method: "Page.navigate", SourceActor: "carol"})
+	_, err = p.choose(Req{Method: "Page.navigate", SourceActor: "carol"})
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
 	assert.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeNoClient})
 }
@@ -99,13 +99,13 @@ func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 
-	c, err := p.Choose(Req{Method: wire.MethodListTabs})
+	c, err := p.choose(Req{Method: wire.MethodListTabs})
 	require.NoError(t, err)
 	assert.Equal(t, "ext", c.ClientID)
 
 	// Only a desktop bridge: extension_required, protocol class, no failover.
 	h.remove("ext")
-	_, err = p.Choose(Req{Method: wire.MethodListTabs})
+	_, err = p.choose(Req{Method: wire.MethodListTabs})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 	assert.ErrorIs(t, err, browserbackend.ErrProtocol)
@@ -113,7 +113,7 @@ func TestChoose_VellumMethodsOnlyToExtensions(t *testing.T) {
 	assert.False(t, browserbackend.DefaultFailover(browserbackend.Classify(err, false), browserbackend.StageSend))
 
 	// Pinning the bridge does not help either.
-	_, err = p.Choose(Req{Method: wire.MethodSelectTab, TargetClientID: "mac"})
+	_, err = p.choose(Req{Method: wire.MethodSelectTab, TargetClientID: "mac"})
 	assert.ErrorIs(t, err, browserbackend.ErrExtensionRequired)
 
 	// Through Request: nothing is published.
@@ -165,7 +165,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	assert.Equal(t, 7.0, msg["timeout_seconds"])
 	id := msg["requestId"].(string)
 
-	in, ok := p.Lookup(id)
+	in, ok := p.Interactions().Lookup(id)
 	require.True(t, ok)
 	assert.Equal(t, Interaction{RequestID: id, Kind: KindHostBrowser, ConversationID: "conv-1",
 		TargetClientID: "ext", TargetActor: "alice", Registered: in.Registered}, in)
@@ -176,7 +176,7 @@ func TestRequest_PublishesWireMessageAndReturnsResult(t *testing.T) {
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"result":{"type":"number","value":2}}`, string(out.res))
-	assert.Empty(t, p.Pending(nil))
+	assert.Empty(t, p.Interactions().List(nil))
 	assert.Contains(t, h.touched, "ext", "a result post counts as client activity")
 }
 
@@ -188,7 +188,7 @@ func postResult(p *Proxy, clientID, actor string, body any) *httptest.ResponseRe
 	default:
 		raw, _ = json.Marshal(b)
 	}
-	return post(p.ResultHandler(), clientID, actor, raw)
+	return post(p.resultHandler(), clientID, actor, raw)
 }
 
 func post(h http.Handler, clientID, actor string, raw []byte) *httptest.ResponseRecorder {
@@ -209,7 +209,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 	ext := h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	h.add("ext-2", wire.InterfaceChromeExtension, "alice", t0)
 	p := New(Options{Hub: h, Logger: quietLogger(), MaxBodyBytes: 1024})
-	require.NoError(t, p.Register(Interaction{RequestID: "bash-1", Kind: "host_bash", ConversationID: "c"}))
+	require.NoError(t, p.Interactions().Register(Interaction{RequestID: "bash-1", Kind: "host_bash", ConversationID: "c"}))
 
 	msg, done := startRequest(t, context.Background(), p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
 	id := msg["requestId"].(string)
@@ -240,7 +240,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 			var e routeError
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
 			assert.Equal(t, tc.code, e.Error.Code)
-			_, pending := p.Lookup(id)
+			_, pending := p.Interactions().Lookup(id)
 			assert.True(t, pending, "a rejected post must not consume the request")
 		})
 	}
@@ -258,14 +258,14 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 
 	rec = postResult(p, "ext", "alice", ok)
 	assert.Equal(t, http.StatusNotFound, rec.Code, "an answered request is gone")
-	_, bashPending := p.Lookup("bash-1")
+	_, bashPending := p.Interactions().Lookup("bash-1")
 	assert.True(t, bashPending)
 }
 
 func TestResultRoute_WrongMethodIs405(t *testing.T) {
 	p := newTestProxy(newFakeHub())
 	rec := httptest.NewRecorder()
-	p.ResultHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	p.resultHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 }
 
@@ -291,7 +291,7 @@ func TestRequest_TimeoutSendsCancelToTargetOnly(t *testing.T) {
 		assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, cancel)
 		other.empty(t)
 		bob.empty(t)
-		assert.Empty(t, p.Pending(nil), "the pending entry is resolved")
+		assert.Empty(t, p.Interactions().List(nil), "the pending entry is resolved")
 
 		// A late result is refused: the request no longer exists.
 		rec := postResult(p, "ext", "alice", ResultBody{RequestID: msg["requestId"].(string), Content: "{}"})
@@ -327,7 +327,7 @@ func TestRequest_CallerCancellationSendsCancelToTargetOnly(t *testing.T) {
 	assert.Equal(t, browserbackend.CodeCancelled, e.Code)
 	assert.Equal(t, map[string]any{"type": wire.TypeHostBrowserCancel, "requestId": msg["requestId"]}, ext.next(t))
 	other.empty(t)
-	assert.Empty(t, p.Pending(nil))
+	assert.Empty(t, p.Interactions().List(nil))
 }
 
 func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
@@ -345,7 +345,7 @@ func TestProxyClose_CancelsEverythingInFlight(t *testing.T) {
 	}
 	assert.Equal(t, m1["requestId"], ext.next(t)["requestId"])
 	assert.Equal(t, m2["requestId"], mac.next(t)["requestId"])
-	assert.Empty(t, p.Pending(nil))
+	assert.Empty(t, p.Interactions().List(nil))
 	_, err := p.Request(context.Background(), Req{Method: "A.a"})
 	assert.ErrorIs(t, err, browserbackend.ErrClosed)
 }
@@ -364,7 +364,7 @@ func TestRequest_TargetClientGoneFailsAtOnceWithTransportError(t *testing.T) {
 		require.ErrorAs(t, out.err, &e)
 		assert.Equal(t, browserbackend.ClassTransport, e.Class)
 		assert.True(t, browserbackend.DefaultFailover(e, browserbackend.StageSend), "failover-eligible")
-		assert.Empty(t, p.Pending(nil))
+		assert.Empty(t, p.Interactions().List(nil))
 	})
 }
 
@@ -386,7 +386,7 @@ func TestRequest_PublishErrorIsTransportErrorAndLogged(t *testing.T) {
 	assert.Equal(t, "WARN", recs[0]["level"])
 	assert.Equal(t, "mac", recs[0]["clientId"])
 	assert.Equal(t, "hostproxy", recs[0]["module"])
-	assert.Empty(t, p.Pending(nil))
+	assert.Empty(t, p.Interactions().List(nil))
 }
 
 func TestClassifyResult_FollowsWireContract(t *testing.T) {
@@ -434,11 +434,11 @@ func TestClassifyResult_FollowsWireContract(t *testing.T) {
 
 func TestPending_RegisterResolveLookups(t *testing.T) {
 	p := New(Options{Hub: newFakeHub(), Logger: quietLogger()})
-	require.NoError(t, p.Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
-	require.NoError(t, p.Register(Interaction{RequestID: "2", Kind: "host_bash", ConversationID: "a", Registered: t0.Add(time.Second)}))
-	require.NoError(t, p.Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
-	assert.ErrorIs(t, p.Register(Interaction{RequestID: "1", Kind: "host_cu"}), ErrDuplicateRequest)
-	assert.Error(t, p.Register(Interaction{}))
+	require.NoError(t, p.Interactions().Register(Interaction{RequestID: "1", Kind: KindHostBrowser, ConversationID: "a", Registered: t0}))
+	require.NoError(t, p.Interactions().Register(Interaction{RequestID: "2", Kind: "host_bash", ConversationID: "a", Registered: t0.Add(time.Second)}))
+	require.NoError(t, p.Interactions().Register(Interaction{RequestID: "3", Kind: KindHostBrowser, ConversationID: "b", Registered: t0.Add(2 * time.Second)}))
+	assert.ErrorIs(t, p.Interactions().Register(Interaction{RequestID: "1", Kind: "host_cu"}), ErrDuplicateRequest)
+	assert.Error(t, p.Interactions().Register(Interaction{}))
 
 	ids := func(ins []Interaction) (out []string) {
 		for _, in := range ins {
@@ -449,16 +449,16 @@ func TestPending_RegisterResolveLookups(t *testing.T) {
 	byConversation := func(c string) func(Interaction) bool {
 		return func(in Interaction) bool { return in.ConversationID == c }
 	}
-	assert.Equal(t, []string{"1", "2"}, ids(p.Pending(byConversation("a"))))
-	assert.Equal(t, []string{"1", "3"}, ids(p.Pending(func(in Interaction) bool { return in.Kind == KindHostBrowser })))
+	assert.Equal(t, []string{"1", "2"}, ids(p.Interactions().List(byConversation("a"))))
+	assert.Equal(t, []string{"1", "3"}, ids(p.Interactions().List(func(in Interaction) bool { return in.Kind == KindHostBrowser })))
 
-	in, ok := p.Resolve("1")
+	in, ok := p.Interactions().Resolve("1")
 	assert.True(t, ok)
 	assert.Equal(t, KindHostBrowser, in.Kind)
-	_, ok = p.Resolve("1")
+	_, ok = p.Interactions().Resolve("1")
 	assert.False(t, ok, "resolve is idempotent")
-	assert.Equal(t, []string{"2"}, ids(p.Pending(byConversation("a"))))
-	assert.Len(t, p.Pending(nil), 2)
+	assert.Equal(t, []string{"2"}, ids(p.Interactions().List(byConversation("a"))))
+	assert.Len(t, p.Interactions().List(nil), 2)
 }
 
 func TestRequest_TimeoutSecondsTellsTheClientTheEarlierDeadline(t *testing.T) {
@@ -524,17 +524,17 @@ func TestFailOversizeFrame_OnlyAResultOfTheClientNamedBeforeTheCut(t *testing.T)
 	msg, done := startRequest(t, context.Background(), p, Req{Method: "Runtime.evaluate", TargetClientID: "ext",
 		Timeout: time.Hour}, ext)
 	id := msg["requestId"].(string)
-	assert.Equal(t, "", p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+	assert.Equal(t, "", p.ClientFrames().FailOversize("ext", "alice", TransportWebSocket,
 		[]byte(`{"type":"host_browser_event","requestId":"`+id+`","params":{"x":"`)), "an event frame fails nothing")
-	assert.Equal(t, "", p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+	assert.Equal(t, "", p.ClientFrames().FailOversize("ext", "alice", TransportWebSocket,
 		[]byte(`{"type":"result","content":"`+strings.Repeat("x", 64))), "no requestId before the cut")
-	assert.Equal(t, "", p.FailOversizeFrame("other", "alice", TransportWebSocket,
+	assert.Equal(t, "", p.ClientFrames().FailOversize("other", "alice", TransportWebSocket,
 		[]byte(`{"type":"result","requestId":"`+id+`","content":"xx`)), "another client's frame")
-	assert.Equal(t, id, p.FailOversizeFrame("ext", "alice", TransportWebSocket,
+	assert.Equal(t, id, p.ClientFrames().FailOversize("ext", "alice", TransportWebSocket,
 		[]byte(`{"type":"result","requestId":"`+id+`","content":"xx`)))
 	out := <-done
 	assert.ErrorIs(t, out.err, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodePayloadTooLarge})
-	assert.Equal(t, int64(1024), p.MaxBodyBytes())
+	assert.Equal(t, int64(1024), p.ClientFrames().MaxBodyBytes())
 }
 
 // A request that times out carries the client's diagnostics (issue 10), on

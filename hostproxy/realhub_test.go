@@ -73,7 +73,7 @@ func TestRealHub_TargetStreamClosesMidRequestFailsAtOnce(t *testing.T) {
 	err := <-errc
 	assert.ErrorIs(t, err, browserbackend.ErrTransport)
 	assert.NotErrorIs(t, err, browserbackend.ErrTimeout)
-	assert.Empty(t, w.proxy.Pending(nil))
+	assert.Empty(t, w.proxy.Interactions().List(nil))
 }
 
 func TestRealHub_CancelGoesToTheTargetOnly(t *testing.T) {
@@ -227,6 +227,6 @@ func TestTwoProxiesShareOneHubAndReplayOnlyTheirOwnPending(t *testing.T) {
 		require.NoError(t, out.err)
 		assert.JSONEq(t, `{"ok":true}`, string(out.res))
 	}
-	assert.Empty(t, pa.Pending(nil))
-	assert.Empty(t, pb.Pending(nil))
+	assert.Empty(t, pa.Interactions().List(nil))
+	assert.Empty(t, pb.Interactions().List(nil))
 }

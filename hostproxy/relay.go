@@ -8,20 +8,20 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// Relay carries what a client posts to this replica for a request that waits
-// on another replica (DHUB-3). A distributed hub provides it (see
-// eventhub/natshub); a Proxy without one (Options.Relay nil) behaves exactly
-// as a single process. Implementations must be safe for concurrent use.
+// Relay carries what a client posts to this replica for a request or backend
+// on another replica. A distributed hub provides it; a Proxy without one
+// (Options.Relay nil) behaves as a single process. Implementations must be
+// safe for concurrent use.
 type Relay interface {
 	// RelayResult hands a result whose request is not pending in this Proxy
-	// to the replica where its caller waits; that replica runs the PXY-4
-	// checks (Proxy.AcceptRelayed) and its verdict is the answer of the
-	// route. ok is false when no replica claims the request (the route then
-	// answers 404 as without a relay). ctx bounds the hand-over.
+	// to the replica where its caller waits; that replica runs the result
+	// checks (RelayInbox.AcceptResult) and its verdict is the answer of the route. ok
+	// is false when no replica claims the request (the route then answers
+	// 404 as without a relay). ctx bounds the hand-over.
 	RelayResult(ctx context.Context, r RelayedResult) (v RelayVerdict, ok bool)
 	// RelayEvent hands a client's CDP event (or session invalidation) to the
 	// other replicas, whose backends bound to that client deliver it
-	// (Proxy.DeliverRelayedEvent). It must not block on a slow replica.
+	// (RelayInbox.DeliverEvent). It must not block on a slow replica.
 	RelayEvent(clientID string, ev browserbackend.Event)
 }
 
@@ -35,7 +35,7 @@ type RelayedResult struct {
 	Transport Transport
 }
 
-// RelayVerdict is the outcome of the PXY-4 checks on the replica where the
+// RelayVerdict is the outcome of the result checks on the replica where the
 // request waits: Status 200 (accepted) or the refusal's status, route error
 // code and message.
 type RelayVerdict struct {
@@ -47,29 +47,37 @@ type RelayVerdict struct {
 // relayTimeout bounds one result hand-over to another replica.
 const relayTimeout = 30 * time.Second
 
-// AcceptRelayed runs the PXY-4 checks on a result another replica received
-// for a request pending in this Proxy, and delivers it (DHUB-3). It never
-// relays again: an id not pending here is 404. The post's activity (Touch,
-// HUB-5) is recorded by the replica that received it, once the verdict is
-// 200, not here: that replica is usually the one holding the client. Safe
-// for concurrent use.
-func (p *Proxy) AcceptRelayed(r RelayedResult) RelayVerdict {
+// RelayInbox is the receiving end of a Relay: what another replica hands to
+// this Proxy. Safe for concurrent use.
+type RelayInbox struct{ p *Proxy }
+
+// RelayInbox returns the Proxy's receiving end of a Relay.
+func (p *Proxy) RelayInbox() RelayInbox { return RelayInbox{p} }
+
+// AcceptResult is the receiving end of Relay.RelayResult: it runs the
+// result checks on a result another replica received for a request pending
+// in this Proxy, and delivers it. It never relays again: an id not pending
+// here is 404. The client's activity is recorded by the replica that
+// received the result, once the verdict is 200.
+func (in RelayInbox) AcceptResult(r RelayedResult) RelayVerdict {
+	p := in.p
 	if rej := p.acceptChecked(r.Body, r.ClientID, r.Actor, r.Transport, nil, false); rej != nil {
 		return RelayVerdict{Status: rej.status, Code: rej.code, Message: rej.msg}
 	}
 	return RelayVerdict{Status: http.StatusOK}
 }
 
-// DeliverRelayedEvent delivers an event another replica received from
-// clientID to this Proxy's backends bound to that client (DHUB-3). It never
-// blocks. Safe for concurrent use.
-func (p *Proxy) DeliverRelayedEvent(clientID string, ev browserbackend.Event) {
-	p.publishEvent(clientID, ev)
+// DeliverEvent is the receiving end of Relay.RelayEvent: it delivers
+// an event another replica received from clientID to this Proxy's backends
+// bound to that client. It never blocks.
+func (in RelayInbox) DeliverEvent(clientID string, ev browserbackend.Event) {
+	p := in.p
+	p.events.publish(clientID, ev)
 }
 
 // relayResult asks the relay about a result not pending here; nil rej with
 // ok false means nobody claimed it.
-func (p *Proxy) relayResult(body ResultBody, clientID, actor string, tr Transport) (*resultReject, bool) {
+func (p *Proxy) relayResult(body ResultBody, clientID, actor string, tr Transport) (*refusal, bool) {
 	ctx, stop := context.WithTimeout(context.Background(), relayTimeout)
 	defer stop()
 	v, ok := p.relay.RelayResult(ctx, RelayedResult{Body: body, ClientID: clientID, Actor: actor, Transport: tr})
@@ -82,5 +90,5 @@ func (p *Proxy) relayResult(body ResultBody, clientID, actor string, tr Transpor
 		}
 		return nil, true
 	}
-	return &resultReject{status: v.Status, code: v.Code, msg: v.Message}, true
+	return &refusal{status: v.Status, code: v.Code, msg: v.Message}, true
 }

@@ -25,7 +25,7 @@ func (r *fakeRelay) RelayResult(_ context.Context, rr RelayedResult) (RelayVerdi
 	if r.owner == nil {
 		return RelayVerdict{}, false
 	}
-	return r.owner.AcceptRelayed(rr), true
+	return r.owner.RelayInbox().AcceptResult(rr), true
 }
 
 func (r *fakeRelay) RelayEvent(_ string, ev browserbackend.Event) {
@@ -60,7 +60,7 @@ func TestRelay_ResultForAnotherProxyGetsItsVerdictAndEventsAreRelayed(t *testing
 	rec = postResult(other, "ext-1", "alice", ResultBody{RequestID: "nope", Content: `{}`})
 	require.Equal(t, http.StatusNotFound, rec.Code)
 
-	rec = post(other.EventHandler(), "ext-1", "alice", []byte(`{"method":"Page.loadEventFired","params":{}}`))
+	rec = post(other.eventHandler(), "ext-1", "alice", []byte(`{"method":"Page.loadEventFired","params":{}}`))
 	require.Equal(t, http.StatusOK, rec.Code)
 	relay.mu.Lock()
 	require.Len(t, relay.events, 1)

@@ -99,7 +99,7 @@ func TestReplay_RequestFailedOnDisconnectIsNotReplayedToTheReconnect(t *testing.
 	sub1.Close() // the connection dies; nobody has reconnected
 	out := <-done
 	require.ErrorIs(t, out.err, browserbackend.ErrTransport, "fails at once on the disconnect (HUB-5)")
-	assert.Empty(t, w.p.Pending(nil))
+	assert.Empty(t, w.p.Interactions().List(nil))
 
 	sub2 := w.connect(t, markerID)
 	w.mark(t, "after")
@@ -126,7 +126,7 @@ func TestReplay_ReconnectBeforeTheProxyNoticesReplaysTheRequestAndItsResultCompl
 	out := <-done
 	require.NoError(t, out.err)
 	assert.JSONEq(t, `{"clicked":true}`, string(out.res))
-	assert.Empty(t, w.p.Pending(nil))
+	assert.Empty(t, w.p.Interactions().List(nil))
 }
 
 // A reconnect's replay carries the requests whose caller still waits, and

@@ -54,7 +54,7 @@ func newSocketFixture(t *testing.T, maxBody int64, so SocketOptions) *socketFixt
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+wire.PathHostBrowserResultSocket, f.p.ResultSocketHandler(so))
-	mux.Handle("POST "+wire.PathHostBrowserResult, f.p.ResultHandler())
+	mux.Handle("POST "+wire.PathHostBrowserResult, f.p.resultHandler())
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(func() { f.p.Close(); f.srv.Close() })
 	return f
@@ -167,7 +167,7 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 		assert.Equal(t, id, m["requestId"])
 		assert.Equal(t, float64(http.StatusForbidden), m["status"])
 		assert.Equal(t, tc.code, m["code"])
-		_, pending := f.p.Lookup(id)
+		_, pending := f.p.Interactions().Lookup(id)
 		require.True(t, pending, "a refused message must not consume the request")
 		// The socket stays usable after a refusal.
 		send(t, c, result("nope", "{}"))
@@ -197,7 +197,7 @@ func TestResultSocket_MalformedOrUntypedMessagesAreAnswered400AndTheSocketStaysO
 	assert.Equal(t, "bad_type", m["code"])
 	send(t, c, map[string]any{"type": wire.SocketResult, "content": "{}"})
 	assert.Equal(t, "missing_request_id", recv(t, c)["code"])
-	_, pending := f.p.Lookup(id)
+	_, pending := f.p.Interactions().Lookup(id)
 	require.True(t, pending)
 
 	send(t, c, result(id, `{}`))
@@ -274,12 +274,12 @@ func TestResultSocket_OversizedMessageClosesWithMessageTooBigAndLeavesTheRequest
 	send(t, c, result(id, `{"data":"`+strings.Repeat("A", 8192)+`"}`))
 	_, err := recvErr(c)
 	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), err)
-	_, pending := f.p.Lookup(id)
+	_, pending := f.p.Interactions().Lookup(id)
 	require.True(t, pending)
 
 	// Closing the socket affected nothing pending: a POST still completes it.
 	body, _ := json.Marshal(ResultBody{RequestID: id, Content: `{"data":"small"}`})
-	rec := post(f.p.ResultHandler(), "ext", "alice", body)
+	rec := post(f.p.resultHandler(), "ext", "alice", body)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	require.NoError(t, (<-done).err)
 	assert.Equal(t, []Transport{TransportHTTP}, f.transports())

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/browserchain/browserchain/eventhub/wire"
 
@@ -15,15 +14,35 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 )
 
-// Mount registers the three client routes on mux (PXY-4):
-// POST /v1/host-browser-result, POST /v1/host-browser-event and
-// POST /v1/host-browser-session-invalidated. The host app wraps mux (or
-// these handlers) with its auth middleware, which must put the authenticated
-// actor into the request context with eventhub.WithActor.
+// Mount registers the three client routes on mux; each answers 405 to
+// another method than POST, 413 to a body over Options.MaxBodyBytes and
+// {"error":{"code","message"}} to every refusal:
+//
+//   - POST /v1/host-browser-result, body ResultBody, the client named by the
+//     X-Vellum-Client-Id header: 200 {"accepted":true} when the result
+//     reached its request; 400 malformed, no requestId, or no client on a
+//     targeted request; 403 another client or actor than the request's
+//     target; 404 not pending or nobody waits for it here; 409 not a
+//     host_browser interaction. A refused result leaves its request
+//     pending; a 413 fails the request it names with payload_too_large.
+//   - POST /v1/host-browser-event, body EventBody, and POST
+//     /v1/host-browser-session-invalidated, body InvalidationBody
+//     (delivered as Target.detachedFromTarget): the client named by the
+//     header, else by the credential (eventhub.ClientIDFrom), else, for an
+//     invalidation, by the body; delivered to the backends bound to that
+//     client that own its tab. 200 {"accepted":true}; 400 no client,
+//     malformed, no method; 403 another actor's client or a body naming
+//     another client; 404 client not connected; 429 events_shed over the
+//     client's event budget (events only).
+//
+// Accepted posts count as activity of the client (Hub.Touch). The host app
+// wraps mux (or these routes) with its auth middleware, which must put the
+// authenticated actor into the request context with eventhub.WithActor.
+// The result socket (ResultSocketHandler) is mounted separately.
 func (p *Proxy) Mount(mux *http.ServeMux) {
-	mux.Handle("POST "+wire.PathHostBrowserResult, p.ResultHandler())
-	mux.Handle("POST "+wire.PathHostBrowserEvent, p.EventHandler())
-	mux.Handle("POST "+wire.PathHostBrowserSessionInvalidated, p.SessionInvalidatedHandler())
+	mux.Handle("POST "+wire.PathHostBrowserResult, p.resultRoute())
+	mux.Handle("POST "+wire.PathHostBrowserEvent, p.eventRoute(true, decodeEventRoute))
+	mux.Handle("POST "+wire.PathHostBrowserSessionInvalidated, p.eventRoute(false, decodeInvalidationRoute))
 }
 
 // routeError is the JSON body of every non-2xx answer:
@@ -51,7 +70,7 @@ func writeError(w http.ResponseWriter, status int, code, format string, args ...
 var accepted = map[string]bool{"accepted": true}
 
 // reject answers a refused post and logs it once at warn with the route,
-// the reason code and the client id (WIRE-1); never a credential or a body.
+// the reason code and the client id; never a credential or a body.
 func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, clientID string, status int, code, format string, args ...any) {
 	p.log.Warn("host_browser post refused", "route", r.URL.Path, "status", status, "code", code, "clientId", clientID)
 	writeError(w, status, code, format, args...)
@@ -115,106 +134,6 @@ func readAll(rd io.Reader, length, limit int64) ([]byte, error) {
 	}
 }
 
-// ResultHandler serves POST /v1/host-browser-result (PXY-4). Body
-// {"requestId","content","isError"}; header X-Vellum-Client-Id. Answers:
-//   - 200 {"accepted":true}: the result reached its request;
-//   - 400: malformed JSON, no requestId, or no client header on a targeted
-//     request;
-//   - 403: the header names another client, or the authenticated actor
-//     (eventhub.ActorFrom) is not the target client's actor;
-//   - 404: unknown or already answered request id;
-//   - 409: the pending interaction is not host_browser;
-//   - 413: body larger than Options.MaxBodyBytes.
-//
-// A rejected post leaves the request pending. A request this Proxy has no
-// caller waiting for (one the host app registered with Register, or another
-// Proxy's request) is answered 404 and, if pending here, left pending. An accepted post counts as
-// activity of the client (Hub.Touch, HUB-5). ResultSocketHandler runs the
-// same checks on results sent over a WebSocket.
-func (p *Proxy) ResultHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, ok := p.readBody(w, r)
-		clientID := postingClient(r)
-		if !ok {
-			if id := requestIDPrefix(data); id != "" {
-				p.failTooLarge(id, clientID, r)
-			}
-			return
-		}
-		body, err := p.decodeResultOwned(data) // data is this request's own buffer
-		if errors.Is(err, ErrNoRequestID) {
-			p.reject(w, r, clientID, http.StatusBadRequest, "missing_request_id", "requestId is required")
-			return
-		}
-		if err != nil {
-			p.reject(w, r, clientID, http.StatusBadRequest, "malformed_body", "%v", err)
-			return
-		}
-		actor, _ := eventhub.ActorFrom(r.Context())
-		if rej := p.acceptResult(body, clientID, actor, TransportHTTP, data); rej != nil {
-			p.reject(w, r, clientID, rej.status, rej.code, "%s", rej.msg)
-			return
-		}
-		writeJSON(w, http.StatusOK, accepted)
-	})
-}
-
-// failTooLarge fails the request id a refused, oversized result named
-// with payload_too_large at once (WIRE-5), after the same client and actor
-// checks as any result: the caller learns the command ran but its answer is
-// lost, instead of waiting out its timeout.
-func (p *Proxy) failTooLarge(id, clientID string, r *http.Request) {
-	actor, _ := eventhub.ActorFrom(r.Context())
-	p.failTooLargeFor(id, clientID, actor, TransportHTTP)
-}
-
-// failTooLargeFor is failTooLarge for a client and actor a transport bound;
-// it reports whether a request failed.
-func (p *Proxy) failTooLargeFor(id, clientID, actor string, tr Transport) bool {
-	content := errorContent(browserbackend.CodePayloadTooLarge,
-		fmt.Sprintf("the client's result exceeded the server's limit of %d bytes", p.maxBody))
-	if rej := p.acceptResult(ResultBody{RequestID: id, Content: content, IsError: true}, clientID, actor, tr, nil); rej != nil {
-		p.log.Debug("oversized result names no request of this client", "requestId", id, "clientId", clientID, "code", rej.code)
-		return false
-	}
-	return true
-}
-
-// FailOversizeFrame handles a client socket frame larger than the cap
-// (MaxBodyBytes), of which prefix holds the first bytes read: when it is a
-// result whose "requestId" comes before the cut (a "type" before it, if
-// any, must be "result"), that request fails at once with
-// payload_too_large (WIRE-5), after the client and actor checks of any
-// result, instead of at its deadline. It returns the failed request's id,
-// or "" when the prefix names none of clientID's requests. Like an HTTP
-// 413 it is a protocol-class error to the caller. The socket itself is
-// the caller's to close (a WebSocket library closes it with 1009). Safe
-// for concurrent use.
-func (p *Proxy) FailOversizeFrame(clientID, actor string, tr Transport, prefix []byte) string {
-	id, typ := requestIDPrefixTyped(prefix)
-	if id == "" || (typ != "" && typ != wire.SocketResult) {
-		return ""
-	}
-	if !p.failTooLargeFor(id, clientID, actor, tr) {
-		return ""
-	}
-	p.log.Warn("client socket frame over the body limit; its request failed as payload_too_large",
-		"transport", string(tr), "clientId", clientID, "requestId", id, "limit", p.maxBody)
-	return id
-}
-
-// MaxBodyBytes returns the largest result body or client socket frame the
-// Proxy accepts (Options.MaxBodyBytes, default DefaultMaxBodyBytes), in
-// bytes. A transport of the host app caps its frames at it and tells its
-// clients, as the result socket's ready reply does (WIRE-5). Safe for
-// concurrent use.
-func (p *Proxy) MaxBodyBytes() int64 { return p.maxBody }
-
-func errorContent(code, msg string) string {
-	raw, _ := json.Marshal(ErrorContent{Code: json.RawMessage(strconv.Quote(code)), Message: msg})
-	return string(raw)
-}
-
 // requestIDPrefix returns the requestId of a result body from its first
 // bytes (a body cut at the cap), or "" when it does not come before the
 // cut. Both real clients write requestId first.
@@ -255,7 +174,7 @@ func requestIDPrefixTyped(data []byte) (id, typ string) {
 	return "", ""
 }
 
-// clientFor checks the posting client of the event routes (WIRE-1). The
+// clientFor checks the posting client of the event routes. The
 // client is the X-Vellum-Client-Id header, else the client the credential
 // identifies (the token's binding, eventhub.ClientIDFrom), else bodyClient
 // (the clientId an invalidation carries). A body naming another client than
@@ -290,44 +209,8 @@ func (p *Proxy) clientFor(w http.ResponseWriter, r *http.Request, bodyClient str
 	return clientID, true
 }
 
-// EventHandler serves POST /v1/host-browser-event (PXY-4, SEL-14, WIRE-1):
-// body EventBody; the posting client is named by the X-Vellum-Client-Id
-// header or, as the real extension does it, only by its bearer token (see
-// clientFor). The event is delivered to the subscribers of the backends
-// bound to that client that own its tab (WIRE-4, "Events and tabs" in the
-// package doc).
-// Answers 200 {"accepted":true}, 400 (unknown client, malformed body, no
-// method), 403 (another actor's client), 404 (client not connected), 413.
-//
-// Each client's posts are charged to its own event budget
-// (Options.EventRate): beyond it they are answered 429 events_shed and
-// dropped, counted by EventsShed and logged at most once a second (WIRE-5).
-func (p *Proxy) EventHandler() http.Handler {
-	return p.eventRoute(true, func(data []byte) (browserbackend.Event, string, string, error) {
-		body, err := DecodeEvent(data)
-		return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.Session()}, "", body.Tab(), err
-	})
-}
-
-// SessionInvalidatedHandler serves POST /v1/host-browser-session-invalidated
-// (PXY-4, SEL-14, WIRE-1): body {"sessionId"?,"targetId"?,"reason"?,
-// "clientId"?}; the client is named as for EventHandler or by the body's
-// clientId. It is delivered as a Target.detachedFromTarget event with that
-// sessionId (params {"sessionId","targetId","reason"}), so a client fails
-// later commands bound to the session. Answers as EventHandler.
-func (p *Proxy) SessionInvalidatedHandler() http.Handler {
-	return p.eventRoute(false, func(data []byte) (browserbackend.Event, string, string, error) {
-		body, err := DecodeInvalidation(data)
-		if err != nil {
-			return browserbackend.Event{}, "", "", err
-		}
-		params, _ := json.Marshal(InvalidationBody{SessionID: body.SessionID, TargetID: body.TargetID, Reason: body.Reason})
-		return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, body.ClientID, "", nil
-	})
-}
-
 // eventRoute is the shared shape of the two event routes: read the capped
-// body, decode, check the posting client, count as activity, deliver.
+// body, decode, check the posting client, deliver.
 func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend.Event, bodyClient, tab string, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := p.readBody(w, r)
@@ -343,79 +226,71 @@ func (p *Proxy) eventRoute(budgeted bool, decode func([]byte) (ev browserbackend
 		if !ok {
 			return
 		}
-		if budgeted {
-			if ok, logNow, n := p.events.allow(clientID); !ok {
-				if logNow {
-					p.log.Warn("host_browser events shed over the client's event budget",
-						"route", r.URL.Path, "clientId", clientID, "shed", n, "shedTotal", p.events.shed.Load())
-				}
-				writeError(w, http.StatusTooManyRequests, "events_shed", "event budget exceeded; the event was dropped")
-				return
-			}
-		}
-		p.hub.Touch(clientID)
-		if tab != "" && ev.SessionID != tab {
-			// A child session's event that also names its tab.
-			p.attr.set(clientID, attrSession, ev.SessionID, tab)
-		}
-		p.publishEvent(clientID, ev)
-		if p.relay != nil {
-			p.relay.RelayEvent(clientID, ev)
+		if rej := p.events.accept(clientID, ev, tab, budgeted, r.URL.Path); rej != nil {
+			writeError(w, rej.status, rej.code, "%s", rej.msg) // logged, at most once a second, by accept
+			return
 		}
 		writeJSON(w, http.StatusOK, accepted)
 	})
 }
 
-// listen makes bus a listener of clientID's events for a backend serving
-// conversation, until the returned func is called.
-func (p *Proxy) listen(clientID, conversation string, bus *browserbackend.EventBus) (*listener, func()) {
-	l := &listener{bus: bus, conversation: conversation}
-	p.mu.Lock()
-	set := p.listeners[clientID]
-	if set == nil {
-		set = make(map[*listener]struct{})
-		p.listeners[clientID] = set
-	}
-	set[l] = struct{}{}
-	p.mu.Unlock()
-	return l, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if set := p.listeners[clientID]; set != nil {
-			delete(set, l)
-			if len(set) == 0 {
-				delete(p.listeners, clientID)
-			}
-		}
-	}
+// decodeEventRoute decodes the body of the event route.
+func decodeEventRoute(data []byte) (browserbackend.Event, string, string, error) {
+	body, err := DecodeEvent(data)
+	return browserbackend.Event{Method: body.Method, Params: body.Params, SessionID: body.Session()}, "", body.Tab(), err
 }
 
-// publishEvent delivers ev to the listeners of clientID it belongs to
-// (WIRE-4, see routeEvent) and learns the ids it ties to its tab.
-func (p *Proxy) publishEvent(clientID string, ev browserbackend.Event) {
-	var ids eventIDs
-	if len(ev.Params) > 0 {
-		_ = json.Unmarshal(ev.Params, &ids) // DecodeEvent checked it is JSON
+// decodeInvalidationRoute decodes the body of the session-invalidated route
+// into the Target.detachedFromTarget event it is delivered as, with params
+// {"sessionId","targetId","reason"}, and the clientId it names.
+func decodeInvalidationRoute(data []byte) (browserbackend.Event, string, string, error) {
+	body, err := DecodeInvalidation(data)
+	if err != nil {
+		return browserbackend.Event{}, "", "", err
 	}
-	p.attr.set(clientID, attrSeen, "-", "yes")
-	if ev.SessionID == "" {
-		p.attr.set(clientID, attrAnon, "-", "yes")
-	}
-	owners, attributed := p.attr.attribute(clientID, ev, &ids)
-	if attributed {
-		p.attr.learnEvent(clientID, owners[0], ev, &ids)
-	}
-	p.mu.Lock()
-	ls := make([]*listener, 0, len(p.listeners[clientID]))
-	for l := range p.listeners[clientID] {
-		ls = append(ls, l)
-	}
-	p.mu.Unlock()
-	to, withheld := routeEvent(ls, owners, attributed)
-	if withheld {
-		p.unattributed.Add(1)
-	}
-	for _, l := range to {
-		l.bus.Publish(ev) // never blocks
-	}
+	params, _ := json.Marshal(InvalidationBody{SessionID: body.SessionID, TargetID: body.TargetID, Reason: body.Reason})
+	return browserbackend.Event{Method: browserbackend.MethodTargetDetached, Params: params, SessionID: body.SessionID}, body.ClientID, "", nil
 }
+
+// resultRoute serves POST /v1/host-browser-result (see Mount).
+func (p *Proxy) resultRoute() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := p.readBody(w, r)
+		clientID := postingClient(r)
+		actor, _ := eventhub.ActorFrom(r.Context())
+		if !ok {
+			if id := requestIDPrefix(data); id != "" {
+				p.failTooLarge(id, clientID, actor, TransportHTTP)
+			}
+			return
+		}
+		body, err := p.decodeResultOwned(data) // data is this request's own buffer
+		if errors.Is(err, ErrNoRequestID) {
+			p.reject(w, r, clientID, http.StatusBadRequest, "missing_request_id", "requestId is required")
+			return
+		}
+		if err != nil {
+			p.reject(w, r, clientID, http.StatusBadRequest, "malformed_body", "%v", err)
+			return
+		}
+		if rej := p.acceptResult(body, clientID, actor, TransportHTTP, data); rej != nil {
+			p.reject(w, r, clientID, rej.status, rej.code, "%s", rej.msg)
+			return
+		}
+		writeJSON(w, http.StatusOK, accepted)
+	})
+}
+
+// ClientFrames is the Proxy's client socket adapter: a transport of the host
+// app that carries a client's frames on a socket of its own (a remote
+// device's) hands each frame to it. Safe for concurrent use.
+type ClientFrames struct{ p *Proxy }
+
+// ClientFrames returns the Proxy's client socket adapter.
+func (p *Proxy) ClientFrames() ClientFrames { return ClientFrames{p} }
+
+// MaxBodyBytes returns the largest result body or client socket message the
+// Proxy accepts, in bytes (Options.MaxBodyBytes, default
+// DefaultMaxBodyBytes). A transport of the host app caps its frames at it
+// and tells its clients.
+func (f ClientFrames) MaxBodyBytes() int64 { return f.p.maxBody }

@@ -32,7 +32,7 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 
 	rec := postResult(other, "ext", "alice", ok)
 	assert.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
-	_, pending := owner.Lookup(id)
+	_, pending := owner.Interactions().Lookup(id)
 	require.True(t, pending, "a refused post must not consume the request")
 
 	rec = postResult(owner, "ext", "alice", ok)
@@ -48,7 +48,7 @@ func TestResultRoute_PostToAProxyWithoutTheCallerIsRefusedAndLosesNothing(t *tes
 	}
 }
 
-// A pending entry resolved by the host app (Proxy.Resolve, for
+// A pending entry resolved by the host app (Interactions.Resolve, for
 // example when it drops a conversation) must not make the caller wait
 // forever once its context ends: it gets the aborted error.
 func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRequest_EntryResolvedOutsideTheProxyStillEndsWithTheCallerContext(t *te
 	p := newTestProxy(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg, done := startRequest(t, ctx, p, Req{Method: "Page.navigate", TargetClientID: "ext"}, ext)
-	_, ok := p.Resolve(msg["requestId"].(string))
+	_, ok := p.Interactions().Resolve(msg["requestId"].(string))
 	require.True(t, ok)
 	cancel()
 	guard := time.NewTimer(20 * time.Second) // only against a hang
@@ -90,7 +90,7 @@ func TestRequest_ParamsThatAreNotAJSONObjectAreRefusedBeforeSending(t *testing.T
 		assert.False(t, e.Dispatched, params)
 	}
 	ext.empty(t)
-	assert.Empty(t, p.Pending(nil))
+	assert.Empty(t, p.Interactions().List(nil))
 	for _, params := range []string{``, `null`, ` {} `, `{"expression":"1"}`} {
 		msg, done := startRequest(t, context.Background(), p, Req{Method: "Runtime.evaluate", Params: json.RawMessage(params),
 			TargetClientID: "ext"}, ext)

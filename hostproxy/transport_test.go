@@ -1,42 +1,37 @@
 package hostproxy
 
 import (
-	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub/wire"
 )
 
-// TestDeliver_TheRouteChecksForTransportsOfTheHostApp: DeliverResult and
-// DeliverEvent refuse what the POST routes refuse, with their status and
-// code, as a *RefusalError.
-func TestDeliver_TheRouteChecksForTransportsOfTheHostApp(t *testing.T) {
+// TestHandleClientFrame_TheRouteChecksForTransportsOfTheHostApp: a client
+// socket's frames are refused as the POST routes refuse them, with their
+// status and code.
+func TestHandleClientFrame_TheRouteChecksForTransportsOfTheHostApp(t *testing.T) {
 	h := newFakeHub()
 	h.add("ext", wire.InterfaceChromeExtension, "alice", t0)
 	p := newTestProxy(h)
 	defer p.Close()
 
-	var rej *RefusalError
-	err := p.DeliverResult(ResultBody{}, "ext", "alice", TransportRemote, nil)
-	require.True(t, errors.As(err, &rej))
-	assert.Equal(t, http.StatusBadRequest, rej.Status)
-	err = p.DeliverResult(ResultBody{RequestID: "r1", Content: "{}"}, "ext", "alice", TransportRemote, nil)
-	require.True(t, errors.As(err, &rej))
-	assert.Equal(t, "unknown_request", rej.Code)
-	assert.Equal(t, http.StatusNotFound, rej.Status)
+	r, ok := p.ClientFrames().Handle("ext", "alice", TransportRemote, []byte(`{"type":"result"}`))
+	assert.True(t, ok)
+	assert.Equal(t, http.StatusBadRequest, r.Status)
+	assert.Equal(t, "missing_request_id", r.Code)
+	r, _ = p.ClientFrames().Handle("ext", "alice", TransportRemote, []byte(`{"type":"result","requestId":"r1","content":"{}"}`))
+	assert.Equal(t, "unknown_request", r.Code)
+	assert.Equal(t, http.StatusNotFound, r.Status)
 
-	ev := browserbackend.Event{Method: "Page.loadEventFired"}
-	assert.NoError(t, p.DeliverEvent("ext", "alice", ev, true))
-	err = p.DeliverEvent("ext", "mallory", ev, true)
-	require.True(t, errors.As(err, &rej))
-	assert.Equal(t, "wrong_actor", rej.Code)
-	err = p.DeliverEvent("gone", "alice", ev, false)
-	require.True(t, errors.As(err, &rej))
-	assert.Equal(t, "unknown_client", rej.Code)
-	assert.Contains(t, err.Error(), "hostproxy: unknown_client")
+	ev := []byte(`{"type":"host_browser_event","method":"Page.loadEventFired"}`)
+	_, ok = p.ClientFrames().Handle("ext", "alice", TransportRemote, ev)
+	assert.False(t, ok, "an accepted event is not answered")
+	r, _ = p.ClientFrames().Handle("ext", "mallory", TransportRemote, ev)
+	assert.Equal(t, "wrong_actor", r.Code)
+	r, _ = p.ClientFrames().Handle("gone", "alice", TransportRemote, []byte(`{"type":"host_browser_session_invalidated","sessionId":"S1"}`))
+	assert.Equal(t, "unknown_client", r.Code)
+	assert.Contains(t, r.Error, "hostproxy: unknown_client")
 }

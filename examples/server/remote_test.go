@@ -122,7 +122,7 @@ func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 	assert.Contains(t, out.String(), "laptop")
 	assert.NotContains(t, out.String(), token)
 
-	// The device answers one command, as the extension would.
+	// The device answers, as the extension would.
 	closed := make(chan error, 1)
 	go func() {
 		for {
@@ -139,7 +139,16 @@ func TestRemote_OperatorVerbsAndFirstUseOverNativeTLS(t *testing.T) {
 			if json.Unmarshal(data, &fr) != nil || fr.Type != wire.RemoteEnvelope || json.Unmarshal(fr.Event.Message, &m) != nil || m.Type != wire.TypeHostBrowserRequest {
 				continue
 			}
-			res, _ := json.Marshal(map[string]any{"type": "result", "requestId": m.RequestID, "content": `{"result":{"type":"string","value":"Example Domain"}}`})
+			content := `{"result":{"type":"string","value":"Example Domain"}}`
+			switch m.CDPMethod { // the tab set-up of the conversation's first command
+			case wire.MethodCreateTab:
+				content = `{"tabId":7}`
+			case wire.MethodAttach:
+				content = `{}`
+			case "Target.getTargetInfo":
+				content = `{"targetInfo":{"targetId":"T7","type":"page"}}`
+			}
+			res, _ := json.Marshal(map[string]any{"type": "result", "requestId": m.RequestID, "content": content})
 			_ = ws.Write(context.Background(), websocket.MessageText, res)
 		}
 	}()

@@ -65,12 +65,12 @@ func TestBridge_EachConversationHasItsOwnPageAndOnlyItsEvents(t *testing.T) {
 	}
 	runBridge(t, ts, Options{Token: "tok", ClientID: "mac-1", Dial: dialer(newFakeBrowser()), DialConversation: dialConv})
 	ctx := context.Background()
-	backend := func(conv string) *hostproxy.Backend {
+	backend := func(conv string) *hostproxy.BridgeBackend {
 		be := ts.proxy.NewHostBridgeBackend(browserbackend.Invocation{ConversationID: conv, ActorPrincipalID: "alice"}, hostproxy.BackendOptions{})
 		t.Cleanup(func() { be.Close() })
 		return be
 	}
-	count := func(be *hostproxy.Backend, conv string) int {
+	count := func(be *hostproxy.BridgeBackend, conv string) int {
 		res, err := be.Send(ctx, browserbackend.Command{Method: "Count.inc"})
 		require.NoError(t, err)
 		var n struct{ N int }

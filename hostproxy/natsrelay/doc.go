@@ -11,6 +11,6 @@
 // A request id is "<replica>.<id>", naming the replica where its caller
 // waits; a result is relayed there with natshub.Hub.Send under the request
 // id as correlation id, so the holder's delivery answer rides with it, and
-// answered with the proxy's verdict (hostproxy.Proxy.AcceptRelayed).
+// answered with the proxy's verdict (hostproxy.RelayInbox.AcceptResult).
 // Events travel with natshub.Hub.Broadcast.
 package natsrelay

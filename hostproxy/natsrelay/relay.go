@@ -113,7 +113,7 @@ func (r *relay) ServeMessage(m natshub.Message) []byte {
 		// it, so the content may share it.
 		body := hostproxy.ResultBody{RequestID: m.CorrelationID, Content: unsafe.String(unsafe.SliceData(m.Data), len(m.Data)),
 			IsError: m.Header.Get(hdrIsError) == "1"}
-		v = r.proxy.AcceptRelayed(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
+		v = r.proxy.RelayInbox().AcceptResult(hostproxy.RelayedResult{Body: body, ClientID: m.Header.Get(hdrClientID),
 			Actor: m.Header.Get(hdrActor), Transport: hostproxy.Transport(m.Header.Get(hdrTransport))})
 	}
 	out, _ := json.Marshal(v)
@@ -142,6 +142,6 @@ func (r *relay) RelayEvent(clientID string, ev browserbackend.Event) {
 func (r *relay) ServeBroadcast(m natshub.Message) {
 	var e relayedEvent
 	if json.Unmarshal(m.Data, &e) == nil {
-		r.proxy.DeliverRelayedEvent(e.ClientID, e.Event)
+		r.proxy.RelayInbox().DeliverEvent(e.ClientID, e.Event)
 	}
 }

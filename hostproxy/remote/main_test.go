@@ -231,7 +231,7 @@ func (f *fixture) dial(token string) *device {
 	d := &device{t: f.t, ws: ws, frames: make(chan serverFrame, 64), ui: make(chan []byte, 16), done: make(chan struct{})}
 	ready := d.readFrame()
 	require.Equal(f.t, wire.SocketReady, ready.Type)
-	require.Equal(f.t, f.proxy.MaxBodyBytes(), ready.MaxBodyBytes, "the ready frame carries the frame cap")
+	require.Equal(f.t, f.proxy.ClientFrames().MaxBodyBytes(), ready.MaxBodyBytes, "the ready frame carries the frame cap")
 	d.clientID, d.deviceID = ready.ClientID, ready.DeviceID
 	go d.loop()
 	f.t.Cleanup(func() { ws.CloseNow(); <-d.done })

@@ -153,11 +153,15 @@ func TestSocket_IsAnOrdinaryHubClientServingTheExtensionCandidate(t *testing.T) 
 	go func() {
 		for {
 			req := d.nextRequest()
-			if req.CDPMethod == "Runtime.evaluate" {
+			switch req.CDPMethod {
+			case "Runtime.evaluate":
 				d.answer(req.RequestID, `{"result":{"type":"string","value":"from remote"}}`)
 				return
+			case wire.MethodCreateTab: // the conversation's tab
+				d.answer(req.RequestID, `{"tabId":7}`)
+			default:
+				d.answer(req.RequestID, `{}`)
 			}
-			d.answer(req.RequestID, `{}`)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

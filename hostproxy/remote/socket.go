@@ -220,7 +220,7 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // client answers a larger result with a payload_too_large error instead.
 // A larger frame that arrives closes the socket with 1009; when it is a
 // result whose requestId comes before the cut, that command fails at once
-// with payload_too_large (Proxy.FailOversizeFrame), the socket's other
+// with payload_too_large (ClientFrames.FailOversize), the socket's other
 // commands in flight with a transport error. The client sends
 // {"type":"result","requestId","content","isError"} (answered
 // {"type":"accepted","requestId"} or {"type":"error",…} with the HTTP
@@ -310,7 +310,7 @@ func (s *Server) SocketHandler() http.Handler {
 // serve runs one authenticated socket until it ends.
 func (s *Server) serve(c *conn, ws *websocket.Conn) {
 	defer ws.CloseNow()
-	maxBody := c.s.proxy.MaxBodyBytes()
+	maxBody := c.s.proxy.ClientFrames().MaxBodyBytes()
 	ws.SetReadLimit(maxBody)
 	sub, err := s.hub.Subscribe(eventhub.SubscribeRequest{
 		ClientID: c.dev.BrowserID, InterfaceID: wire.InterfaceChromeExtension,
@@ -447,7 +447,7 @@ func (c *conn) read() {
 				// The library closes the socket with 1009; the result it
 				// cut fails typed now, before the registration's end fails
 				// the rest of the device's commands as a transport error.
-				c.s.proxy.FailOversizeFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, buf.Bytes())
+				c.s.proxy.ClientFrames().FailOversize(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, buf.Bytes())
 			}
 			return
 		}
@@ -466,7 +466,7 @@ func (c *conn) read() {
 }
 
 // handle acts on one client frame and returns the reply, if one is due:
-// the frames and their checks are the proxy's (hostproxy.HandleClientFrame),
+// the frames and their checks are the proxy's (hostproxy.ClientFrames.Handle),
 // with the device's client id and actor as the binding.
 func (c *conn) handle(data []byte) (serverFrame, bool) {
 	var probe struct {
@@ -477,8 +477,8 @@ func (c *conn) handle(data []byte) (serverFrame, bool) {
 		c.ui.answer(data)
 		return serverFrame{}, false
 	}
-	// HandleClientFrame logs its own refusals (client_mismatch among them).
-	r, ok := c.s.proxy.HandleClientFrame(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
+	// ClientFrames.Handle logs its own refusals (client_mismatch among them).
+	r, ok := c.s.proxy.ClientFrames().Handle(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
 	return serverFrame{Type: r.Type, RequestID: r.RequestID, Status: r.Status, Code: r.Code, Error: r.Error}, ok
 }
 

@@ -1,10 +1,10 @@
 // Package tabs is the one implementation of the extension's tab operations,
-// the Vellum.* pseudo-methods of PXY-6 (Vellum.listTabs, selectTab,
-// closeTab, createTab, findTab, attach, detach). Each function sends one
-// command through a Sender: a hostproxy.Backend, or a per-call
+// the Vellum.* pseudo-methods (Vellum.listTabs, selectTab, closeTab,
+// createTab, findTab, attach, detach). Each function sends one command
+// through a Sender: a *hostproxy.ExtensionBackend, or a per-call
 // *browserbackend.Client whose selector routes it to the extension backend.
 // Any other backend refuses the method (host-bridge with a policy-class
-// not_supported error, PXY-6). Params and result shapes are documented on
+// not_supported error). Params and result shapes are documented on
 // each function; they are defined here only, so a change of the extension's
 // shapes is made in one place.
 //
@@ -29,7 +29,7 @@ type Sender interface {
 	Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error)
 }
 
-// Tab is one tab as the extension reports it in Vellum.listTabs (WIRE-3):
+// Tab is one tab as the extension reports it in Vellum.listTabs:
 // {"tabId":<number>,"windowId","url","title","active","pinned"}.
 // Vellum.findTab fills ID, URL and Title; Vellum.createTab ID only.
 type Tab struct {
@@ -91,7 +91,7 @@ func Close(ctx context.Context, s Sender, id ID) error {
 }
 
 // Create sends Vellum.createTab {"url","active"} and decodes
-// {"tabId":"<string>","clientId"} (WIRE-3). The real extension opens an
+// {"tabId":"<string>","clientId"}. The real extension opens an
 // active about:blank whatever it is given: navigate the tab afterwards. An
 // answer without a tab id is a protocol error, code invalid_response.
 func Create(ctx context.Context, s Sender, url string, active bool) (Tab, error) {
@@ -112,7 +112,7 @@ func Create(ctx context.Context, s Sender, url string, active bool) (Tab, error)
 }
 
 // Find sends Vellum.findTab {"urlPattern"} and decodes
-// {"tabId":"<string>","url","title"} (WIRE-3); found is false when the answer
+// {"tabId":"<string>","url","title"}; found is false when the answer
 // names no tab or the client answers target_not_found.
 func Find(ctx context.Context, s Sender, urlPattern string) (tab Tab, found bool, err error) {
 	var out Tab

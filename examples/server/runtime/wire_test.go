@@ -363,7 +363,7 @@ func TestWire5_AnEventFloodNeverCostsAResultAndOversizedResultsFailAtOnce(t *tes
 		counts[s]++
 	}
 	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: events - 100}, counts)
-	assert.Equal(t, uint64(events-100), rt.Proxy.EventsShed())
+	assert.Equal(t, uint64(events-100), rt.Proxy.Stats().EventsShed)
 	assert.Len(t, rec.Find("host_browser events shed over the client's event budget"), 1, "one line for the frozen second")
 	assert.Empty(t, rec.Find("rate limit exceeded"))
 
