@@ -38,11 +38,19 @@ var ErrNoReplica = errors.New("natshub: no such replica")
 // handlerBox holds the Handler set with Handle.
 type handlerBox struct{ h Handler }
 
+// Peers is the hub's replica-to-replica seam: opaque messages to one
+// replica (Send) or all (Broadcast), and the Handler of the messages others
+// send this one. Safe for concurrent use.
+type Peers struct{ h *Hub }
+
+// Peers returns the hub's replica-to-replica seam.
+func (h *Hub) Peers() Peers { return Peers{h} }
+
 // Handle sets the Handler of the messages other replicas send this one;
 // until it is called, Send to this replica fails with ErrNoReplica and
 // broadcasts are dropped. A later call replaces the handler. Safe for
 // concurrent use.
-func (h *Hub) Handle(hd Handler) { h.handler.Store(&handlerBox{hd}) }
+func (p Peers) Handle(hd Handler) { p.h.handler.Store(&handlerBox{hd}) }
 
 func (h *Hub) currentHandler() Handler {
 	if b := h.handler.Load(); b != nil {
@@ -64,7 +72,8 @@ func (h *Hub) currentHandler() Handler {
 // the message, and the receiving replica releases the Publish waiting for
 // it once its Handler has answered (or, when the message did not carry it,
 // asks the holder for it).
-func (h *Hub) Send(ctx context.Context, replica, correlationID string, hdr nats.Header, data []byte) ([]byte, error) {
+func (p Peers) Send(ctx context.Context, replica, correlationID string, hdr nats.Header, data []byte) ([]byte, error) {
+	h := p.h
 	if replica == h.replica || !nameRE.MatchString(replica) {
 		return nil, ErrNoReplica
 	}
@@ -139,7 +148,8 @@ func (h *Hub) onMessage(m *nats.Msg) {
 // Handler, without an answer. It never waits for a replica. Data larger
 // than the broker's max_payload (less 8 KiB for headers) is refused with an
 // error. The hub may add headers of its own to hdr.
-func (h *Hub) Broadcast(hdr nats.Header, data []byte) error {
+func (p Peers) Broadcast(hdr nats.Header, data []byte) error {
+	h := p.h
 	if len(data) > int(h.nc.MaxPayload())-headerRoom {
 		return errf("broadcast of %d bytes exceeds the broker's max_payload", len(data))
 	}

@@ -37,7 +37,7 @@ func startNode(t *testing.T, url, name string, opts ...natshub.Option) *node {
 	hub, err := natshub.New(ctx, nc, name, append([]natshub.Option{natshub.WithLogger(quiet())}, opts...)...)
 	require.NoError(t, err)
 	n := &node{nc: nc, hub: hub, got: make(chan natshub.Message, 16)}
-	hub.Handle(n)
+	hub.Peers().Handle(n)
 	t.Cleanup(func() {
 		_ = hub.Close()
 		nc.Close()
@@ -127,7 +127,7 @@ func TestCorrelatedPublishIsConfirmedBySendFromTheHolder(t *testing.T) {
 	env := nextEvent(t, sub)
 	hdr := nats.Header{}
 	hdr.Set("Relay-Test", "v")
-	answer, err := b.hub.Send(context.Background(), "a", "a.r1", hdr, []byte("result"))
+	answer, err := b.hub.Peers().Send(context.Background(), "a", "a.r1", hdr, []byte("result"))
 	require.NoError(t, err)
 	require.Equal(t, "answer:result", string(answer))
 	m := wait(t, a.got)
@@ -152,7 +152,7 @@ func TestCorrelatedPublishIsConfirmedBySendFromAThirdReplica(t *testing.T) {
 
 	out := publishCorrelated(a, "ext-1", "a.r1")
 	env := nextEvent(t, sub)
-	_, err := c.hub.Send(context.Background(), "a", "a.r1", nil, []byte("result"))
+	_, err := c.hub.Peers().Send(context.Background(), "a", "a.r1", nil, []byte("result"))
 	require.NoError(t, err)
 	p := wait(t, out)
 	require.NoError(t, p.err)
@@ -183,17 +183,17 @@ func TestSendAndBroadcast(t *testing.T) {
 	a := startNode(t, srv.URL(), "a")
 	b := startNode(t, srv.URL(), "b")
 	ctx := context.Background()
-	_, err := a.hub.Send(ctx, "a", "", nil, []byte("x"))
+	_, err := a.hub.Peers().Send(ctx, "a", "", nil, []byte("x"))
 	require.ErrorIs(t, err, natshub.ErrNoReplica)
-	_, err = a.hub.Send(ctx, "bad.name", "", nil, []byte("x"))
+	_, err = a.hub.Peers().Send(ctx, "bad.name", "", nil, []byte("x"))
 	require.ErrorIs(t, err, natshub.ErrNoReplica)
 
-	answer, err := a.hub.Send(ctx, "b", "", nil, []byte("x"))
+	answer, err := a.hub.Peers().Send(ctx, "b", "", nil, []byte("x"))
 	require.NoError(t, err)
 	require.Equal(t, "answer:x", string(answer))
 	require.Equal(t, "x", string(wait(t, b.got).Data))
 
-	require.NoError(t, a.hub.Broadcast(nil, []byte("ev")))
+	require.NoError(t, a.hub.Peers().Broadcast(nil, []byte("ev")))
 	require.Equal(t, "ev", string(wait(t, b.got).Data))
 
 	nc, err := nats.Connect(srv.URL())
@@ -202,6 +202,6 @@ func TestSendAndBroadcast(t *testing.T) {
 	c, err := natshub.New(ctx, nc, "c", natshub.WithLogger(quiet()))
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
-	_, err = a.hub.Send(ctx, "c", "", nil, []byte("x"))
+	_, err = a.hub.Peers().Send(ctx, "c", "", nil, []byte("x"))
 	require.ErrorIs(t, err, natshub.ErrNoReplica, "no Handler")
 }

@@ -209,7 +209,7 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 	// a slow machine never turns a preview into ui_deadline.
 	rs.workerEval(t, "vellumRemote.ui.manualClock()")
 
-	p, err := rs.srv.TaskPreview(ctx, device, "remote-ui")
+	p, err := rs.srv.UI().TaskPreview(ctx, device, "remote-ui")
 	require.NoError(t, err)
 	assert.Equal(t, "jpeg", p.Format)
 	assert.Equal(t, strconv.Itoa(int(created.ID)), p.TabID)
@@ -222,8 +222,8 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 	assert.LessOrEqual(t, cfg.Width, 640)
 	assert.Positive(t, cfg.Width)
 
-	require.NoError(t, rs.srv.TaskFocus(ctx, device, "remote-ui"))
-	_, err = rs.srv.TaskPreview(ctx, device, "no-such-task")
+	require.NoError(t, rs.srv.UI().TaskFocus(ctx, device, "remote-ui"))
+	_, err = rs.srv.UI().TaskPreview(ctx, device, "no-such-task")
 	requireUI(t, err, remote.UICodeNotFound, remote.UIReasonTaskUnavailable)
 
 	// Captures are held before Chrome (a capture Chrome takes its time
@@ -232,9 +232,9 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 	rs.workerEval(t, "vellumRemote.ui.hold()")
 	captures := rs.intOf(t, "vellumRemote.ui.stats.captures")
 	first := make(chan error, 1)
-	go func() { _, err := rs.srv.TaskPreview(ctx, device, "remote-ui"); first <- err }()
+	go func() { _, err := rs.srv.UI().TaskPreview(ctx, device, "remote-ui"); first <- err }()
 	rs.workerEval(t, fmt.Sprintf("vellumRemote.ui.when('captures', %d)", captures+1))
-	_, err = rs.srv.TaskPreview(ctx, device, "remote-ui")
+	_, err = rs.srv.UI().TaskPreview(ctx, device, "remote-ui")
 	requireUI(t, err, remote.UICodeTimeout, remote.UIReasonPreviewBusy)
 	assert.Equal(t, 1, rs.intOf(t, "vellumRemote.ui.expire()"), "only the held preview was waiting")
 	select {
@@ -246,7 +246,7 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 	settled := rs.intOf(t, "vellumRemote.ui.stats.settled")
 	rs.workerEval(t, "vellumRemote.ui.release()")
 	rs.workerEval(t, fmt.Sprintf("vellumRemote.ui.when('settled', %d)", settled+1))
-	_, err = rs.srv.TaskPreview(ctx, device, "remote-ui")
+	_, err = rs.srv.UI().TaskPreview(ctx, device, "remote-ui")
 	require.NoError(t, err, "the tab takes a preview again once Chrome's capture settled")
 
 	// Frames without a non-empty string id are consumed without a reply
@@ -257,7 +257,7 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 		`[undefined, null, '', 7].map((id) => vellumRemote.ui.frame({id, method: 'ui.task_preview', params: {session_id: 'remote-ui'}}))`)))
 	// An unknown ui.* method answers unknown_method; being the next
 	// request, it is the only reply since.
-	_, err = rs.srv.UICall(ctx, device, "ui.task_dance", map[string]string{"session_id": "remote-ui"})
+	_, err = rs.srv.UI().Call(ctx, device, "ui.task_dance", map[string]string{"session_id": "remote-ui"})
 	requireUI(t, err, remote.UICodeUnknownMethod, "")
 	var now struct{ Replies, Consumed, Captures int }
 	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.ui.stats"), &now))
@@ -265,7 +265,7 @@ func TestRemote_UIChannelPreviewsBusyDeadlineMissingIDAndUnknownMethod(t *testin
 	assert.Equal(t, before.Replies+1, now.Replies, "no reply to a frame without an id")
 	assert.Equal(t, before.Captures, now.Captures, "no capture for a frame without an id")
 
-	_, err = rs.srv.UICall(ctx, device, "ui.task_preview", map[string]any{"session_id": 7})
+	_, err = rs.srv.UI().Call(ctx, device, "ui.task_preview", map[string]any{"session_id": 7})
 	requireUI(t, err, remote.UICodeInvalidParams, "")
 }
 

@@ -42,7 +42,7 @@ func NewProxy(hub *natshub.Hub, opts hostproxy.Options) *hostproxy.Proxy {
 	opts.Relay = r
 	opts.NewRequestID = func() string { return hub.Replica() + "." + next() }
 	r.proxy = hostproxy.New(opts)
-	hub.Handle(r)
+	hub.Peers().Handle(r)
 	return r.proxy
 }
 
@@ -90,7 +90,7 @@ func (r *relay) RelayResult(ctx context.Context, rr hostproxy.RelayedResult) (ho
 	hdr.Set(hdrClientID, rr.ClientID)
 	hdr.Set(hdrActor, rr.Actor)
 	hdr.Set(hdrTransport, string(rr.Transport))
-	out, err := r.hub.Send(ctx, owner, rr.Body.RequestID, hdr, data)
+	out, err := r.hub.Peers().Send(ctx, owner, rr.Body.RequestID, hdr, data)
 	if errors.Is(err, natshub.ErrNoReplica) {
 		return hostproxy.RelayVerdict{}, false
 	}
@@ -130,7 +130,7 @@ type relayedEvent struct {
 func (r *relay) RelayEvent(clientID string, ev browserbackend.Event) {
 	data, err := json.Marshal(relayedEvent{ClientID: clientID, Event: ev})
 	if err == nil {
-		err = r.hub.Broadcast(nil, data)
+		err = r.hub.Peers().Broadcast(nil, data)
 	}
 	if err != nil {
 		r.log.Warn("natsrelay: event not relayed", "clientId", clientID, "method", ev.Method, "bytes", len(data), "error", err)

@@ -64,9 +64,16 @@ func (p TaskPreview) JPEG() ([]byte, error) {
 	return base64.StdEncoding.DecodeString(p.ImageBase64)
 }
 
+// UI is the server's UI channel to paired devices' extensions, answered
+// outside the tasks' command queues. Safe for concurrent use.
+type UI struct{ s *Server }
+
+// UI returns the server's UI channel.
+func (s *Server) UI() UI { return UI{s} }
+
 // TaskPreview asks the device's extension for a preview of the task whose
 // session id (the runtime's conversation id) is sessionID: a JPEG at most
-// 640 px wide of the tab the task created or borrowed (REM-9). It is
+// 640 px wide of the tab the task created or borrowed. It is
 // answered outside the task's command queue and never creates a tab.
 //
 // Errors are *browserbackend.Error: ClassTransport/no_client when the
@@ -77,9 +84,9 @@ func (p TaskPreview) JPEG() ([]byte, error) {
 // timeout/preview_busy, a request over UIDeadline timeout/ui_deadline. A
 // ctx without a deadline waits at most UIDeadline plus 2 s. Safe for
 // concurrent use.
-func (s *Server) TaskPreview(ctx context.Context, deviceID, sessionID string) (TaskPreview, error) {
+func (ui UI) TaskPreview(ctx context.Context, deviceID, sessionID string) (TaskPreview, error) {
 	var p TaskPreview
-	raw, err := s.UICall(ctx, deviceID, wire.UITaskPreview, map[string]string{"session_id": sessionID})
+	raw, err := ui.Call(ctx, deviceID, wire.UITaskPreview, map[string]string{"session_id": sessionID})
 	if err != nil {
 		return p, err
 	}
@@ -90,9 +97,9 @@ func (s *Server) TaskPreview(ctx context.Context, deviceID, sessionID string) (T
 }
 
 // TaskFocus asks the device's extension to activate the task's tab and
-// raise its window (ui.task_focus, REM-9). Errors as TaskPreview's.
-func (s *Server) TaskFocus(ctx context.Context, deviceID, sessionID string) error {
-	raw, err := s.UICall(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": sessionID})
+// raise its window (ui.task_focus). Errors as TaskPreview's.
+func (ui UI) TaskFocus(ctx context.Context, deviceID, sessionID string) error {
+	raw, err := ui.Call(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": sessionID})
 	if err != nil {
 		return err
 	}
@@ -105,12 +112,13 @@ func (s *Server) TaskFocus(ctx context.Context, deviceID, sessionID string) erro
 	return nil
 }
 
-// UICall sends one UI channel request {"id","method","params"} on the
-// device's socket (REM-9) and returns the answer's result. The id is the
+// Call sends one UI channel request {"id","method","params"} on the
+// device's socket and returns the answer's result. The id is the
 // server's own; method is normally a wire.UI* name (another one gets the
 // extension's unknown_method answer). params is marshalled as JSON.
 // Errors as TaskPreview's. Safe for concurrent use.
-func (s *Server) UICall(ctx context.Context, deviceID, method string, params any) (json.RawMessage, error) {
+func (ui UI) Call(ctx context.Context, deviceID, method string, params any) (json.RawMessage, error) {
+	s := ui.s
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, uiErr(method, browserbackend.ClassPolicy, browserbackend.CodeInvalidParams, "", "the params do not marshal: "+err.Error())

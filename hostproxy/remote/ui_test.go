@@ -37,7 +37,7 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	_, err := f.srv.TaskPreview(ctx, "0123456789abcdef0123456789abcdef", "conv-1")
+	_, err := f.srv.UI().TaskPreview(ctx, "0123456789abcdef0123456789abcdef", "conv-1")
 	var be *browserbackend.Error
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, browserbackend.ClassTransport, be.Class)
@@ -48,7 +48,7 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 		err error
 	}
 	res := make(chan got, 1)
-	go func() { p, err := f.srv.TaskPreview(ctx, deviceID, "conv-1"); res <- got{p, err} }()
+	go func() { p, err := f.srv.UI().TaskPreview(ctx, deviceID, "conv-1"); res <- got{p, err} }()
 	req := d.nextUI()
 	assert.Equal(t, wire.UITaskPreview, req.Method)
 	assert.JSONEq(t, `{"session_id":"conv-1"}`, string(req.Params))
@@ -69,7 +69,7 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 
 	// The extension's error answer keeps its code and reason.
 	errs := make(chan error, 1)
-	go func() { errs <- f.srv.TaskFocus(ctx, deviceID, "conv-1") }()
+	go func() { errs <- f.srv.UI().TaskFocus(ctx, deviceID, "conv-1") }()
 	req = d.nextUI()
 	assert.Equal(t, wire.UITaskFocus, req.Method)
 	d.send(map[string]any{"id": req.ID, "error": map[string]any{"code": "timeout", "message": "busy",
@@ -82,7 +82,7 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 	assert.Equal(t, wire.UITaskFocus, be.Method)
 
 	go func() {
-		_, err := f.srv.UICall(ctx, deviceID, "ui.other", map[string]string{"session_id": "conv-1"})
+		_, err := f.srv.UI().Call(ctx, deviceID, "ui.other", map[string]string{"session_id": "conv-1"})
 		errs <- err
 	}()
 	req = d.nextUI()
@@ -99,7 +99,7 @@ func TestUI_ADisconnectFailsTheCallInFlightWithATransportError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	errs := make(chan error, 1)
-	go func() { _, err := f.srv.TaskPreview(ctx, deviceID, "conv-1"); errs <- err }()
+	go func() { _, err := f.srv.UI().TaskPreview(ctx, deviceID, "conv-1"); errs <- err }()
 	d.nextUI()
 	require.True(t, f.srv.Disconnect(deviceID))
 	err := <-errs
@@ -138,7 +138,7 @@ func TestUI_ACallWhoseFrameWaitsToBeWrittenEndsAtItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {
-		_, err := f.srv.UICall(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": "conv-1"})
+		_, err := f.srv.UI().Call(ctx, deviceID, wire.UITaskFocus, map[string]string{"session_id": "conv-1"})
 		errs <- err
 	}()
 	cancel()
