@@ -209,7 +209,7 @@ func run() error {
 		}
 	}
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
-		"keyFile", *keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", *actor, "policy", c.policy.Name)
+		"keyFile", *keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", *actor, "failover", c.policy.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
