@@ -45,7 +45,7 @@
 // # Observability
 //
 // Selection records go to the injected *slog.Logger with module=cdp-factory
-// (the messages are listed in the README's troubleshooting table); command
+// (the messages are listed in docs/troubleshooting.md); command
 // params are never logged. Hooks lets a host app count attempts, failovers and
 // sticks without a metrics dependency.
 //

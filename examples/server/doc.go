@@ -1,4 +1,4 @@
-// Command server is the reference assistant runtime (SPEC EX-2): the event
+// Command server is the reference assistant runtime: the event
 // hub, pairing, the host-browser routes, the rate limiter and a backend
 // selector on one loopback port, for the reference extension
 // (examples/extension) and desktop bridge to connect to, plus
@@ -29,11 +29,11 @@
 //	-local            add the local Playwright backend as the last resort (default true)
 //	-chromium         browser executable for the local backend (default: $BROWSERCHAIN_CHROMIUM, else /usr/bin/chromium)
 //	-nats             NATS broker URL (JetStream on); with -replica the server is one
-//	                  replica of several sharing the broker (DHUB-1; README "Running three replicas")
+//	                  replica of several sharing the broker (docs/replicas.md)
 //	-replica          this replica's name, unique among the replicas
 //	-v                debug logging (every selection record)
 //
-// The remote browser listener (package hostproxy/remote, REM-1 … REM-6; README "Remote browsers"):
+// The remote browser listener (package hostproxy/remote; docs/remote.md):
 //
 //	-remote-listen         address of the remote listener; empty (default): none
 //	-public-url            its public wss:// URL, e.g. wss://browser.example.com:52800/extension;
@@ -56,5 +56,5 @@
 // with its token alone (see hostproxy's WIRE notes).
 //
 // Selection logs carry module=cdp-factory: grep them to see which backend
-// served a command (SEL-11).
+// served a command.
 package main

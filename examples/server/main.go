@@ -234,7 +234,7 @@ func serve(c config, rcfg runtime.Config, log *slog.Logger) error {
 		}
 	}
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
-		"keyFile", c.keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", c.actor, "policy", c.policy.Name)
+		"keyFile", c.keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", c.actor, "failover", c.policy.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
