@@ -2,11 +2,11 @@ package browserbackend_test
 
 import (
 	"context"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // BenchmarkStickySend measures the per-command overhead of a Client once its

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-1 client lifecycle and concurrency, SEL-14 events and sessions.

@@ -2,7 +2,6 @@ package browserbackend_test
 
 import (
 	"context"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +13,7 @@ import (
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-6: cooldowns. Every test runs in a synctest bubble, so time.Now (the

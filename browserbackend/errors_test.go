@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-10: one error family for errors.Is/As.

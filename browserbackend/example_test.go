@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -12,6 +11,7 @@ import (
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // A host app composes a selector from its own providers, in its own order.

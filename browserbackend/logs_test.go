@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"github.com/browserchain/browserchain/local"
 )
 

@@ -3,7 +3,6 @@ package browserbackend_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,6 +10,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

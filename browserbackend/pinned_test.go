@@ -2,7 +2,6 @@ package browserbackend_test
 
 import (
 	"context"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-7 pinned modes, SEL-8 grace, SEL-3 target clients.

@@ -1,7 +1,6 @@
 package browserbackend_test
 
 import (
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +10,7 @@ import (
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-3: the candidate list follows the live roster and the turn's interface.

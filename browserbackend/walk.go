@@ -71,15 +71,15 @@ func (s *Selector) propose(inv Invocation, r resolved) Plan {
 		if r.only != "" && d.Kind != r.only {
 			continue
 		}
-		if inv.Tab.Want != TabCurrent && !d.Caps.Has(CapTabs) {
-			// Only a kind that declares tabs can honour another tab.
-			p.Skipped = append(p.Skipped, skipAttempt(d.Kind, Skip(CodeNotSupported, "this backend cannot choose the tab (new, active or by id)")))
-			continue
-		}
 		c, err := prov.Propose(inv, env)
 		if err == nil {
 			if c.Kind == "" {
 				c.Kind = d.Kind
+			}
+			if inv.Tab.Want != TabCurrent && !d.Caps.Has(CapTabs) {
+				// The call must not move to another browser because this
+				// one cannot choose tabs: it fails here, typed.
+				c.Build = cannotChooseTabs(c.Kind)
 			}
 			p.Candidates = append(p.Candidates, c)
 			continue
@@ -91,6 +91,15 @@ func (s *Selector) propose(inv Invocation, r resolved) Plan {
 		}
 	}
 	return p
+}
+
+// cannotChooseTabs is the Build of a candidate whose kind does not declare
+// CapTabs, for an invocation that asks for another tab than the current one.
+func cannotChooseTabs(k Kind) func(context.Context) (ScopedClient, error) {
+	return func(context.Context) (ScopedClient, error) {
+		return nil, &Error{Class: ClassPolicy, Code: CodeNotSupported, Backend: k,
+			Message: "this backend does not choose tabs: a new tab, the user's active tab or a tab by id is not supported"}
+	}
 }
 
 func skipAttempt(k Kind, err error) Attempt {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,12 +14,12 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // SEL-4, SEL-5: the failover walk, stickiness and policies, with the fake
 // provider of the test kit.
 
-// fakes returns one fake provider per kind, in order.
 // fakes returns fake providers of ks, each declaring its kind's real
 // descriptor (the reference kinds' modes, aliases, grace and target clients).
 func fakes(ks ...bb.Kind) []*bbt.Provider {

@@ -3,11 +3,11 @@ package browserbackendtest_test
 import (
 	"context"
 	"fmt"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // A host app tests its selector wiring against a fake roster: alice's

@@ -3,7 +3,6 @@ package browserbackendtest_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +12,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 	bbt "github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/cdpinspect"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

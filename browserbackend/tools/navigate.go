@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -101,18 +102,18 @@ func checkURL(op, raw string) error {
 	return nil
 }
 
-// Navigate loads in.URL in the page and waits for it to load (TOOL-1).
+// Navigate loads in.URL in the page and waits for it to load.
 //
 // Waiting is event-driven (CDP Page domain): with lifecycle events enabled
 // it subscribes to Page.lifecycleEvent and Page.frameStoppedLoading before
 // Page.navigate and returns at the lifecycle event in.WaitUntil names ("load"
 // by default, "DOMContentLoaded") of the frame and loader id Page.navigate
 // answered, or at the frame's frameStoppedLoading once its document is
-// complete, or at commit for "none" (WIRE-4). Page.loadEventFired names no
+// complete, or at commit for "none". Page.loadEventFired names no
 // frame, so it is never used: on a client whose events name no tab, another
 // tab's load must not end this navigation. HTTP redirects are followed by
-// the browser inside the one navigation; the result carries the final URL. A navigation the browser fails (errorText)
-// is CodeNavigationFailed. A deadline that passes after the document
+// the browser inside the one navigation; the result carries the final URL.
+// A navigation the browser fails (errorText) is CodeNavigationFailed. A deadline that passes after the document
 // committed is not an error: the result has the document's URL and title,
 // StillLoading set and the page keeps loading; a deadline before commit is
 // CodeTimeout (the navigation is stopped).
@@ -150,51 +151,16 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 	res := NavigateResult{SameDocument: nav.LoaderID == "" && !nav.IsDownload}
 	readCtx := ctx
 	if nav.LoaderID != "" && in.WaitUntil != WaitNone {
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					p.stopLoading(ctx)
-					return NavigateResult{}, &Error{Op: op, Code: CodeTimeout,
-						Message: "the navigation was cancelled before the page finished loading (loading stopped): " + in.URL, Err: ctx.Err()}
-				}
-				// Page.navigate answered, so the document has committed:
-				// report it, still loading, rather than an empty failure.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
-				defer cancel()
-				readCtx, res.StillLoading = rctx, true
-				break wait
-			case raw, ok := <-lifecycle:
-				if !ok {
-					lifecycle = nil
-					if stops == nil {
-						return NavigateResult{}, closedWhileWaiting(op)
-					}
-					continue
-				}
-				// The frame and loader ids tie the event to this document:
-				// another tab's, or the previous document's, never matches.
-				var ev page.EventLifecycleEvent
-				if decodeValue(raw, &ev) == nil && (ev.Name == want || ev.Name == "load") &&
-					ev.FrameID == nav.FrameID && ev.LoaderID == nav.LoaderID {
-					break wait
-				}
-			case raw, ok := <-stops:
-				if !ok {
-					stops = nil
-					if lifecycle == nil {
-						return NavigateResult{}, closedWhileWaiting(op)
-					}
-					continue
-				}
-				// frameStoppedLoading names the frame but not the loader: it
-				// may be the previous document's, so the document is asked.
-				var ev page.EventFrameStoppedLoading
-				if decodeValue(raw, &ev) == nil && ev.FrameID == nav.FrameID && p.reached(ctx, WaitLoad) {
-					break wait
-				}
-			}
+		still, err := p.awaitLoad(ctx, nav, want, lifecycle, stops, in.URL)
+		if err != nil {
+			return NavigateResult{}, err
+		}
+		if still {
+			// Page.navigate answered, so the document has committed:
+			// report it, still loading, rather than an empty failure.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
+			defer cancel()
+			readCtx, res.StillLoading = rctx, true
 		}
 	}
 	var loc struct {
@@ -211,6 +177,54 @@ func (p *Page) Navigate(ctx context.Context, in NavigateInput) (NavigateResult, 
 		res.StillLoading = true
 	}
 	return res, nil
+}
+
+// awaitLoad waits, after Page.navigate answered nav, for the lifecycle event
+// want (or "load") of nav's frame and loader, or for the frame's
+// frameStoppedLoading once its document is complete. still reports that
+// ctx's deadline passed first (the document has committed); a cancelled ctx
+// stops the loading and is CodeTimeout; both event streams closing is the
+// backend's closed error.
+func (p *Page) awaitLoad(ctx context.Context, nav page.NavigateResult, want string, lifecycle, stops <-chan jsonv2.Value, url string) (still bool, err error) {
+	const op = "navigate"
+	for {
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return true, nil
+			}
+			p.stopLoading(ctx)
+			return false, &Error{Op: op, Code: CodeTimeout,
+				Message: "the navigation was cancelled before the page finished loading (loading stopped): " + url, Err: ctx.Err()}
+		case raw, ok := <-lifecycle:
+			if !ok {
+				if lifecycle = nil; stops == nil {
+					return false, closedWhileWaiting(op)
+				}
+				continue
+			}
+			// The frame and loader ids tie the event to this document:
+			// another tab's, or the previous document's, never matches.
+			var ev page.EventLifecycleEvent
+			if decodeValue(raw, &ev) == nil && (ev.Name == want || ev.Name == "load") &&
+				ev.FrameID == nav.FrameID && ev.LoaderID == nav.LoaderID {
+				return false, nil
+			}
+		case raw, ok := <-stops:
+			if !ok {
+				if stops = nil; lifecycle == nil {
+					return false, closedWhileWaiting(op)
+				}
+				continue
+			}
+			// frameStoppedLoading names the frame but not the loader: it
+			// may be the previous document's, so the document is asked.
+			var ev page.EventFrameStoppedLoading
+			if decodeValue(raw, &ev) == nil && ev.FrameID == nav.FrameID && p.reached(ctx, WaitLoad) {
+				return false, nil
+			}
+		}
+	}
 }
 
 // startNavigation enables the Page domain and its lifecycle events and
