@@ -7,7 +7,7 @@ type actorKey struct{}
 // WithActor returns a context carrying the authenticated actor principal id.
 // An auth middleware (for example hostproxy's pairing-token middleware) sets
 // it; the SSE handler and the result routes read it with ActorFrom. The actor
-// never comes from a header the client sets freely (HUB-3).
+// never comes from a header the client sets freely.
 func WithActor(ctx context.Context, actorPrincipalID string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actorPrincipalID)
 }
@@ -22,7 +22,7 @@ type clientKey struct{}
 
 // WithClientID returns a context carrying the client id an auth middleware
 // derived from the request's credential: the id the token is bound to, or
-// the id the token was bound to when it opened its events stream (WIRE-1).
+// the id the token was bound to when it opened its events stream.
 // Routes a client posts to without an X-Vellum-Client-Id header read it
 // with ClientIDFrom.
 func WithClientID(ctx context.Context, clientID string) context.Context {

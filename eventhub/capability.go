@@ -11,8 +11,8 @@ var allCapabilities = []Capability{
 	CapHostBash, CapHostFile, CapHostCU, CapHostAppControl, CapHostBrowser, CapHostUISnapshot,
 }
 
-// Capabilities returns the host-proxy capabilities an interface grants
-// (HUB-2): chrome-extension → host_browser only; macos → all six; windows →
+// Capabilities returns the host-proxy capabilities an interface grants:
+// chrome-extension → host_browser only; macos → all six; windows →
 // all but host_app_control; any other interface (web, cli, unknown) → none.
 // The result is a fresh slice the caller may keep.
 func Capabilities(interfaceID string) []Capability {
@@ -30,12 +30,12 @@ func Capabilities(interfaceID string) []Capability {
 	}
 }
 
-// Supports reports whether interfaceID grants capability c (HUB-2).
+// Supports reports whether interfaceID grants capability c.
 func Supports(interfaceID string, c Capability) bool {
 	return slices.Contains(Capabilities(interfaceID), c)
 }
 
-// IsDesktop is the no-argument form of Supports (HUB-2): whether interfaceID
+// IsDesktop is the no-argument form of Supports: whether interfaceID
 // is a full desktop client (macos, windows). chrome-extension is not: it
 // grants host_browser only.
 func IsDesktop(interfaceID string) bool {

@@ -1,18 +1,18 @@
 // Package eventhub carries events from an assistant runtime to connected
 // clients (browser extensions, desktop apps) over Server-Sent Events, and
-// tracks which clients are connected (SPEC §3, HUB-1 … HUB-6).
+// tracks which clients are connected.
 //
 // # Pieces
 //
 //   - Hub (hub.go) is the abstraction hostproxy codes against; InProcess
-//     (New) is the default implementation (HUB-1).
+//     (New) is the default implementation.
 //   - Capabilities, Supports and IsDesktop encode which host-proxy
-//     capabilities an interface grants (HUB-2).
-//   - InProcess.EventsHandler serves GET /v1/events (HUB-3);
-//     InProcess.PingHandler serves POST /v1/ping (HUB-5);
+//     capabilities an interface grants.
+//   - InProcess.EventsHandler serves GET /v1/events;
+//     InProcess.PingHandler serves POST /v1/ping;
 //     InProcess.Subscribe opens the same kind of stream in process.
 //   - The wire names (headers, paths, interface ids, the assistant_event
-//     event type) are in package wire; the rate limiter of HUB-6 is package
+//     event type) are in package wire; the per-actor rate limiter is package
 //     ratelimit, mounted by the host app, not part of the hub.
 //   - ReadFrames parses an SSE stream on the client side; package
 //     eventhubtest wraps it in a test/tool client (Stream), a manual Clock,
@@ -35,7 +35,7 @@
 // The events route is exempt from the limiter by path; the stream's memory is
 // bounded by the queue bound and the subscriber cap instead.
 //
-// # Delivery, backpressure and shedding (HUB-3, HUB-4)
+// # Delivery, backpressure and shedding
 //
 // Publish renders an event once (envelope JSON framed by go-sse's Message),
 // records it in the replay ring and offers it to each recipient's bounded
@@ -49,7 +49,7 @@
 //
 // # Replay and the fail-fast rule
 //
-// A publish to a client id with no open stream fails at once (HUB-1); it is
+// A publish to a client id with no open stream fails at once; it is
 // not parked for a later reconnect, because hostproxy must fail over rather
 // than wait. Replay covers the other gap: an event accepted for a stream the
 // client then lost — queued but not yet written, or written into a
@@ -72,7 +72,7 @@
 // hub never reads a message to decide; several publishers (several
 // hostproxy.Proxy values) share one hub, each retracting its own events.
 //
-// # Liveness (HUB-5)
+// # Liveness
 //
 // LastActive moves on what the client does: registering, a result post
 // (hostproxy calls Touch), or a ping that echoes the token of one of the two
@@ -91,7 +91,7 @@
 // data lines, comments). Its Server/Joe provider is not used: it has no
 // client registry keyed by client id and actor, no per-stream bounded queue
 // that sheds with an observable reason, and no per-write deadline; those
-// are the point of HUB-1/4/5. Its reader (sse.Read) drops comments, and the
+// are what this hub is for. Its reader (sse.Read) drops comments, and the
 // hub's heartbeats are comments whose tokens a client must echo, so
 // ReadFrames is a small parser of its own (fuzzed, FuzzReadFrames).
 package eventhub

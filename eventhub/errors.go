@@ -5,7 +5,7 @@ import "errors"
 // Sentinel errors of the hub. Compare with errors.Is; returned errors may wrap
 // them with detail.
 var (
-	// ErrNotConnected: a ClientID target has no open stream (HUB-1). Returned
+	// ErrNotConnected: a ClientID target has no open stream. Returned
 	// at once, never after a wait.
 	ErrNotConnected = errors.New("eventhub: client not connected")
 	// ErrNoRecipients: a Capability or InterfaceID target matched no stream.
@@ -14,7 +14,7 @@ var (
 	ErrEmptyTarget = errors.New("eventhub: empty target")
 	// ErrClosed: the hub was closed.
 	ErrClosed = errors.New("eventhub: hub closed")
-	// ErrCapacity: the subscriber cap is 0, so no stream may open (HUB-3).
+	// ErrCapacity: the subscriber cap is 0, so no stream may open.
 	ErrCapacity = errors.New("eventhub: subscriber capacity is zero")
 	// ErrActorMismatch: a stream or ping for a client id that belongs to
 	// another actor.

@@ -19,7 +19,7 @@ func formatEventID(epoch string, seq uint64) string {
 // 1–16 lowercase hex digits, a dash, a decimal uint64 without sign or
 // leading zeros) into its parts. Anything else — including values longer
 // than 64 bytes — is ErrInvalidEventID. It decodes the Last-Event-ID request
-// header, which is client input (HUB-3).
+// header, which is client input.
 func ParseEventID(s string) (epoch string, seq uint64, err error) {
 	if len(s) == 0 || len(s) > maxEventIDLen {
 		return "", 0, fmt.Errorf("%w: length %d", ErrInvalidEventID, len(s))

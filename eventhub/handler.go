@@ -37,7 +37,7 @@ func validHeaderValue(v string) error {
 	return nil
 }
 
-// EventsHandler returns the GET /v1/events handler (HUB-3). Mount it behind
+// EventsHandler returns the GET /v1/events handler. Mount it behind
 // the host app's auth middleware (which sets WithActor) and outside the rate
 // limiter's budget (ratelimit.DefaultExempt exempts it by path).
 //
@@ -205,7 +205,7 @@ func (sw *streamWriter) heartbeat() bool {
 }
 
 // do runs write and a flush under the write deadline and classifies a
-// failure: a timeout sheds the stream (not reading, HUB-5), anything else
+// failure: a timeout sheds the stream (not reading), anything else
 // is a disconnect.
 func (sw *streamWriter) do(write func() error) error {
 	select {
@@ -244,7 +244,7 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// PingRequest is the body of the ping route (HUB-5): the token of a
+// PingRequest is the body of the ping route: the token of a
 // heartbeat the client read on its current stream.
 type PingRequest struct {
 	Heartbeat string `json:"heartbeat"`
@@ -271,7 +271,7 @@ func DecodePing(body []byte) (PingRequest, error) {
 	return p, nil
 }
 
-// PingHandler returns the POST /v1/ping handler (HUB-5). The client names
+// PingHandler returns the POST /v1/ping handler. The client names
 // itself with X-Vellum-Client-Id and echoes the token of a heartbeat it read
 // ({"heartbeat":"<token>"}, the text after "heartbeat " in the comment);
 // the token must be one of the two latest heartbeats written on its current

@@ -21,9 +21,9 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 )
 
-// InProcess is the default Hub (HUB-1): an in-memory registry of streams
-// with bounded per-stream queues (HUB-4), a replay ring (HUB-3) and liveness
-// tracking (HUB-5). Create it with New; serve streams with EventsHandler and
+// InProcess is the default Hub: an in-memory registry of streams
+// with bounded per-stream queues, a replay ring and liveness
+// tracking. Create it with New; serve streams with EventsHandler and
 // pings with PingHandler; stop it with Close. All methods are safe for
 // concurrent use. Publish never blocks on a subscriber.
 type InProcess struct {
@@ -132,7 +132,7 @@ type frame struct {
 	msgEnd   int
 }
 
-// envelope returns the frame's envelope (HUB-3) without parsing it; Message
+// envelope returns the frame's envelope without parsing it; Message
 // shares the frame's bytes and must not be modified.
 func (f *frame) envelope() Envelope {
 	return Envelope{ID: f.id, ConversationID: f.conv, EmittedAt: f.at, Seq: f.seq,
@@ -266,7 +266,7 @@ func (h *InProcess) fireChangedLocked() {
 
 // endLocked ends s once: removes it, closes its done channel (Gone), aborts a
 // blocked writer, and reports through log and hooks. shed is non-empty for a
-// shed (HUB-4).
+// shed.
 func (h *InProcess) endLocked(s *stream, reason EndReason, shed ShedReason) {
 	if s.ended {
 		return
@@ -464,8 +464,8 @@ func (h *InProcess) Roster() []ClientInfo { return h.RosterWhere(nil) }
 
 // RosterWhere is Roster restricted to the clients keep accepts (all when
 // keep is nil). Only the kept clients are copied, so a caller that wants a
-// few clients of a large roster (hostproxy choosing the client of one actor,
-// PXY-2) pays for those alone. keep runs under the hub's lock: it must be
+// few clients of a large roster (hostproxy choosing the client of one
+// actor) pays for those alone. keep runs under the hub's lock: it must be
 // quick, must not call the hub, and must not retain its argument (whose
 // Capabilities are the hub's own and whose Healthy is not yet computed).
 // Safe for concurrent use.
@@ -624,7 +624,7 @@ func (h *InProcess) sweepLocked(now time.Time) {
 	h.sweepAt = max(2*len(h.byID), minSweep)
 }
 
-// Unregister ends the client's registration and closes its stream (HUB-1).
+// Unregister ends the client's registration and closes its stream.
 // It reports whether the client was connected.
 func (h *InProcess) Unregister(clientID string) bool {
 	return h.endClient(clientID, EndUnregistered)

@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// Defaults of the in-process hub (SPEC HUB-3 … HUB-5).
+// Defaults of the in-process hub.
 const (
-	// DefaultHeartbeatInterval is the period of the heartbeat comment (HUB-3).
+	// DefaultHeartbeatInterval is the period of the heartbeat comment.
 	DefaultHeartbeatInterval = 7 * time.Second
-	// DefaultMaxSubscribers is the subscriber cap (HUB-3).
+	// DefaultMaxSubscribers is the subscriber cap.
 	DefaultMaxSubscribers = 100
-	// DefaultQueueSize is the bound of each stream's queue, in events (HUB-4).
+	// DefaultQueueSize is the bound of each stream's queue, in events.
 	DefaultQueueSize = 256
 	// DefaultWriteTimeout is how long one write to a stream may block
-	// before the stream is shed as not reading (HUB-4, HUB-5).
+	// before the stream is shed as not reading.
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultReplayCount, DefaultReplayBytes and DefaultReplayAge bound the
-	// replay ring (HUB-3).
+	// replay ring.
 	DefaultReplayCount = 1024
 	DefaultReplayBytes = 8 << 20
 	DefaultReplayAge   = 5 * time.Minute
@@ -52,7 +52,7 @@ type realTicker struct{ t *time.Ticker }
 func (t realTicker) C() <-chan time.Time { return t.t.C }
 func (t realTicker) Stop()               { t.t.Stop() }
 
-// ReplayLimits bound the replay ring (HUB-3). An event leaves the ring when
+// ReplayLimits bound the replay ring. An event leaves the ring when
 // any bound is exceeded: more than Count events, more than Bytes bytes of
 // encoded frames, or older than Age. A zero field keeps its default; a
 // negative Count disables replay.
@@ -62,7 +62,7 @@ type ReplayLimits struct {
 	Age   time.Duration
 }
 
-// ShedReason says why a stream was shed (HUB-4).
+// ShedReason says why a stream was shed.
 type ShedReason string
 
 // The shed reasons.
@@ -70,14 +70,14 @@ const (
 	// ShedQueueFull: the stream's bounded queue was full at a publish.
 	ShedQueueFull ShedReason = "queue_full"
 	// ShedWriteTimeout: a write blocked past the write deadline: the client
-	// is not reading (HUB-5).
+	// is not reading.
 	ShedWriteTimeout ShedReason = "write_timeout"
 	// ShedEvicted: the subscriber cap was reached and this was the oldest
-	// stream (HUB-3).
+	// stream.
 	ShedEvicted ShedReason = "evicted"
 )
 
-// ShedInfo describes one shed stream (HUB-4). ClientID and InterfaceID are
+// ShedInfo describes one shed stream. ClientID and InterfaceID are
 // empty for a plain (unregistered) subscriber.
 type ShedInfo struct {
 	Reason         ShedReason
@@ -109,7 +109,7 @@ const (
 // a time, in event order, on a goroutine of their own, never on a publish or
 // write path; a slow hook delays only later hooks. A nil field is skipped.
 type Hooks struct {
-	// OnShed is called for every shed stream (HUB-4).
+	// OnShed is called for every shed stream.
 	OnShed func(ShedInfo)
 	// OnRegister is called when a client registration starts.
 	OnRegister func(ClientInfo)
@@ -182,7 +182,7 @@ func WithMaxSubscribers(n int) Option { return func(c *config) { c.maxSubscriber
 
 // WithQueueSize sets each stream's queue bound in events (default 256;
 // values < 1 keep the default). A publish that finds the queue full sheds
-// the stream (HUB-4).
+// the stream.
 func WithQueueSize(n int) Option {
 	return func(c *config) {
 		if n > 0 {

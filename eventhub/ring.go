@@ -52,7 +52,7 @@ func (e *ringEntry) matches(s *stream) bool {
 	return true
 }
 
-// ring is the bounded replay buffer (HUB-3): a FIFO bounded by count, bytes
+// ring is the bounded replay buffer: a FIFO bounded by count, bytes
 // and age. Guarded by InProcess.mu.
 type ring struct {
 	limits  ReplayLimits

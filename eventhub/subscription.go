@@ -15,7 +15,7 @@ type Subscription struct {
 	s *stream
 }
 
-// Subscribe opens an in-process stream (HUB-1 "register"): with a ClientID it
+// Subscribe opens an in-process stream: with a ClientID it
 // registers a client exactly as the events route does (replacing an open
 // stream of the same client id and actor), otherwise it is a plain
 // conversation subscriber. Errors: ErrClosed, ErrCapacity (cap 0),

@@ -7,8 +7,8 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// ErrorAnswer is what a client's isError content says, once parsed
-// (WIRE-2). Exactly one of StringCode and CDPCode is set, unless Malformed.
+// ErrorAnswer is what a client's isError content says, once parsed.
+// Exactly one of StringCode and CDPCode is set, unless Malformed.
 type ErrorAnswer struct {
 	// StringCode is a wire code ("unreachable", "target_not_found", …).
 	StringCode string
@@ -26,8 +26,8 @@ type ErrorAnswer struct {
 // another's message.
 const maxErrorNesting = 4
 
-// ParseErrorAnswer parses the content of a result with isError true
-// (WIRE-2). The answers clients send are:
+// ParseErrorAnswer parses the content of a result with isError true.
+// The answers clients send are:
 //   - a structured error {"code","message"}: code a wire string or a CDP
 //     number. A CDP error's message may itself be the JSON of a CDP error
 //     (the real extension encodes chrome.debugger's error twice:
@@ -100,7 +100,7 @@ func codeOf(ec ErrorContent) (ErrorAnswer, bool) {
 }
 
 // errorTexts maps phrases of Chrome's and the extension's plain-text
-// failures to a WIRE-2 code; the first match wins, compared case-blind.
+// failures to a wire error code; the first match wins, compared case-blind.
 var errorTexts = []struct{ phrase, code string }{
 	{"no tab with given id", browserbackend.CodeTargetNotFound},
 	{"no target with given id", browserbackend.CodeTargetNotFound},
@@ -117,7 +117,7 @@ var errorTexts = []struct{ phrase, code string }{
 }
 
 // ClassifyErrorText maps a client's plain-text error to target_not_found,
-// forbidden_target or client_error (WIRE-2).
+// forbidden_target or client_error.
 func ClassifyErrorText(text string) string {
 	low := strings.ToLower(text)
 	for _, t := range errorTexts {

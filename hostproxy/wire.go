@@ -9,7 +9,7 @@ import (
 
 // The wire names (message types, headers, paths) are in package wire.
 
-// RequestMessage is the host_browser_request message (PXY-1):
+// RequestMessage is the host_browser_request message:
 // {"type","requestId","conversationId","cdpMethod","cdpParams"?,"cdpSessionId"?,"timeout_seconds"?}.
 type RequestMessage struct {
 	Type           string          `json:"type"`
@@ -23,14 +23,14 @@ type RequestMessage struct {
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 }
 
-// CancelMessage is the host_browser_cancel message (PXY-5): {"type","requestId"}.
+// CancelMessage is the host_browser_cancel message: {"type","requestId"}.
 // A client that receives it must not post a result for that request.
 type CancelMessage struct {
 	Type      string `json:"type"`
 	RequestID string `json:"requestId"`
 }
 
-// ResultBody is the body of POST /v1/host-browser-result (PXY-4):
+// ResultBody is the body of POST /v1/host-browser-result:
 // {"requestId","content","isError"}. Content is a string holding JSON: the
 // CDP result object on success; on error an ErrorContent.
 type ResultBody struct {
@@ -47,7 +47,7 @@ type ResultBody struct {
 // client observed, {"type"?,"method","params","cdpSessionId"?,"sessionId"?,
 // "tabId"?}. The real Vellum extension sends {"type":"host_browser_event",
 // "method","params"} and cdpSessionId only for a child session's event, so
-// nothing in it names the tab (WIRE-4); the reference extension adds tabId,
+// nothing in it names the tab; the reference extension adds tabId,
 // the tab the event came from (decimal digits, as a string or a number);
 // the desktop bridge names a session other than its page's in sessionId.
 type EventBody struct {
@@ -60,7 +60,7 @@ type EventBody struct {
 }
 
 // Session is the session the event names: cdpSessionId or sessionId, else
-// the tab id in decimal digits (a tab-level debuggee's events, WIRE-3), else
+// the tab id in decimal digits (a tab-level debuggee's events), else
 // "".
 func (b EventBody) Session() string {
 	switch {
@@ -84,7 +84,7 @@ func (b EventBody) Tab() string {
 // {"sessionId"?,"targetId"?,"reason"?,"clientId"?}. The real extension sends
 // {"type":"host_browser_session_invalidated","targetId":"<tab id>","reason":
 // "tab_closed"|"target_closed","clientId"} and no client-id header; ClientID
-// then names the posting client (WIRE-1).
+// then names the posting client.
 type InvalidationBody struct {
 	SessionID string `json:"sessionId,omitempty"`
 	TargetID  string `json:"targetId,omitempty"`
@@ -101,7 +101,7 @@ type ErrorContent struct {
 }
 
 // transportCodes are the string codes a client may report that make a result
-// a transport error (PXY-6, PXY-7).
+// a transport error.
 var transportCodes = map[string]bool{
 	"transport_error":       true,
 	"unreachable":           true,

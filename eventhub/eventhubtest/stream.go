@@ -229,7 +229,7 @@ const TestActorHeader = "X-Test-Actor"
 
 // ActorFromHeader is a TEST-ONLY auth middleware: it trusts the
 // X-Test-Actor request header as the authenticated actor. Never mount it in
-// a real server — the actor must come from verified credentials (HUB-3).
+// a real server — the actor must come from verified credentials.
 func ActorFromHeader(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := r.Header.Get(TestActorHeader); a != "" {

@@ -10,7 +10,7 @@ package wire
 
 import "strings"
 
-// HTTP headers (HUB-3, HUB-5, PXY-4, PXY-8).
+// HTTP headers.
 const (
 	// HeaderClientID names the connecting or posting client. On
 	// GET /v1/events its presence registers the stream as a client.
@@ -28,8 +28,7 @@ const (
 	QueryConversationID = "conversationId"
 )
 
-// Interface ids: the transport interface a client or a turn speaks through
-// (SPEC §0, HUB-2).
+// Interface ids: the transport interface a client or a turn speaks through.
 const (
 	InterfaceChromeExtension = "chrome-extension"
 	InterfaceMacOS           = "macos"
@@ -40,23 +39,23 @@ const (
 
 // Route paths: the conventional mount points of the runtime's handlers.
 const (
-	// PathEvents is the SSE stream (HUB-3), PathPing the heartbeat
-	// acknowledgement (HUB-5).
+	// PathEvents is the SSE stream, PathPing the heartbeat
+	// acknowledgement.
 	PathEvents = "/v1/events"
 	PathPing   = "/v1/ping"
 	// PathHostBrowserResult, PathHostBrowserEvent and
-	// PathHostBrowserSessionInvalidated are the client's answer routes
-	// (PXY-4); PathHostBrowserResultSocket carries results over a WebSocket.
+	// PathHostBrowserSessionInvalidated are the client's answer routes;
+	// PathHostBrowserResultSocket carries results over a WebSocket.
 	PathHostBrowserResult             = "/v1/host-browser-result"
 	PathHostBrowserEvent              = "/v1/host-browser-event"
 	PathHostBrowserSessionInvalidated = "/v1/host-browser-session-invalidated"
 	PathHostBrowserResultSocket       = "/v1/host-browser-result/ws"
-	// PathPair mints a token (PXY-8); PathPairRefresh trades a refresh token.
+	// PathPair mints a token; PathPairRefresh trades a refresh token.
 	PathPair        = "/v1/pair"
 	PathPairRefresh = "/v1/pair/refresh"
 )
 
-// Stream framing (HUB-3, HUB-5).
+// Stream framing.
 const (
 	// EventTypeAssistant is the SSE event name of every hub event.
 	EventTypeAssistant = "assistant_event"
@@ -66,7 +65,7 @@ const (
 )
 
 // Message types: the "type" field of a message carried in an event's
-// envelope (PXY-1, PXY-5).
+// envelope.
 const (
 	// TypeHostBrowserRequest is one CDP command for the target client.
 	TypeHostBrowserRequest = "host_browser_request"
@@ -86,7 +85,7 @@ const (
 )
 
 // Pseudo-methods: commands in the Vellum.* namespace that only the Chrome
-// extension implements (PXY-2, PXY-6).
+// extension implements.
 const (
 	MethodPrefix    = "Vellum."
 	MethodListTabs  = "Vellum.listTabs"
@@ -99,10 +98,10 @@ const (
 )
 
 // IsPseudoMethod reports whether method is in the Vellum.* namespace, which
-// only chrome-extension clients implement (PXY-2).
+// only chrome-extension clients implement.
 func IsPseudoMethod(method string) bool { return strings.HasPrefix(method, MethodPrefix) }
 
-// Remote device socket (REM-4): the subprotocol prefix that carries the
+// Remote device socket: the subprotocol prefix that carries the
 // device token, and the "type" of the JSON frames besides the result-socket
 // ones (SocketResult, SocketAccepted, SocketError, SocketReady).
 const (
@@ -124,7 +123,7 @@ const (
 	RemoteEnvelope = EventTypeAssistant
 )
 
-// The UI channel of a remote device socket (REM-9): request frames
+// The UI channel of a remote device socket: request frames
 // {"id","method","params":{"session_id"}} the server sends and the extension
 // answers with {"id","result"} or {"id","error":{"code","message","data":{"reason"}}}.
 const (

@@ -15,7 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Scope profiles of the tokens (PXY-8); the headers and interface ids are in
+// Scope profiles of the tokens; the headers and interface ids are in
 // package wire.
 const (
 	// ScopeActorClient is the scope profile of an access token: a client
@@ -41,7 +41,7 @@ const (
 	maxBody = 4 << 10
 	// maxSpent bounds the memory of used refresh tokens.
 	maxSpent = 10000
-	// maxBound bounds the token → client bindings (WIRE-1); expired ones
+	// maxBound bounds the token → client bindings; expired ones
 	// are dropped first.
 	maxBound = 20000
 )
@@ -139,7 +139,7 @@ type Authority struct {
 	mu    sync.Mutex
 	spent map[string]time.Time // used refresh-token ids → their expiry
 	// bound maps an access token's id to the client id it was last seen
-	// with (WIRE-1): the real extension names its client only on the events
+	// with: the real extension names its client only on the events
 	// stream and the result route, not on the event routes.
 	bound map[string]binding
 }
@@ -326,8 +326,8 @@ func (a *Authority) spend(id string, exp time.Time) bool {
 	return true
 }
 
-// clientOf returns the client id a request authenticated by c acts as
-// (WIRE-1): the id the token is bound to at pairing; else the
+// clientOf returns the client id a request authenticated by c acts as:
+// the id the token is bound to at pairing; else the
 // X-Vellum-Client-Id header, which (re)binds the token to it; else the id
 // the token was last used with. "" when none is known.
 func (a *Authority) clientOf(c *Claims, header string) string {

@@ -91,7 +91,7 @@ func CDPInspectTabs(p *cdpinspect.Provider) ConversationDialer {
 }
 
 // CDPInspectDialer discovers and attaches to a local Chrome as cdp-inspect
-// does (INS-1, INS-2): cfg gives host:port and the probe timeout, opts may
+// does: cfg gives host:port and the probe timeout, opts may
 // add an explicit WebSocket URL or user-data directories.
 func CDPInspectDialer(cfg cdpinspect.Config, opts ...cdpinspect.Option) Dialer {
 	return func(ctx context.Context) (Browser, error) {
@@ -180,7 +180,7 @@ type Hooks struct {
 	RequestDone func(requestID, method, outcome string, isError bool)
 }
 
-// Bridge is the reference desktop bridge (PXY-7): it subscribes to the hub as
+// Bridge is the reference desktop bridge: it subscribes to the hub as
 // a desktop client, runs each host_browser_request against the local Chrome,
 // posts the result, forwards CDP events, honours cancels and reconnects.
 // Create it with New and call Run once.
@@ -461,7 +461,7 @@ func (a *activityReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ping echoes a heartbeat token (HUB-5) so the hub sees the bridge reading;
+// ping echoes a heartbeat token so the hub sees the bridge reading;
 // at most one ping is in flight.
 func (b *Bridge) ping(ctx context.Context, token string) {
 	if !b.pinging.CompareAndSwap(false, true) {
@@ -594,7 +594,7 @@ func (b *Bridge) execute(ctx context.Context, r *hostproxy.RequestMessage) (stri
 		b.drop(lb)
 		if e.Code == browserbackend.CodeSessionNotFound && lb.key != "" {
 			// The conversation's own tab's session went away, before the
-			// command was sent or under it (a late detach, make stress):
+			// command was sent or under it (a late detach):
 			// dialling again says what became of the tab (one the user
 			// closed is target_not_found, no failover), whichever of the
 			// detach and this command came first.
@@ -710,7 +710,7 @@ func (lb *liveBrowser) release() {
 // cdpinspect does); events of that session are forwarded with the page's
 // CDP target id as their sessionId when the browser tells it (pageTarget),
 // else without one, so the server routes them to the conversation working
-// in that tab (WIRE-4).
+// in that tab.
 type pageSession interface{ SessionID() string }
 
 type pageTarget interface{ TargetID() string }
@@ -814,7 +814,7 @@ func (b *Bridge) postResult(ctx context.Context, id, content string, isErr bool)
 	case status == http.StatusNotFound:
 		b.log.Debug("result no longer wanted (timed out or cancelled on the server)", "requestId", id)
 	case status == http.StatusRequestEntityTooLarge && !isErr:
-		// Tell the caller at once that the answer is lost (WIRE-5).
+		// Tell the caller at once that the answer is lost.
 		b.log.Warn("result refused as too large; reporting payload_too_large", "requestId", id, "bytes", len(content))
 		b.postResult(ctx, id, errorContent(browserbackend.CodePayloadTooLarge, "the result exceeded the server's body limit"), true)
 	case status != http.StatusOK:
@@ -886,13 +886,13 @@ func errorContent(code, msg string) string {
 }
 
 // ErrorContentFor turns an error from the browser into the result content of
-// the wire contract (PXY-7): a CDP error reply keeps its numeric code; a
+// the wire contract: a CDP error reply keeps its numeric code; a
 // transport failure becomes one of the string codes unreachable,
 // non_loopback, cdp_session_not_found, cancelled, or transport_error for any
 // other; a deadline that passed once the command may have reached the
 // browser is timeout, one that passed before the command was sent
 // (dialling a stalled browser) is unreachable (nothing ran); both are
-// transport errors at the server (PXY-6); a cancellation is cancelled; a refused
+// transport errors at the server; a cancellation is cancelled; a refused
 // command (bad params) is invalid_params; a command on a tab whose renderer
 // crashed before it was sent is page_lost (the server's backend reports it
 // as ClassClosed: no failover, navigate again).

@@ -11,14 +11,14 @@ import (
 )
 
 // CheckDevTools refuses, before anything is dialled, a DevTools endpoint
-// that is not on this machine's loopback interface (PXY-7, issue 10): cfg's
-// host, and wsURL's host when wsURL is not empty. A bridge exists to hand
-// the user's local Chrome to their own assistant; a DevTools address on
-// another machine would put a browser that is not the user's (and a
-// connection anyone on the path can read and drive) behind the user's
-// identity, and every request would fail non_loopback anyway. The error is
-// a *browserbackend.Error of class transport and code non_loopback (as discovery would fail) whose text
-// says why and what to use instead.
+// that is not on this machine's loopback interface: cfg's host, and wsURL's
+// host when wsURL is not empty. A bridge hands the user's local Chrome to
+// their own assistant; a DevTools address on another machine would put a
+// browser that is not the user's (over a connection anyone on the path can
+// read and drive) behind the user's identity. The error is a
+// *browserbackend.Error of class transport and code non_loopback, as
+// discovery would return, whose text says what to use instead; a wsURL
+// that is not a ws:// or wss:// URL is class policy, code invalid_params.
 func CheckDevTools(cfg cdpinspect.Config, wsURL string) error {
 	if err := checkLoopbackHost("DevTools host", cfg.Host); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/browserchain/browserchain/local"
 )
 
-// Interface ids of the fake roster's clients (the hub's, HUB-2).
+// Interface ids of the fake roster's clients (the hub's own).
 const (
 	InterfaceChromeExtension = wire.InterfaceChromeExtension
 	InterfaceMacOS           = wire.InterfaceMacOS
@@ -32,7 +32,7 @@ type HubClient struct {
 }
 
 // HostBrowser reports whether the client's interface grants the host_browser
-// capability (HUB-2, eventhub.Supports).
+// capability (eventhub.Supports).
 func (c HubClient) HostBrowser() bool {
 	return eventhub.Supports(c.InterfaceID, eventhub.CapHostBrowser)
 }
@@ -40,7 +40,7 @@ func (c HubClient) HostBrowser() bool {
 // Roster is a fake hub roster: the connected clients, and a change channel
 // that is closed at every Connect or Disconnect (the shape of the hub's
 // Changed). It implements browserbackend.Watcher, so the reference extension
-// provider wakes a selector waiting out the reconnect grace (SEL-8). Safe for
+// provider wakes a selector waiting out the reconnect grace. Safe for
 // concurrent use; use NewRoster.
 type Roster struct {
 	mu      sync.Mutex
@@ -111,7 +111,7 @@ type Reference struct {
 	HostBridgeCooldown time.Duration
 }
 
-// Providers returns the four reference providers in the SEL-3 order:
+// Providers returns the four reference providers in the reference order:
 // extension, host-bridge, cdp-inspect, local.
 func (r Reference) Providers() []browserbackend.Provider {
 	return []browserbackend.Provider{r.Extension(), r.HostBridge(), r.CDPInspect(), r.Local()}

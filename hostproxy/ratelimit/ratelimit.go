@@ -1,5 +1,5 @@
 // Package ratelimit is the HTTP rate-limiting middleware a host app mounts in
-// front of the runtime's routes (HUB-6): a per-client-IP sliding window
+// front of the runtime's routes: a per-client-IP sliding window
 // (github.com/go-chi/httprate) with three budgets — loopback, authenticated
 // remote and unauthenticated — whose authenticated budget can change at run
 // time. It is not part of the hub: the hub only carries events.
@@ -24,7 +24,7 @@ import (
 	"github.com/browserchain/browserchain/eventhub"
 )
 
-// Default budgets of RateLimit, per client IP per minute (HUB-6).
+// Default budgets of RateLimit, per client IP per minute.
 const (
 	DefaultLoopbackLimit        = 1200
 	DefaultAuthenticatedLimit   = 300
@@ -35,7 +35,7 @@ const (
 // log; further endpoints are counted under "other".
 const maxTrackedEndpoints = 16
 
-// Class is the budget a request is charged to (HUB-6).
+// Class is the budget a request is charged to.
 type Class string
 
 // The budget classes.
@@ -68,8 +68,8 @@ type Config struct {
 	Authenticated func(*http.Request) bool
 }
 
-// DefaultExempt exempts the events stream and the health probes
-// (HUB-6): a path whose last segment is events, health, healthz or readyz.
+// DefaultExempt exempts the events stream and the health probes:
+// a path whose last segment is events, health, healthz or readyz.
 // The stream is one long connection; 429-ing it or a probe makes clients
 // reconnect harder.
 func DefaultExempt(r *http.Request) bool {
@@ -81,7 +81,7 @@ func DefaultExempt(r *http.Request) bool {
 	return false
 }
 
-// Limiter is the HUB-6 middleware: a per-client-IP sliding window
+// Limiter is the rate-limit middleware: a per-client-IP sliding window
 // counter (github.com/go-chi/httprate) with three budgets. The key is the
 // budget class plus the peer IP from r.RemoteAddr — forwarding headers are
 // never trusted (a host app behind a trusted proxy rewrites RemoteAddr

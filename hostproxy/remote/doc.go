@@ -1,7 +1,7 @@
-// Package remote is the server side of remote browser connections (SPEC
-// §10, REM-1 … REM-6): an assistant runtime on a server reaches the
-// browser on its user's computer through one WebSocket that the extension
-// dials out, authenticated by a device credential.
+// Package remote is the server side of remote browser connections: an
+// assistant runtime on a server reaches the browser on its user's computer
+// through one WebSocket that the extension dials out, authenticated by a
+// device credential.
 //
 // The pieces:
 //
@@ -51,10 +51,10 @@
 // "bsk-auth.TOKEN". Renewal is the same POST with the current token and
 // {"action":"renew","next_token"}.
 //
-// The browser side is the reference extension's remote mode (REM-7,
-// examples/extension/lib/remote.js), which also enforces the tab ownership
-// of remote tasks (REM-8; a refused command has the code CodeTabNotOwned)
-// and serves the UI channel (REM-9): TaskPreview, TaskFocus and UICall send
+// The browser side is the reference extension's remote mode
+// (examples/extension/lib/remote.js), which also enforces the tab ownership
+// of remote tasks (a refused command has the code CodeTabNotOwned)
+// and serves the UI channel: TaskPreview, TaskFocus and UICall send
 // ui.* requests on a device's socket and wait for the extension's answer.
 // Disconnect drops a device's socket without revoking it.
 package remote

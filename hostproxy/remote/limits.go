@@ -11,7 +11,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults and bounds of Limits (REM-1, REM-6), the seed's numbers.
+// Defaults and bounds of Limits, the seed's numbers.
 const (
 	DefaultPairingTTL         = 5 * time.Minute
 	MaxPairingTTL             = time.Hour
@@ -26,7 +26,7 @@ const (
 	globalAuthorizeMultiplier = 16
 )
 
-// Limits are the server's limits, fixed at start (REM-6). A zero field takes
+// Limits are the server's limits, fixed at start. A zero field takes
 // its default; Validate reports a value outside its bounds.
 type Limits struct {
 	// PairingTTL is the lifetime of a new pairing link: default 5 min, at
@@ -96,7 +96,7 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// peerLimiter is the authorize route's rate limit (REM-6): one token bucket
+// peerLimiter is the authorize route's rate limit: one token bucket
 // (golang.org/x/time/rate) per peer IP, refilled at perMinute/60 a second
 // with a burst of perMinute; at most maxPeers buckets, further peers
 // sharing one overflow bucket; and a global bucket 16 times a peer's. A

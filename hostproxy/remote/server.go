@@ -19,14 +19,14 @@ import (
 )
 
 // DefaultCheckInterval is how often open sockets re-check their grants in
-// the store (REM-5: at least once a second).
+// the store; the grant check must run at least once a second.
 const DefaultCheckInterval = time.Second
 
 // DefaultPingInterval is how often the server pings an idle socket; a pong
-// counts as the client's activity (HUB-5).
+// counts as the client's activity.
 const DefaultPingInterval = 7 * time.Second
 
-// maxAuthorizeBody caps the authorize route's request body (REM-2).
+// maxAuthorizeBody caps the authorize route's request body.
 const maxAuthorizeBody = 4096
 
 // busyRetryAfter is the Retry-After of a 503 for store contention or
@@ -44,13 +44,13 @@ type Options struct {
 	// Store holds the links and grants (shared with the operator's CLI).
 	Store *Store
 	// Proxy receives the results and events of remote clients; Hub
-	// registers them as clients (REM-4): the hub Proxy publishes to.
+	// registers them as clients: the hub Proxy publishes to.
 	Proxy *hostproxy.Proxy
 	Hub   Subscriber
 	// Endpoint is the public URL of the socket route
 	// (wss://HOST/PATH, or ws://127.0.0.1:PORT/PATH for loopback
 	// development). Links and grants are bound to it: another endpoint's
-	// credential is refused (REM-4).
+	// credential is refused.
 	Endpoint string
 	// ServiceName, optional, is the display name answered to the extension.
 	ServiceName string
@@ -68,7 +68,7 @@ type Options struct {
 	PingInterval time.Duration
 }
 
-// Server is the remote connection server (REM-1 … REM-6): the socket route
+// Server is the remote connection server: the socket route
 // (SocketHandler, at the endpoint's path) and the pairing and renewal route
 // (AuthorizeHandler, at PATH/authorize) a host app mounts, plus the
 // operator API (CreateLink, Devices, Revoke, RevokeAll). Create it with
@@ -185,7 +185,7 @@ func (s *Server) Close() error {
 }
 
 // CreateLink makes a pairing link for actor with the server's pairing
-// lifetime (REM-1). The link's URL carries the secret: hand it to the user,
+// lifetime. The link's URL carries the secret: hand it to the user,
 // never log it.
 func (s *Server) CreateLink(ctx context.Context, actor string) (Link, error) {
 	return s.store.CreateLink(ctx, s.endpoint, actor, s.limits.PairingTTL)
@@ -223,7 +223,7 @@ func (s *Server) recheck() {
 
 // checkGrants re-reads the grants of every open socket each CheckInterval
 // (and at once after an in-process revocation) and closes the sockets whose
-// grant is revoked or expired; a failed read closes them all (REM-5).
+// grant is revoked or expired; a failed read closes them all.
 func (s *Server) checkGrants() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.check)
@@ -279,7 +279,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
-// authorizeRequest is the body of POST PATH/authorize (REM-2, REM-3).
+// authorizeRequest is the body of POST PATH/authorize.
 type authorizeRequest struct {
 	Action    string `json:"action"`
 	NextToken string `json:"next_token"`
@@ -294,7 +294,7 @@ type authorizeResponse struct {
 	ServiceName string `json:"service_name,omitempty"`
 }
 
-// AuthorizeHandler serves POST PATH/authorize (REM-2, REM-3):
+// AuthorizeHandler serves POST PATH/authorize:
 // Authorization: Bearer SECRET_OR_TOKEN and a JSON body of at most 4096
 // bytes {"action":"pair"|"renew","next_token","label"}. Answers:
 //   - 200 {device_id, expires_at, renew_after, service_name?} (RFC 3339);
@@ -304,7 +304,7 @@ type authorizeResponse struct {
 //   - 401 a missing, unknown, used, expired or revoked credential, or one
 //     of another endpoint; 409 a renewal of an old token to a different
 //     next_token;
-//   - 429 + Retry-After over the peer's or the global rate (REM-6);
+//   - 429 + Retry-After over the peer's or the global rate;
 //   - 503 + Retry-After when the store's write lock was not obtained
 //     within 500 ms (the grant in force is untouched).
 //

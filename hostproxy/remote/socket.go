@@ -25,9 +25,9 @@ const writeTimeout = 10 * time.Second
 
 // Close codes of a remote socket besides the standard ones.
 const (
-	// StatusRevoked: the device's grant was revoked or expired (REM-5).
+	// StatusRevoked: the device's grant was revoked or expired.
 	StatusRevoked websocket.StatusCode = 4401
-	// StatusReplaced: the device opened a newer socket (REM-6).
+	// StatusReplaced: the device opened a newer socket.
 	StatusReplaced websocket.StatusCode = 4409
 )
 
@@ -67,7 +67,7 @@ type conn struct {
 	why  string
 	kind endKind
 
-	ui uiCalls // the UI channel's requests waiting for their answer (REM-9)
+	ui uiCalls // the UI channel's requests waiting for their answer
 }
 
 // end closes the socket: first the hub registration (so the proxy fails the
@@ -104,7 +104,7 @@ var (
 	errClosed   = errors.New("remote: server closed")
 )
 
-// claim takes a capacity slot for dev (REM-6): a device already online
+// claim takes a capacity slot for dev: a device already online
 // replaces its own connection; a new device at capacity is refused. The
 // caller owns one count of s.wg and gives it back with release.
 func (s *Server) claim(dev Device) (c, old *conn, err error) {
@@ -171,7 +171,7 @@ func (s *Server) Online() []string {
 // Disconnect closes the device's open socket with status 1001 (going
 // away), without revoking it: the extension reconnects with its
 // credential. The socket's commands in flight fail with a transport error
-// and the extension releases the tabs of its tasks (REM-8). It reports
+// and the extension releases the tabs of its tasks. It reports
 // whether the device had a socket. Safe for concurrent use.
 func (s *Server) Disconnect(deviceID string) bool {
 	s.mu.Lock()
@@ -184,8 +184,8 @@ func (s *Server) Disconnect(deviceID string) bool {
 	return true
 }
 
-// deviceToken returns the token of the one bsk-auth subprotocol of r
-// (REM-4): every Sec-WebSocket-Protocol value, split at commas, must be that
+// deviceToken returns the token of the one bsk-auth subprotocol of r:
+// every Sec-WebSocket-Protocol value, split at commas, must be that
 // one value.
 func deviceToken(r *http.Request) (proto, token string, ok bool) {
 	var all []string
@@ -201,7 +201,7 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 	return all[0], token, ok && token != ""
 }
 
-// SocketHandler serves GET PATH, the remote device socket (REM-4). Before
+// SocketHandler serves GET PATH, the remote device socket. Before
 // the upgrade it refuses: a query string (400: credentials never travel in
 // a URL), an Origin that is not chrome-extension:// (403; an allowed Origin
 // alone never authorizes), a missing, duplicated or malformed
@@ -210,7 +210,7 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // store read (503), and a new device at capacity (503 + Retry-After). The
 // selected subprotocol is echoed.
 //
-// The socket is then an ordinary hub client (HUB-1): it registers under
+// The socket is then an ordinary hub client: it registers under
 // the device's BrowserID with interface chrome-extension (so the selector's
 // candidate for it is extension) and the device's actor, replacing an older
 // socket of the same device. The server first sends
@@ -229,9 +229,9 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // only when refused). Every result, event and invalidation is bound to the
 // device's client id and actor; a frame whose clientId names another client
 // is refused with client_mismatch. A frame without a type is the answer to
-// a UI channel request (REM-9, see UICall); one nobody waits for is
-// dropped. The socket closes, failing its commands
-// in flight with a transport error, on revocation or expiry (status 4401),
+// a UI channel request (see UICall); one nobody waits for is dropped. The
+// socket closes, failing its commands in flight with a transport error, on
+// revocation or expiry (status 4401),
 // a failed grant read (1011), a newer socket of the device (4409), or Close
 // (1001).
 //
@@ -409,7 +409,7 @@ func (c *conn) pump(sub *eventhub.Subscription) {
 	}
 }
 
-// keepAlive pings the client; each pong is activity (HUB-5).
+// keepAlive pings the client; each pong is activity.
 func (c *conn) keepAlive() {
 	t := time.NewTicker(c.s.ping)
 	defer t.Stop()
@@ -473,7 +473,7 @@ func (c *conn) handle(data []byte) (serverFrame, bool) {
 		Type string `json:"type"`
 	}
 	if json.Unmarshal(data, &probe) == nil && probe.Type == "" {
-		// No type: the answer to a UI channel request (REM-9).
+		// No type: the answer to a UI channel request.
 		c.ui.answer(data)
 		return serverFrame{}, false
 	}

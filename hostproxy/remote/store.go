@@ -22,37 +22,37 @@ import (
 // Errors of the Store. Every one of them names no credential.
 var (
 	// ErrUnauthorized: the pairing secret or device token is unknown, used,
-	// expired, revoked or belongs to another endpoint (REM-2, REM-4).
+	// expired, revoked or belongs to another endpoint.
 	ErrUnauthorized = errors.New("remote: credential not accepted")
 	// ErrRenewConflict: the old token was already renewed to a different
-	// next_token (REM-3).
+	// next_token.
 	ErrRenewConflict = errors.New("remote: the credential was already renewed to another token")
 	// ErrBusy: a writer did not get the store's lock within the busy
-	// timeout (500 ms, REM-5); the exchange may be retried.
+	// timeout (500 ms); the exchange may be retried.
 	ErrBusy = errors.New("remote: store is busy")
 	// ErrBadToken: next_token is not 43 unpadded base64url characters
-	// holding 256 bits, or is already in use (REM-2).
+	// holding 256 bits, or is already in use.
 	ErrBadToken = errors.New("remote: next_token must be a fresh 256-bit unpadded base64url value (43 characters)")
-	// ErrTooManyLinks: MaxUnusedLinks unused pairing links exist (REM-1).
+	// ErrTooManyLinks: MaxUnusedLinks unused pairing links exist.
 	ErrTooManyLinks = errors.New("remote: too many unused pairing links")
 	// ErrNoDevice: Revoke named an unknown device id.
 	ErrNoDevice = errors.New("remote: no such device")
 )
 
-// MaxUnusedLinks is how many pairing links may wait unused at once (REM-1).
+// MaxUnusedLinks is how many pairing links may wait unused at once.
 const MaxUnusedLinks = 100
 
 // storeBusyTimeout is how long a writer waits for the SQLite write lock
-// before ErrBusy (REM-5).
+// before ErrBusy.
 const storeBusyTimeout = 500 * time.Millisecond
 
-// Device is one paired device as the operator sees it (REM-5): never a
+// Device is one paired device as the operator sees it: never a
 // credential. Times are UTC, millisecond precision; RevokedAt is zero while
 // the grant stands.
 type Device struct {
 	DeviceID string `json:"device_id"`
 	// BrowserID is the device's stable browser identity: the hub client id
-	// its socket registers under (REM-4).
+	// its socket registers under.
 	BrowserID string `json:"browser_id"`
 	Endpoint  string `json:"endpoint"`
 	// Actor is the actor principal the device acts for.
@@ -64,14 +64,14 @@ type Device struct {
 	RevokedAt  time.Time `json:"revoked_at,omitzero"`
 }
 
-// Grant is the answer of a successful pair or renew exchange (REM-2).
+// Grant is the answer of a successful pair or renew exchange.
 type Grant struct {
 	DeviceID   string
 	ExpiresAt  time.Time
 	RenewAfter time.Time
 }
 
-// Link is a freshly created pairing link (REM-1). URL holds the secret in
+// Link is a freshly created pairing link. URL holds the secret in
 // its fragment: show it to the operator once, never log it.
 type Link struct {
 	URL       string
@@ -91,7 +91,7 @@ type StoreOptions struct {
 
 // Store keeps pairing links and device grants in an SQLite file
 // (modernc.org/sqlite) that the server and the operator's CLI open at the
-// same time (REM-5): only SHA-256 hashes of secrets and tokens are stored;
+// same time: only SHA-256 hashes of secrets and tokens are stored;
 // the file is mode 0600; every write is one transaction that takes the
 // write lock at its start and waits at most 500 ms for it (then ErrBusy);
 // reads (WAL mode) never wait for a writer. Safe for concurrent use.
@@ -178,7 +178,7 @@ func NewToken() string {
 }
 
 // ValidToken reports whether tok is 43 unpadded base64url characters
-// decoding to 32 bytes (REM-2).
+// decoding to 32 bytes.
 func ValidToken(tok string) bool {
 	if len(tok) != 43 {
 		return false
@@ -188,7 +188,7 @@ func ValidToken(tok string) bool {
 }
 
 // validSecret reports whether s has the shape of a pairing secret: 32–256
-// base64url characters (REM-1).
+// base64url characters.
 func validSecret(s string) bool {
 	if len(s) < 32 || len(s) > 256 {
 		return false
@@ -254,7 +254,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // CreateLink stores a new single-use pairing link for endpoint (the public
-// wss:// URL of the socket route, REM-1) acting for actor, valid for ttl,
+// wss:// URL of the socket route) acting for actor, valid for ttl,
 // and returns it as endpoint#SECRET. At most MaxUnusedLinks unused,
 // unexpired links may exist (else ErrTooManyLinks). Operator-only: never
 // expose it to a web request.
@@ -290,7 +290,7 @@ func (s *Store) CreateLink(ctx context.Context, endpoint, actor string, ttl time
 	return Link{URL: endpoint + "#" + secret, ExpiresAt: exp.UTC().Truncate(time.Millisecond)}, nil
 }
 
-// Pair consumes the pairing secret (once, REM-2) of a link of endpoint and
+// Pair consumes the pairing secret (once) of a link of endpoint and
 // binds nextToken to a new device labelled label, valid for lifetime and to
 // be renewed after renewAfter. Errors: ErrUnauthorized (unknown, used,
 // expired or revoked secret, or another endpoint's), ErrBadToken, ErrBusy.
@@ -367,7 +367,7 @@ func tokenTaken(ctx context.Context, tx *sql.Tx, tok string) (bool, error) {
 	return n > 0, nil
 }
 
-// Renew rotates a device's credential from oldToken to nextToken (REM-3):
+// Renew rotates a device's credential from oldToken to nextToken:
 // the device id stays, the grant's lifetime restarts, and oldToken stops
 // opening sockets. An exact retry (the same oldToken and nextToken) returns
 // the original answer; another nextToken for an oldToken already renewed is
@@ -433,7 +433,7 @@ func (s *Store) Renew(ctx context.Context, endpoint, oldToken, nextToken string,
 }
 
 // Authenticate returns the device whose current credential is token on
-// endpoint, with an unrevoked, unexpired grant (REM-4); else
+// endpoint, with an unrevoked, unexpired grant; else
 // ErrUnauthorized. A read failure is returned as it is. It never waits for
 // a writer.
 func (s *Store) Authenticate(ctx context.Context, endpoint, token string) (Device, error) {
@@ -454,7 +454,7 @@ func (s *Store) Authenticate(ctx context.Context, endpoint, token string) (Devic
 }
 
 // Valid returns which of deviceIDs hold an unrevoked, unexpired grant now
-// (the once-a-second re-check of open sockets, REM-5). A read failure is an
+// (the once-a-second re-check of open sockets). A read failure is an
 // error: the caller closes every socket (fail closed).
 func (s *Store) Valid(ctx context.Context, deviceIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(deviceIDs))
@@ -498,7 +498,7 @@ func (s *Store) scanDevice(row interface{ Scan(...any) error }) (Device, error) 
 }
 
 // Devices lists every device grant not revoked, expired ones included,
-// oldest first (the operator's "devices" verb, REM-5). It holds no
+// oldest first (the operator's "devices" verb). It holds no
 // credential.
 func (s *Store) Devices(ctx context.Context) ([]Device, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+deviceCols+` FROM remote_devices WHERE revoked_ms = 0 ORDER BY paired_ms, device_id`)
@@ -520,7 +520,7 @@ func (s *Store) Devices(ctx context.Context) ([]Device, error) {
 	return out, nil
 }
 
-// Revoke ends one device's grant (REM-5): its token opens no new socket,
+// Revoke ends one device's grant: its token opens no new socket,
 // renewals and their retries fail, and open sockets close at the server's
 // next re-check (within a second). Unknown or already revoked: ErrNoDevice.
 func (s *Store) Revoke(ctx context.Context, deviceID string) error {
@@ -537,7 +537,7 @@ func (s *Store) Revoke(ctx context.Context, deviceID string) error {
 }
 
 // RevokeAll revokes every device grant and every unused pairing link
-// (REM-5) and returns how many of each it revoked.
+// and returns how many of each it revoked.
 func (s *Store) RevokeAll(ctx context.Context) (devices, links int, err error) {
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		now := ms(s.now())

@@ -12,15 +12,15 @@ import (
 	"github.com/browserchain/browserchain/eventhub/wire"
 )
 
-// UIDeadline is the budget the extension gives one UI channel request
-// (REM-9): past it, it answers timeout/ui_deadline.
+// UIDeadline is the budget the extension gives one UI channel request:
+// past it, it answers timeout/ui_deadline.
 const UIDeadline = 3 * time.Second
 
 // uiGrace is how long past UIDeadline a call without a context deadline
 // waits for the extension's own ui_deadline answer.
 const uiGrace = 2 * time.Second
 
-// The error codes and reasons of UI channel answers (REM-9, the seed's
+// The error codes and reasons of UI channel answers (the seed's
 // table). An answer's code is the *browserbackend.Error's Code, its reason
 // the Detail.
 const (
@@ -41,11 +41,11 @@ const (
 )
 
 // CodeTabNotOwned is the error code of a command of a remote task on a tab
-// it neither created nor borrowed (REM-8); it arrives as a ClassProtocol
+// it neither created nor borrowed; it arrives as a ClassProtocol
 // *browserbackend.Error.
 const CodeTabNotOwned = "tab_not_owned"
 
-// TaskPreview is the answer to ui.task_preview (REM-9).
+// TaskPreview is the answer to ui.task_preview.
 type TaskPreview struct {
 	// ImageBase64 is a JPEG at most 640 px wide, base64 (standard).
 	ImageBase64 string `json:"image_base64"`

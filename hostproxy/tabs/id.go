@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// ID is a browser tab id as the extension clients send it (WIRE-3): a
+// ID is a browser tab id as the extension clients send it: a
 // JSON number in some answers (Vellum.listTabs) and a decimal string in
 // others (Vellum.createTab, Vellum.findTab). It decodes from both and
 // encodes as a number, so ids compare equal after normalising. Zero means
@@ -38,7 +38,7 @@ func (t *ID) UnmarshalJSON(data []byte) error {
 }
 
 // ParseID reports whether s, a cdpSessionId, names a tab: a string of
-// decimal digits (WIRE-3). Anything else names a CDP target or session.
+// decimal digits. Anything else names a CDP target or session.
 func ParseID(s string) (ID, bool) {
 	if s == "" || len(s) > 18 {
 		return 0, false

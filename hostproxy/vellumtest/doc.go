@@ -1,7 +1,7 @@
 // Package vellumtest is a test client that speaks to a browserchain server
 // exactly as the Vellum assistant's own Chrome extension does, for host
 // applications to test their server against the real client's wire
-// behaviour (SPEC §9, WIRE-1…WIRE-7) without installing that extension.
+// behaviour without installing that extension.
 //
 // On the wire it pairs with an empty JSON body from the Vellum dev
 // extension's Origin and no client id; opens GET /v1/events with the token,
