@@ -11,7 +11,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 )
 
-// Backend is a cdp-inspect connection to a user's browser (INS-2, INS-3): one
+// Backend is a cdp-inspect connection to a user's browser: one
 // browser-level WebSocket with one flat CDP session attached to a page
 // target. It implements browserbackend.ScopedClient and
 // browserbackend.EventSource, and is safe for concurrent use.
@@ -133,9 +133,8 @@ func hostPort(wsURL string) string {
 	return u.Host
 }
 
-// constructionErr makes an attach failure a transport error (failover
-// material under SEL-4: nothing the caller asked for was sent), unless the
-// caller cancelled.
+// constructionErr makes an attach failure a transport error (safe to fail
+// over: nothing the caller asked for was sent), unless the caller cancelled.
 func constructionErr(err error) error {
 	e, ok := err.(*bb.Error)
 	if !ok {
@@ -310,7 +309,7 @@ func (b *Backend) closeTarget(ctx context.Context, targetID string) {
 }
 
 // transportErr builds an attach-stage transport error; no_targets is also a
-// discovery outcome (INS-1) and sets Detail.
+// discovery outcome and sets Detail.
 func (b *Backend) transportErr(code, method, msg string, cause error) *bb.Error {
 	e := &bb.Error{Class: bb.ClassTransport, Code: code, Method: method, Backend: bb.KindCDPInspect, Message: "attach: " + msg, Err: cause}
 	if code == bb.CodeNoTargets {
@@ -570,8 +569,8 @@ func (b *Backend) Done() <-chan struct{} {
 }
 
 // Close detaches from the page (Target.detachFromTarget), or closes the
-// page when Dial created it, then drops the WebSocket (INS-3: the browser
-// and every tab it did not create stay open). In-flight and later Sends
+// page when Dial created it, then drops the WebSocket (the browser and
+// every tab it did not create stay open). In-flight and later Sends
 // fail with ClassClosed; event channels close. Idempotent; always returns
 // nil (the browser is the user's, and a failed detach ends with the socket
 // anyway).

@@ -11,13 +11,13 @@ import (
 )
 
 // Config configures the cdp-inspect backend: the "hostBrowser.cdpInspect"
-// keys of SEL-12 (INS-1). Use DefaultConfig or LoadConfig: the zero value
+// configuration keys. Use DefaultConfig or LoadConfig: the zero value
 // disables desktop-auto and has no port.
 type Config struct {
 	// Enabled adds cdp-inspect to every auto invocation (default false).
 	Enabled bool `json:"enabled"`
 	// Host is the DevTools HTTP host (default "localhost"); it must resolve to
-	// loopback (INS-1).
+	// loopback.
 	Host string `json:"host"`
 	// Port is the DevTools HTTP port, 1–65535 (default 9222).
 	Port int `json:"port"`
@@ -27,17 +27,19 @@ type Config struct {
 	DesktopAuto DesktopAutoConfig `json:"desktopAuto"`
 }
 
-// DesktopAutoConfig configures desktop-auto cdp-inspect (SEL-3, SEL-6).
+// DesktopAutoConfig configures desktop-auto cdp-inspect: cdp-inspect added
+// to macos turns, with a cooldown after a transport failure.
 type DesktopAutoConfig struct {
 	// Enabled (default true) adds cdp-inspect to macos turns.
 	Enabled bool `json:"enabled"`
 	// CooldownMs, 0–300000 (default 30000), skips desktop-auto cdp-inspect
 	// after a transport failure; 0 disables the cooldown. The reference
-	// server uses the same window for the host-bridge cooldown (SEL-6b).
+	// server uses the same window for the host-bridge cooldown.
 	CooldownMs int `json:"cooldownMs"`
 }
 
-// DefaultConfig returns the defaults of SEL-12.
+// DefaultConfig returns the defaults: disabled, localhost:9222, a 500 ms
+// probe timeout, desktop-auto enabled with a 30 s cooldown.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:        false,

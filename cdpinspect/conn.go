@@ -185,7 +185,7 @@ func (c *conn) readLoop() {
 			}
 			if f.Method == methodTargetCrashed {
 				// The page's renderer died: Chrome answers none of the
-				// session's pending commands (SEL-10: fail them now).
+				// session's pending commands, so fail them now.
 				c.failSession(f.SessionID, crashedErr(""))
 			}
 			continue
@@ -219,7 +219,7 @@ func (c *conn) finish(e *bb.Error) {
 // failSession fails every waiting call on sessionID with e (Method set per
 // call): Chrome sends no reply for commands of a session that detached
 // (tab closed, target crashed), so without this they would wait for their
-// deadline (SEL-14). It runs on the reader goroutine and never blocks.
+// deadline. It runs on the reader goroutine and never blocks.
 func (c *conn) failSession(sessionID string, e *bb.Error) {
 	if sessionID == "" {
 		return

@@ -22,7 +22,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 )
 
-// Source says where Discover found the browser (INS-1).
+// Source says where Discover found the browser.
 type Source string
 
 // The discovery sources, in the order they are tried.
@@ -61,7 +61,7 @@ const maxDiscoveryBody = 1 << 20
 // errBodyTooLarge marks a discovery answer above maxDiscoveryBody.
 var errBodyTooLarge = errors.New("cdpinspect: discovery answer too large")
 
-// Discover finds the browser of cfg in the INS-1 order:
+// Discover finds the browser of cfg, trying in order:
 //
 //  1. the explicit WebSocket URL (WithWebSocketURL), alone when set;
 //  2. the DevToolsActivePort file of each user-data dir (WithUserDataDirs,
@@ -463,7 +463,9 @@ func DecodeVersion(body []byte) (string, error) {
 	return checkVersion(v)
 }
 
-// checkVersion applies INS-1's rules to a decoded /json/version answer.
+// checkVersion checks a decoded /json/version answer and returns its
+// browser WebSocket URL: a non-Node Browser, a ws:// URL on a
+// /devtools/browser/ path; otherwise non_chrome or invalid_response.
 func checkVersion(v *devtool.Version) (string, error) {
 	if v == nil {
 		return "", discoveryErr(bb.CodeInvalidResponse, "empty answer", nil)

@@ -1,9 +1,8 @@
 // Package cdpinspect is the cdp-inspect backend: it drives a Chrome the user
 // started with remote debugging (--remote-debugging-port, or "remote
-// debugging" enabled at chrome://inspect) over the Chrome DevTools Protocol
-// (SPEC §5, INS-1 … INS-3).
+// debugging" enabled at chrome://inspect) over the Chrome DevTools Protocol.
 //
-// Discovery (INS-1, Discover) tries an explicit browser WebSocket URL, then
+// Discovery (Discover) tries an explicit browser WebSocket URL, then
 // the DevToolsActivePort files of known or configured profiles, then
 // GET /json/version on the configured host:port through mafredri/cdp's
 // devtool. Every network step is bounded by the probe timeout (default
@@ -13,7 +12,7 @@
 // browser is found at its new address (a Provider's shared connection is
 // reused only while it lives; see below).
 //
-// Connection (INS-2, Dial and Backend): one browser-level WebSocket, one flat
+// Connection (Dial and Backend): one browser-level WebSocket, one flat
 // session (Target.attachToTarget with flatten: true) on a real page target,
 // created when the browser has none. Commands without a session id run on
 // that session; every command has a deadline; socket loss fails in-flight
@@ -21,7 +20,7 @@
 // errors with their JSON-RPC code. Backend implements
 // browserbackend.ScopedClient and browserbackend.EventSource.
 //
-// Ownership (INS-3): Close detaches, or closes only a tab Dial opened itself;
+// Ownership: Close detaches, or closes only a tab Dial opened itself;
 // the user's browser and tabs stay open.
 //
 // Tab identity (Provider): a conversation works in one tab, remembered by
@@ -65,16 +64,14 @@
 // they arise (protocol vs transport vs timeout), the read limit is one call
 // (SetReadLimit, 256 MiB by default: multi-MB screenshots pass), and writes
 // honour deadlines without coder/websocket's close-on-cancel. The cost of
-// the multiplexer over a bare socket is measured by BenchmarkRuntimeEvaluate
-// (backend/raw median ratio 1.03–1.09 for Runtime.evaluate "1+1", ≈0.3 ms
-// round trips, on the loaded development machine).
+// the multiplexer over a bare socket is measured by
+// BenchmarkRuntimeEvaluate.
 //
-// One shared connection per Provider, a session per conversation (issue
-// 16): a Provider's Builds share one browser WebSocket, and each
-// conversation keeps one flat session on its tab while that socket lives,
-// so an invocation after the first sends nothing to build (no discovery
-// round trip, handshake, Target.getTargets or attach: ≈15 ms a call before,
-// on a loaded 2-core machine). Each Build returns a view of the shared
+// One shared connection per Provider, a session per conversation: a
+// Provider's Builds share one browser WebSocket, and each conversation keeps
+// one flat session on its tab while that socket lives, so an invocation
+// after the first sends nothing to build (no discovery round trip,
+// handshake, Target.getTargets or attach). Each Build returns a view of the shared
 // connection: its Close ends only its own commands in flight and leaves the
 // socket and the conversation's session for the next invocation; a view
 // sees its own session's events and the browser-level ones, never another
@@ -89,7 +86,7 @@
 // Dial and Provider.DialConversation still give a Backend its own socket
 // (the desktop bridge holds one per conversation).
 //
-// Browser-level auto-attach on a shared connection (GRD-2): Chrome keeps
+// Browser-level auto-attach on a shared connection: Chrome keeps
 // one Target.setAutoAttach setting per browser connection, and the guards
 // of browserbackend/tools turn it on (waitForDebuggerOnStart, flat) on the
 // browser session while a guarded call runs, to hold the windows a page

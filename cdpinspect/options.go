@@ -11,7 +11,7 @@ import (
 // Defaults of the options below.
 const (
 	// DefaultCommandTimeout is the deadline given to a command whose context
-	// has none (INS-2: every command has a deadline).
+	// has none, so every command has a deadline.
 	DefaultCommandTimeout = 30 * time.Second
 	// DefaultReadLimit is the largest WebSocket message accepted, in bytes
 	// (256 MiB). Chrome sends a full-page screenshot as one base64 message of
@@ -75,15 +75,14 @@ func newSettings(opts []Option) settings {
 }
 
 // WithWebSocketURL sets an explicit browser WebSocket URL
-// (ws://127.0.0.1:9222/devtools/browser/<id>), the first INS-1 discovery
-// source. When set, the other sources are not consulted. The host must
+// (ws://127.0.0.1:9222/devtools/browser/<id>), the first discovery source. When set, the other sources are not consulted. The host must
 // resolve to loopback only.
 func WithWebSocketURL(u string) Option {
 	return func(s *settings) { s.wsURL = u }
 }
 
 // WithUserDataDirs replaces the user-data directories whose
-// DevToolsActivePort file is read (INS-1 step 2). The default is
+// DevToolsActivePort file is read (the second discovery step). The default is
 // KnownUserDataDirs(); WithUserDataDirs() with no argument disables the
 // file step.
 func WithUserDataDirs(dirs ...string) Option {
@@ -123,7 +122,7 @@ func WithReadLimit(n int64) Option {
 // WithCreateTarget controls whether Dial opens a new about:blank tab when the
 // browser has no page target (default true). With false, such a browser
 // fails with code no_targets. A tab opened this way is closed again by Close
-// (INS-3: only what the backend created).
+// (Close closes only what the backend created).
 func WithCreateTarget(create bool) Option {
 	return func(s *settings) { s.createTarget = create }
 }

@@ -18,7 +18,7 @@ import (
 	bb "github.com/browserchain/browserchain/browserbackend"
 )
 
-// Candidate reasons of the provider (SEL-3). Desktop-auto reasons start with
+// Candidate reasons of the provider. Desktop-auto reasons start with
 // "desktopAuto:", which is what marks a candidate as cooldown-eligible in the
 // seed.
 const (
@@ -27,11 +27,12 @@ const (
 	ReasonDesktopAuto = "desktopAuto: macos turn"
 )
 
-// CooldownKey is the key of the desktop-auto cdp-inspect cooldown (SEL-6a).
+// CooldownKey is the key of the desktop-auto cdp-inspect cooldown.
 const CooldownKey = "desktop-auto"
 
-// Provider proposes the cdp-inspect candidate. It never touches the network in Propose: the candidate's Build discovers and
-// dials, its Probe only discovers.
+// Provider proposes the cdp-inspect candidate. It never touches the network
+// in Propose: the candidate's Build discovers and dials, its Probe only
+// discovers.
 //
 // Builds share one browser WebSocket per Provider and keep one flat CDP
 // session per conversation on it (see the package doc and WithIdleTimeout):
@@ -135,14 +136,14 @@ func remediation(cfg Config, a bb.Attempt) []string {
 	}
 }
 
-// Rule is SEL-3's rule for cdp-inspect as a pure function of the
+// Rule is the selection rule for cdp-inspect as a pure function of the
 // configuration, the invocation and the cooldowns; it returns the candidate
 // without Build or Probe:
 //   - a pinned invocation (env.Pinned) always gets the candidate, without a
 //     cooldown key;
 //   - cdpInspect.enabled gives it to every invocation, reason
 //     "configured: cdpInspect.enabled", without a cooldown key (an explicitly
-//     enabled cdp-inspect is never cooled down, SEL-6a);
+//     enabled cdp-inspect is never cooled down);
 //   - a "macos" turn with desktopAuto.enabled gets a desktop-auto candidate
 //     (reason "desktopAuto: …") carrying CooldownKey and CooldownFor
 //     desktopAuto.cooldownMs — unless that cooldown is active, which is a
@@ -292,7 +293,7 @@ func (p *Provider) notSent(ctx context.Context, err error) error {
 	return e
 }
 
-// Probe runs discovery only (for the status report, SEL-13): it returns the
+// Probe runs discovery only (for the status report): it returns the
 // endpoint, with Pages counted from /json/list when that answers (-1
 // otherwise), or the discovery error Dial would return. It opens no
 // WebSocket.
@@ -308,7 +309,7 @@ func Probe(ctx context.Context, cfg Config, opts ...Option) (Endpoint, error) {
 }
 
 // settings returns a copy of the Provider's settings, worked out once by
-// NewProvider (every Build used to apply the options again).
+// NewProvider.
 func (p *Provider) settings() settings { return p.base }
 
 // shared returns the Provider's shared connection, counted as used once
@@ -599,7 +600,7 @@ func (p *Provider) ConnStats() ConnStats {
 }
 
 // Close closes the Provider's shared browser connection (the
-// conversations' sessions end with it; every tab stays open, INS-3) and
+// conversations' sessions end with it; every tab stays open) and
 // waits for its goroutines. Backends still open on it fail their commands
 // with ClassClosed; later Builds fail with ClassClosed and code closed.
 // DialConversation's Backends, which own their sockets, are not touched.

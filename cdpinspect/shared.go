@@ -11,8 +11,7 @@ import (
 )
 
 // sharedConn is a Provider's one browser-level WebSocket, shared by every
-// invocation (INS-2; issue 16): each conversation has one flat session on
-// its tab, attached once and kept while the connection lives, and each
+// invocation: each conversation has one flat session on its tab, attached once and kept while the connection lives, and each
 // Build returns a view of it (a *Backend with shared set). The connection
 // counts its open views; when none is open for the idle timeout it closes,
 // and so does a lost socket (the browser died): the next Build dials anew.
@@ -31,7 +30,7 @@ type sharedConn struct {
 	timer    *time.Timer             // the idle timer, while users == 0
 	gen      uint64                  // bumped when the idle timer is stopped or restarted
 
-	// Browser-level auto-attach (the guards' popup hold, GRD-2), counted
+	// Browser-level auto-attach (the guards' popup hold), counted
 	// per view: see setAutoAttach.
 	autoMu  sync.Mutex          // serialises the Target.setAutoAttach commands sent on the root session
 	holders []*Backend          // views that turned auto-attach on, first asker first

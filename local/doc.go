@@ -1,4 +1,4 @@
-// Package local is the last-resort browser backend (SPEC §6, LOC-1 … LOC-3):
+// Package local is the last-resort browser backend:
 // a sacrificial Chromium that the library launches itself through Playwright,
 // shared by all invocations, with one page per conversation.
 //
@@ -18,7 +18,7 @@
 //
 // The first command that needs a page starts the Playwright driver (Node.js)
 // and a persistent context in a profile directory (a temporary one by
-// default, removed on Close) — about 1.2 s on an idle 2-core machine. Concurrent
+// default, removed on Close), which takes about a second. Concurrent
 // first uses share that single launch and each honours its own context while
 // waiting. Later invocations reuse the running browser, so their first
 // command costs a CDP round trip (a few ms). Each conversation id gets its
@@ -67,7 +67,7 @@
 // browser still relaunching) says so, with nothing in flight and, during a
 // relaunch, no uptime.
 //
-// # Errors (LOC-2)
+// # Errors
 //
 // All errors are *browserbackend.Error. A launch failure is ClassTransport
 // with code launch_failed and a remediation hint (run scripts/setup.sh,
@@ -87,7 +87,7 @@
 // "event" carrying {method, params}; the package listens to the generic one,
 // so Subscribe works for any method and for "" (all events) alike.
 //
-// # Processes (LOC-3)
+// # Processes
 //
 // Close closes the context (the browser exits), stops the driver (its stdin is
 // closed and it exits), and then, on Linux, waits for every process that

@@ -11,11 +11,11 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// Remediation is the hint attached to launch failures (LOC-2).
+// Remediation is the hint attached to launch failures.
 const Remediation = "install Chromium and the Playwright driver: run scripts/setup.sh " +
 	"(Debian: apt-get install chromium), or set " + EnvExecutable + " to a Chrome/Chromium binary"
 
-// launchFailed returns the transport error of a failed launch (LOC-2): it
+// launchFailed returns the transport error of a failed launch: it
 // fails over, and its message carries the remediation hint.
 func launchFailed(msg string, cause error) *browserbackend.Error {
 	return &browserbackend.Error{
@@ -96,7 +96,7 @@ func errClosed(method string) *browserbackend.Error {
 }
 
 // errPageGone is the transport error of a command on a page, context or
-// browser that has closed (LOC-2).
+// browser that has closed.
 func errPageGone(method string, cause error) *browserbackend.Error {
 	return &browserbackend.Error{
 		Class: browserbackend.ClassTransport, Code: browserbackend.CodeTransportError,
@@ -140,7 +140,7 @@ func classifyOpenError(st *state, err error) *browserbackend.Error {
 	}
 }
 
-// classifySendError classifies a failed CDPSession.Send (LOC-2):
+// classifySendError classifies a failed CDPSession.Send:
 //   - the page, context or browser closed (playwright.ErrTargetClosed, the
 //     page or browser known to be gone, or the driver connection lost) →
 //     ClassTransport;

@@ -114,7 +114,7 @@ func killProfileProcesses(dir string) int {
 }
 
 // reapProfileProcesses makes sure no process of profileProcesses(dir) runs
-// when it returns (LOC-3): processes still exiting get exitGrace to finish,
+// when it returns: processes still exiting get exitGrace to finish,
 // the rest are SIGKILLed and waited for (killGrace). Waiting uses pidfds
 // (poll until the process has exited), not sleeps. It returns how many
 // processes had to be killed; normally Playwright has ended them all and it

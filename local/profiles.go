@@ -45,7 +45,7 @@ func makeScratch(log *slog.Logger) string {
 
 // sweepStaleProfiles removes temporary profiles (tempProfilePrefix) and
 // browser scratch directories (scratchPrefix) under dir that a killed host
-// left behind (LOC-3: Close removes its own, but a SIGKILLed host cannot). A
+// left behind (Close removes its own, but a SIGKILLed host cannot). A
 // profile is stale when Chromium's SingletonLock names this host and a
 // process that no longer exists, or when it has no lock and has not changed
 // for staleProfileAge; a scratch directory when its ownerLink names this

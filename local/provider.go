@@ -10,14 +10,14 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// ReasonAlwaysLast is the reason the local provider gives for its candidate
-// (SEL-3: local is always the last resort).
+// ReasonAlwaysLast is the reason the local provider gives for its candidate:
+// local is always the last resort.
 const ReasonAlwaysLast = "local: always last"
 
 // ReasonPinned is the reason when the invocation pins browser_mode local.
 const ReasonPinned = "pinned: local requested"
 
-// NewProvider returns the browserbackend.Provider of kind local (SEL-3). It
+// NewProvider returns the browserbackend.Provider of kind local. It
 // always proposes, without blocking and without launching anything; the
 // candidate's Build returns the invocation's Client attached to its
 // conversation's page, launching the browser first if needed (so a launch
@@ -33,8 +33,9 @@ func NewProvider(b *Browser) browserbackend.Provider {
 
 type provider struct{ b *Browser }
 
-// Descriptor declares the local kind (SEL-2): browser_mode "local" (alias
-// "playwright"), transport label "playwright", and the LOC-2 remediation.
+// Descriptor declares the local kind: browser_mode "local" (alias
+// "playwright"), transport label "playwright", and the remediation hints of
+// a failed launch.
 var Descriptor = browserbackend.Descriptor{
 	Kind:      browserbackend.KindLocal,
 	Mode:      "local",
@@ -49,8 +50,8 @@ var Descriptor = browserbackend.Descriptor{
 	},
 }
 
-// Rule is the SEL-3 rule of the local candidate: always proposed, last in
-// the reference order; the reason says whether it was pinned. It returns the
+// Rule is the selection rule of the local candidate: always proposed, last
+// in the reference order (extension, host-bridge, cdp-inspect, local); the reason says whether it was pinned. It returns the
 // candidate without Build or Probe.
 func Rule(_ browserbackend.Invocation, env browserbackend.Env) browserbackend.Candidate {
 	reason := ReasonAlwaysLast

@@ -1,4 +1,4 @@
-// Command bridge is the reference desktop bridge (SPEC PXY-7): it connects
+// Command bridge is the reference desktop bridge: it connects
 // the Chrome on this machine to an assistant runtime's event hub, so the
 // runtime's host-bridge backend can drive it.
 //

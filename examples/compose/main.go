@@ -1,6 +1,6 @@
-// Command compose is the README's "Composing your own selector" program: the four
-// reference providers in SEL-3 order, one invocation, a typed cdproto call and
-// a load event. On a machine with nothing else running it is served by local.
+// Command compose is the README's "Composing your own selector" program: the
+// four reference providers in order (extension, host-bridge, cdp-inspect,
+// local), one invocation, a typed cdproto call and a load event. On a machine with nothing else running it is served by local.
 //
 //	go run ./examples/compose
 package main

@@ -1,7 +1,7 @@
 // Package custombackend shows that a host application adds a backend kind of
 // its own with one Provider and one backend, and nothing else: the selector,
 // the mode parser, failover, the reconnect grace, remediation and the status
-// report all read the provider's Descriptor (SEL-2).
+// report all read the provider's Descriptor.
 //
 // The kind here, "browser-farm", stands for a hosted browser service that
 // workers join and leave: a pool the provider proposes from while a worker is

@@ -1,5 +1,5 @@
-// Package extension holds the reference Chrome extension of browserchain
-// (SPEC PXY-9): a Manifest V3 extension in plain JavaScript in this
+// Package extension holds the reference Chrome extension of browserchain,
+// the extension backend of the selector: a Manifest V3 extension in plain JavaScript in this
 // directory (manifest.json, background.js, lib/, popup.*), loaded unpacked
 // with no build step. See README.md for loading, pairing and the popup's
 // health states.
@@ -14,5 +14,5 @@ package extension
 const ID = "fnkhihckcobbnjjhjjacjdbbidilbmnl"
 
 // Origin is the Origin header of the extension's requests, the value to put
-// in auth.Config.AllowedOrigins (PXY-8).
+// in auth.Config.AllowedOrigins.
 const Origin = "chrome-extension://" + ID

@@ -1,5 +1,5 @@
-// Command mcp serves the browser tools to any Model Context Protocol client
-// (SPEC §13, MCP-2): over stdio by default, over streamable HTTP with -http.
+// Command mcp serves the browser tools to any Model Context Protocol client:
+// over stdio by default, over streamable HTTP with -http.
 // It embeds the reference server (examples/server/runtime) so the paired
 // Chrome extension and the desktop bridge can connect, and chains them with
 // cdp-inspect and the local Playwright backend, as examples/server does.
@@ -26,8 +26,8 @@
 //	-screenshots      image (inline PNG, default) or link (a resource link read with resources/read)
 //	-screenshot-dir   where screenshots are written (default: $TMPDIR/browserchain-screenshots)
 //	-allowed-domains  comma-separated allow-list of page hosts (app.example.com, *.example.com; "*": the
-//	                  open web, still no private addresses); not given: no policy (GRD-1, as examples/server)
-//	-allow-writes     with -allowed-domains: allow write-looking clicks, key presses and types (GRD-4)
+//	                  open web, still no private addresses); not given: no policy (as examples/server)
+//	-allow-writes     with -allowed-domains: allow write-looking clicks, key presses and types
 //	-vault            JSON file of browser_login credentials, {"name": {"username": …, "password": …}},
 //	                  readable by its owner only (mode 0600); not given: browser_login is not configured
 //	-v                debug logging

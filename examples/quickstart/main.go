@@ -1,9 +1,9 @@
-// Command quickstart runs browserchain's auto chain once, end to end (EX-1).
+// Command quickstart runs browserchain's auto chain once, end to end.
 //
 //	go run ./examples/quickstart [--url URL] [--mode MODE] [--json]
 //
 // It serves a small fixture page on 127.0.0.1 (unless --url is given), builds
-// a selector with the reference providers in SEL-3 order — extension and
+// a selector with the reference providers in order — extension and
 // host-bridge over an in-process event hub, cdp-inspect, local — and sends
 // one invocation through it: enable the Page domain, navigate, wait for
 // Page.loadEventFired (a CDP event, not polling), read the title and capture a
@@ -59,8 +59,8 @@ type Result struct {
 	Title      string                   `json:"title,omitempty"`
 	Screenshot *Screenshot              `json:"screenshot,omitempty"`
 	ElapsedMs  int64                    `json:"elapsedMs"`
-	// Error and Report are set when the run failed (Report: the pinned-mode
-	// failure report of SEL-7, when selection failed).
+	// Error and Report are set when the run failed (Report: the selector's
+	// failure report, with attempts and remediation, when selection failed).
 	Error  string `json:"error,omitempty"`
 	Report string `json:"report,omitempty"`
 }
@@ -135,7 +135,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 }
 
 // run opens url (or the fixture) and screenshots it. pol, when set, puts the
-// run under a browser policy (GRD-1, GRD-3): the URL is checked before any
+// run under a browser policy: the URL is checked before any
 // browser starts and the local Chromium goes through the egress proxy.
 func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out string, pol *guard.Policy) (*Result, error) {
 	start := time.Now()
@@ -168,7 +168,7 @@ func run(ctx context.Context, logger *slog.Logger, url, modeArg, iface, out stri
 		localArgs = egress.ChromiumArgs()
 	}
 
-	// The reference chain (SEL-3): extension / host-bridge over a hub (empty
+	// The reference chain: extension / host-bridge over a hub (empty
 	// here: no client is paired), cdp-inspect, local.
 	hub := eventhub.New()
 	defer hub.Close()

@@ -21,7 +21,7 @@ import (
 	"github.com/browserchain/browserchain/hostproxy/remote"
 )
 
-// remoteConfig is the remote listener's part of the command line (REM-6).
+// remoteConfig is the remote listener's part of the command line.
 type remoteConfig struct {
 	listen, publicURL, tlsCert, tlsKey, store string
 	limits                                    remote.Limits
@@ -34,7 +34,7 @@ func defaultRemoteStore() string {
 
 // addRemoteFlags registers the remote listener's flags on fs.
 func addRemoteFlags(fs *flag.FlagSet, r *remoteConfig) {
-	fs.StringVar(&r.listen, "remote-listen", "", "address of the remote browser listener (REM-4); empty: no remote listener")
+	fs.StringVar(&r.listen, "remote-listen", "", "address of the remote browser listener; empty: no remote listener")
 	fs.StringVar(&r.publicURL, "public-url", "", "public wss:// URL of the remote socket, e.g. wss://browser.example.com:52800/extension (credentials are bound to it)")
 	fs.StringVar(&r.tlsCert, "tls-cert", "", "certificate chain (PEM) of the remote listener; without it the listener must be on loopback behind a TLS reverse proxy")
 	fs.StringVar(&r.tlsKey, "tls-key", "", "private key (PEM) of -tls-cert")
@@ -47,7 +47,7 @@ func addRemoteFlags(fs *flag.FlagSet, r *remoteConfig) {
 	fs.IntVar(&r.maxSetup, "max-setup", remote.DefaultMaxSetup, "connections in TCP/TLS/HTTP setup at once; more are dropped")
 }
 
-// check validates the remote flags when -remote-listen is set (REM-6):
+// check validates the remote flags when -remote-listen is set:
 // -public-url is a wss:// URL (ws:// only for a loopback one); -tls-cert
 // and -tls-key go together; without them the listener is on loopback.
 func (r remoteConfig) check() error {
@@ -144,7 +144,7 @@ func startRemote(r remoteConfig, rt *runtime.Runtime, log *slog.Logger) (addr st
 	}, nil
 }
 
-// verbs are the operator's commands on the grant store (REM-5); they open
+// verbs are the operator's commands on the grant store; they open
 // the store file the running server uses.
 var verbs = map[string]func(args []string, out io.Writer) error{
 	"pair":    verbPair,
@@ -156,7 +156,7 @@ func openStoreFlag(fs *flag.FlagSet) *string {
 	return fs.String("remote-store", defaultRemoteStore(), "device grant store of the server")
 }
 
-// verbPair prints a new single-use pairing link (REM-1).
+// verbPair prints a new single-use pairing link.
 func verbPair(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("pair", flag.ContinueOnError)
 	path := openStoreFlag(fs)
@@ -183,7 +183,7 @@ func verbPair(args []string, out io.Writer) error {
 	return nil
 }
 
-// verbDevices lists the device grants, never credentials (REM-5).
+// verbDevices lists the device grants, never credentials.
 func verbDevices(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	path := openStoreFlag(fs)
@@ -216,8 +216,8 @@ func verbDevices(args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// verbRevoke revokes one device, or with -all every device and unused link
-// (REM-5); the server closes their sockets within a second.
+// verbRevoke revokes one device, or with -all every device and unused
+// link; the server closes their sockets within a second.
 func verbRevoke(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
 	path := openStoreFlag(fs)

@@ -28,7 +28,7 @@ const StartTimeout = 30 * time.Second
 // portPollInterval is the period of the DevToolsActivePort poll (see Start).
 const portPollInterval = 10 * time.Millisecond
 
-// BaseArgs are the flags every test browser gets (SPEC §1): headless, a
+// BaseArgs are the flags every test browser gets: headless, a
 // free debugging port, no sandbox (tests run as root), and the switches that
 // keep a Chromium on a closed network quiet.
 var BaseArgs = []string{
@@ -79,7 +79,7 @@ func WithArgs(args ...string) Option {
 
 // WithExtension loads the unpacked extension in dir
 // (--load-extension=DIR --disable-extensions-except=DIR; MV3 extensions load
-// headless this way, SPEC §1). dir is made absolute.
+// headless this way). dir is made absolute.
 func WithExtension(dir string) Option {
 	return func(c *config) { c.extension = dir }
 }

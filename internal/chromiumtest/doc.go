@@ -3,7 +3,7 @@
 //
 // Start launches $BROWSERCHAIN_CHROMIUM (default /usr/bin/chromium) with
 // --remote-debugging-port=0, a fresh user-data dir and the quiet-start flags
-// of SPEC §1, in its own process group with Pdeathsig SIGKILL. It reads the
+// (BaseArgs), in its own process group with Pdeathsig SIGKILL. It reads the
 // port and browser WebSocket path from <user-data-dir>/DevToolsActivePort
 // and registers a t.Cleanup that SIGKILLs the whole group and waits for every
 // member to exit. Kill does the same on demand (failover tests).

@@ -1,4 +1,4 @@
-// Package faulttest holds the fault matrix (issue 10): tests over real
+// Package faulttest holds the fault matrix: tests over real
 // processes that inject one fault into each backend — local, cdp-inspect,
 // host-bridge, extension — while a command is in flight, and check that the
 // command ends promptly with a typed error of the class that decides

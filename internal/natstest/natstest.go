@@ -1,4 +1,4 @@
-// Package natstest starts a real nats-server process for tests (DHUB-7):
+// Package natstest starts a real nats-server process for tests:
 // JetStream on, a loopback port, a temporary store, and a process group that
 // is always killed at cleanup. The binary is the one scripts/setup.sh
 // builds from the server's Go module at Version.

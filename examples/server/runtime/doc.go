@@ -1,9 +1,9 @@
 // Package runtime composes the reference assistant runtime of
-// examples/server (SPEC EX-2): the in-process event hub, the host browser
-// proxy and its routes, pairing and bearer authentication, the HUB-6 rate
-// limiter and a backend selector, plus a small command endpoint that runs one
-// CDP command for a conversation so a person (or a test) can drive any
-// backend by hand.
+// examples/server: the in-process event hub, the host browser proxy and its
+// routes, pairing and bearer authentication, the per-client-IP rate limiter
+// (hostproxy/ratelimit) and a backend selector, plus a small command
+// endpoint that runs one CDP command for a conversation so a person (or a
+// test) can drive any backend by hand.
 //
 // Routes of Runtime.Handler:
 //
@@ -18,9 +18,9 @@
 //	POST /v1/host-browser-session-invalidated
 //	POST /v1/browser/command             run one command (loopback only, no Origin, JSON)
 //
-// The HUB-6 limiter counts every authenticated route but the events stream,
+// The rate limiter counts every authenticated route but the events stream,
 // the event and invalidation posts (they have the proxy's own per-client
-// budget, WIRE-5) and a result post of a client the proxy is waiting on
+// budget) and a result post of a client the proxy is waiting on
 // (hostproxy.Proxy.AwaitsResult): that post answers a command the server
 // sent, and a 429 would turn a command the browser ran into a timeout at its
 // deadline. Result posts of a client with nothing pending are counted.

@@ -8,10 +8,9 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/guard"
 )
 
-// GuardFlags are the browser-policy flags the example programs share
-// (GRD-1, GRD-4): -allowed-domains and -allow-writes. Register them with
-// AddGuardFlags before the FlagSet is parsed and read them with Policy
-// after.
+// GuardFlags are the browser-policy flags the example programs share:
+// -allowed-domains and -allow-writes. Register them with AddGuardFlags
+// before the FlagSet is parsed and read them with Policy after.
 type GuardFlags struct {
 	fs      *flag.FlagSet
 	allowed *string
@@ -46,7 +45,7 @@ func (f *GuardFlags) Policy() *guard.Policy {
 
 // StartGuard builds the guard of pol (nil: no guard, nothing started) with
 // log as its logger, and the egress proxy the local Chromium must go
-// through (GRD-3): pass localArgs in local.Options.Args. stop closes the
+// through: pass localArgs in local.Options.Args. stop closes the
 // proxy; call it after the local browser is closed. It fails with guard.New's
 // *guard.Error for an invalid policy.
 func StartGuard(pol *guard.Policy, log *slog.Logger) (g *guard.Guard, localArgs []string, stop func(), err error) {
