@@ -9,19 +9,22 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/local"
 )
 
 // A host application makes one Tools over its selector and calls a method per
 // tool call. Here the selector's only provider is a fake local backend that
-// answers the links script; a real application passes the reference
-// providers (hostproxy, cdpinspect, local).
+// answers the links script, declared as the local kind (its modes and
+// aliases); a real application passes the reference providers (hostproxy,
+// cdpinspect, local).
 func ExampleTools_Links() {
 	page := browserbackendtest.JSON(map[string]any{"result": map[string]any{"type": "object", "value": map[string]any{
 		"url":   "http://127.0.0.1:8080/",
 		"links": []map[string]string{{"href": "http://127.0.0.1:8080/docs", "text": "Docs"}},
 		"total": 1,
 	}}})
-	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal, NewBackend: func() *browserbackendtest.Backend {
+	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: &local.Descriptor, NewBackend: func() *browserbackendtest.Backend {
 		return browserbackendtest.NewBackend(browserbackend.KindLocal, page)
 	}}
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
@@ -47,8 +50,8 @@ func ExampleTools_Links() {
 // invocation, in which order, and what a person could do about the others.
 func ExampleStatus() {
 	sel := browserbackend.NewSelector(browserbackend.Options{Logger: quietLogger(), Providers: []browserbackend.Provider{
-		&browserbackendtest.Provider{K: browserbackend.KindExtension, Skip: browserbackend.CodeNoClient},
-		&browserbackendtest.Provider{K: browserbackend.KindLocal},
+		&browserbackendtest.Provider{K: browserbackend.KindExtension, Desc: &hostproxy.ExtensionDescriptor, Skip: browserbackend.CodeNoClient},
+		&browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: &local.Descriptor},
 	}})
 	rep, _ := tools.Status(context.Background(), sel, browserbackend.Invocation{ConversationID: "conv-1"}, tools.StatusOptions{})
 	ext, _ := rep.Backend(browserbackend.KindExtension)

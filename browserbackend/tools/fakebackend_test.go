@@ -106,7 +106,7 @@ func TestNavigateRecoversFromACrashSeenByAnyOfItsFirstCommands(t *testing.T) {
 // that answers with reply, and returns its result and the url of every
 // Page.navigate it sent.
 func navigateOnFake(target string, reply browserbackendtest.Reply) (tools.NavigateResult, []string, error) {
-	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal,
+	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal),
 		NewBackend: func() *browserbackendtest.Backend {
 			return browserbackendtest.NewBackend(browserbackend.KindLocal, reply)
 		}}
@@ -184,7 +184,7 @@ func TestNavigateSendsANavigationAbortedAfterACrashOnceMore(t *testing.T) {
 // either way).
 func TestScreenshotEncodesForSpeedUnlessCompact(t *testing.T) {
 	for _, compact := range []bool{false, true} {
-		prov := &browserbackendtest.Provider{K: browserbackend.KindCDPInspect}
+		prov := &browserbackendtest.Provider{K: browserbackend.KindCDPInspect, Desc: refDesc(browserbackend.KindCDPInspect)}
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
 		inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}

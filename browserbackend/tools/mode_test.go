@@ -41,8 +41,8 @@ func everyTool(tl *tools.Tools, inv browserbackend.Invocation, mode string) map[
 // over them.
 func fakeChain() (*tools.Tools, []*browserbackendtest.Provider) {
 	provs := []*browserbackendtest.Provider{
-		{K: browserbackend.KindExtension}, {K: browserbackend.KindHostBridge},
-		{K: browserbackend.KindCDPInspect}, {K: browserbackend.KindLocal},
+		{K: browserbackend.KindExtension, Desc: refDesc(browserbackend.KindExtension)}, {K: browserbackend.KindHostBridge, Desc: refDesc(browserbackend.KindHostBridge)},
+		{K: browserbackend.KindCDPInspect, Desc: refDesc(browserbackend.KindCDPInspect)}, {K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)},
 	}
 	var ps []browserbackend.Provider
 	for _, p := range provs {

@@ -78,7 +78,7 @@ func holdBrowser(pageURL string, open []string, wait string) *browserbackendtest
 func TestPopupHoldSendsNoCommandPerOpenTab(t *testing.T) {
 	const pageURL = "http://127.0.0.1:8000/x"
 	open := []string{"S0", "S1", "S2", "S3", "S4", "S5", "S6", "S7"}
-	prov := &browserbackendtest.Provider{K: browserbackend.KindHostBridge, NewBackend: func() *browserbackendtest.Backend {
+	prov := &browserbackendtest.Provider{K: browserbackend.KindHostBridge, Desc: refDesc(browserbackend.KindHostBridge), NewBackend: func() *browserbackendtest.Backend {
 		return holdBrowser(pageURL, open, "W")
 	}}
 	guardedNavigate(t, prov, pageURL)
@@ -108,7 +108,7 @@ func TestPopupHoldSendsNoCommandPerOpenTab(t *testing.T) {
 func TestPopupHoldDetachesTheOpenTabsWhenItsOffFails(t *testing.T) {
 	const pageURL = "http://127.0.0.1:8000/x"
 	open := []string{"S0", "S1", "S2"}
-	prov := &browserbackendtest.Provider{K: browserbackend.KindHostBridge, NewBackend: func() *browserbackendtest.Backend {
+	prov := &browserbackendtest.Provider{K: browserbackend.KindHostBridge, Desc: refDesc(browserbackend.KindHostBridge), NewBackend: func() *browserbackendtest.Backend {
 		b := holdBrowser(pageURL, open, "W")
 		inner := b.Handle
 		b.Handle = func(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {

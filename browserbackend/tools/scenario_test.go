@@ -23,6 +23,7 @@ import (
 	"github.com/browserchain/browserchain/cdpinspect"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 	"github.com/browserchain/browserchain/hostproxy/tabs"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/local"
@@ -236,4 +237,11 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		tl, _ := cdpInspectTools(t)
 		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)
 	})
+}
+
+// refDesc is the real descriptor of a reference kind, for a fake provider
+// of that kind (its modes, aliases and capabilities).
+func refDesc(k browserbackend.Kind) *browserbackend.Descriptor {
+	d := hostproxytest.ReferenceDescriptor(k)
+	return &d
 }

@@ -112,8 +112,8 @@ func TestStatusRecommendsTheFirstAvailableInAutoOrder(t *testing.T) {
 
 func TestStatusFollowsProviderOrderStickyKindAndPinnedOnlyBackends(t *testing.T) {
 	extAvail := true
-	ext := &browserbackendtest.Provider{K: browserbackend.KindExtension, Available: func() bool { return extAvail }}
-	loc := &browserbackendtest.Provider{K: browserbackend.KindLocal}
+	ext := &browserbackendtest.Provider{K: browserbackend.KindExtension, Desc: refDesc(browserbackend.KindExtension), Available: func() bool { return extAvail }}
+	loc := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)}
 	// cdp-inspect not enabled for auto: the reference provider proposes only
 	// when pinned.
 	cdpi := cdpinspect.NewProvider(cdpinspect.DefaultConfig(), cdpinspect.WithUserDataDirs())

@@ -10,6 +10,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/examples/custombackend"
+	"github.com/browserchain/browserchain/local"
 )
 
 // A fifth backend kind is one Provider and one backend: it is pinnable by its
@@ -21,7 +22,7 @@ func Example() {
 	pool := custombackend.NewPool()
 	// A worker joins as soon as a pinned call starts waiting for one.
 	logs := slog.New(joinOnWait{pool})
-	last := &browserbackendtest.Provider{K: browserbackend.KindLocal, NewBackend: func() *browserbackendtest.Backend {
+	last := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: &local.Descriptor, NewBackend: func() *browserbackendtest.Backend {
 		return browserbackendtest.NewBackend(browserbackend.KindLocal, browserbackendtest.JSON(map[string]string{"from": "local"}))
 	}}
 	sel := browserbackend.NewSelector(browserbackend.Options{

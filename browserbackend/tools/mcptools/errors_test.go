@@ -64,7 +64,7 @@ func TestPinnedModeThatIsUnavailableReturnsTheReportWithRemediation(t *testing.T
 	cfg.Host = "127.0.0.1"
 	cfg.Port = port
 	log := browserbackendtest.DiscardLogger()
-	local := &browserbackendtest.Provider{K: browserbackend.KindLocal}
+	local := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)}
 	sel := browserbackend.NewSelector(browserbackend.Options{Logger: log,
 		Providers: []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log)), local}})
 	_, ms := serve(t, mcptools.Options{Tools: tools.New(tools.Options{Selector: sel, Logger: log})})

@@ -14,6 +14,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
+	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
 )
 
 // callTimeout bounds each MCP call of a test: a guard against a hang, not
@@ -85,8 +86,8 @@ func text(res *mcp.CallToolResult) string {
 // over them.
 func fakeChain() (*tools.Tools, []*browserbackendtest.Provider) {
 	provs := []*browserbackendtest.Provider{
-		{K: browserbackend.KindExtension}, {K: browserbackend.KindHostBridge},
-		{K: browserbackend.KindCDPInspect}, {K: browserbackend.KindLocal},
+		{K: browserbackend.KindExtension, Desc: refDesc(browserbackend.KindExtension)}, {K: browserbackend.KindHostBridge, Desc: refDesc(browserbackend.KindHostBridge)},
+		{K: browserbackend.KindCDPInspect, Desc: refDesc(browserbackend.KindCDPInspect)}, {K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)},
 	}
 	var ps []browserbackend.Provider
 	for _, p := range provs {
@@ -124,4 +125,11 @@ func with(m map[string]any, k string, v any) map[string]any {
 		out[a] = b
 	}
 	return out
+}
+
+// refDesc is the real descriptor of a reference kind, for a fake provider
+// of that kind (its modes, aliases and capabilities).
+func refDesc(k browserbackend.Kind) *browserbackend.Descriptor {
+	d := hostproxytest.ReferenceDescriptor(k)
+	return &d
 }
