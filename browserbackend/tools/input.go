@@ -116,7 +116,7 @@ func (p *Page) Type(ctx context.Context, in TypeInput) (ActionResult, error) {
 		return ActionResult{}, p.nodeErr(op, err)
 	}
 	if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
-		return ActionResult{}, &Error{Op: op, Code: CodeNotFound, Message: "the element cannot take focus", Err: err}
+		return ActionResult{}, elementErr(op, "the element cannot take focus", err)
 	}
 	if in.Clear {
 		if err := p.callOn(ctx, op, node, clearFn, nil); err != nil {
@@ -262,7 +262,7 @@ func (p *Page) PressKey(ctx context.Context, in PressKeyInput) (ActionResult, er
 			return res, err
 		}
 		if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
-			return res, &Error{Op: op, Code: CodeNotFound, Message: "the element cannot take focus", Err: err}
+			return res, elementErr(op, "the element cannot take focus", err)
 		}
 		res.Ref = Ref(node)
 	}

@@ -211,8 +211,15 @@ func (p *Page) resolve(ctx context.Context, op string, t Target) (cdp.BackendNod
 // nodeErr maps a DOM-domain protocol error about a node to CodeNotFound
 // (Chrome answers -32000 "No node with given id found" for a stale id).
 func (p *Page) nodeErr(op string, err error) error {
+	return elementErr(op, "the element is gone (stale ref?)", err)
+}
+
+// elementErr is the error of a command about an element: the browser's
+// answer (a protocol error) is CodeNotFound with msg; any other failure keeps
+// its own class (a transport failure is never reported as a missing element).
+func elementErr(op, msg string, err error) error {
 	if errors.Is(err, browserbackend.ErrProtocol) {
-		return &Error{Op: op, Code: CodeNotFound, Message: "the element is gone (stale ref?)", Err: err}
+		return &Error{Op: op, Code: CodeNotFound, Message: msg, Err: err}
 	}
 	return wrap(op, err)
 }
@@ -226,7 +233,7 @@ func (p *Page) centre(ctx context.Context, op string, node cdp.BackendNodeID) (x
 	}
 	box, err := cdp.Call(ctx, p.s, dom.GetBoxModel, dom.GetBoxModelParams{BackendNodeID: node})
 	if err != nil {
-		return 0, 0, &Error{Op: op, Code: CodeNotFound, Message: "the element has no box (hidden or detached)", Err: err}
+		return 0, 0, elementErr(op, "the element has no box (hidden or detached)", err)
 	}
 	q := box.Model.Content
 	if len(q) < 8 {
