@@ -41,7 +41,7 @@ type ScreenshotInput struct {
 	// asks too): the same pixels in a file about twice as large, encoded
 	// in a fraction of the time (BENCHMARKS.md §8).
 	Compact bool `json:"compact,omitempty"`
-	// AsFile also stores the image in the file catalogue (GRD-7) and adds
+	// AsFile also stores the image in the file catalogue (Options.Catalog) and adds
 	// File to the result; without Options.Catalog the call fails
 	// feature_not_configured before any backend is contacted.
 	AsFile bool `json:"as_file,omitempty"`
@@ -81,7 +81,7 @@ type ScreenshotResult struct {
 // in the page's screenshot directory (created 0700), and returns the file's
 // path, SHA-256, size and pixel dimensions. The answer's base64 data is
 // decoded as it is read, straight into the file and the hash: the decoded
-// image is never held in memory (TOOL-1). The file is written to a
+// image is never held in memory. The file is written to a
 // temporary name and renamed, so a reader never sees a partial image. An
 // answer that is not a complete base64 PNG (malformed or cut short) is
 // CodeBackend and leaves no file; write failures are CodeIO.
