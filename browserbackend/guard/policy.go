@@ -36,8 +36,8 @@ type Policy struct {
 	// DevLoopback is the development opt-in to loopback: "host:port" pairs
 	// (a name or an IP literal) that may resolve to a loopback address
 	// (127.0.0.0/8, ::1) although the private-network block refuses
-	// loopback. Other private
-	// ranges stay blocked for them. Meant for test pages served on loopback.
+	// loopback. Other private ranges stay blocked for them. Meant for test
+	// pages served on loopback.
 	DevLoopback []string `json:"dev_loopback,omitempty"`
 	// Resolver looks up host names for the private-network block; nil means
 	// net.DefaultResolver.
@@ -71,8 +71,8 @@ type entry struct {
 }
 
 // Guard is a compiled Policy: the URL checks (allow-list, private-network
-// block) and the write setting the tools consult. A Guard is immutable and safe for
-// concurrent use. The zero value is not usable; call New.
+// block) and the write setting the tools consult. A Guard is immutable and
+// safe for concurrent use. The zero value is not usable; call New.
 type Guard struct {
 	policy  Policy
 	open    bool // no list (nil or "*")
@@ -272,9 +272,9 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// checkHost applies the private-network block to a normalised host: an IP literal is classified
-// directly, a metadata or localhost name refused, any other name resolved
-// and every address classified.
+// checkHost applies the private-network block to a normalised host: an IP
+// literal is classified directly, a metadata or localhost name refused, any
+// other name resolved and every address classified.
 func (g *Guard) checkHost(ctx context.Context, raw, host, port string) error {
 	dev := g.dev[net.JoinHostPort(host, port)]
 	if a, ok := hostAddr(host); ok {
@@ -307,9 +307,9 @@ func (g *Guard) checkHost(ctx context.Context, raw, host, port string) error {
 	return nil
 }
 
-// CheckAddr applies the private-network block to an address being dialled for host:port (the
-// egress proxy's check); host is the name the connection is for ("" if
-// none), used only for the DevLoopback opt-in.
+// CheckAddr applies the private-network block to an address being dialled
+// for host:port (the egress proxy's check); host is the name the connection
+// is for ("" if none), used only for the DevLoopback opt-in.
 func (g *Guard) CheckAddr(host string, ap netip.AddrPort) error {
 	dev := false
 	if host != "" {

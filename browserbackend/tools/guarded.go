@@ -28,8 +28,8 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 	return t.guard
 }
 
-// watch is the in-browser half of the page guard: while it runs, every document
-// request of the page (each redirect hop included) is paused by CDP Fetch
+// watch is the in-browser half of the page guard: while it runs, every
+// document request of the page (each redirect hop included) is paused by CDP Fetch
 // and continued only when the guard allows its URL, else failed with
 // BlockedByClient; popups the page opens are held before their first
 // request where the backend has a browser session (popupHold: cdp-inspect,

@@ -49,10 +49,10 @@ const factsFn = `function() {
 // writeWords are the words that make a control look like a write.
 var writeWords = regexp.MustCompile(`(?i)\b(submit|buy|purchase|pay|order|checkout|check out|delete|remove|send|confirm|transfer|publish|subscribe|unsubscribe)(s|es|ed|ing)?\b`)
 
-// writeReason decides the write guard for one action: "" when the action reads, else
-// why it looks like a write. enter is true when the action presses Enter
-// (press_key Enter, type with submit), which submits the focused field's
-// form.
+// writeReason decides the write guard for one action: "" when the action
+// reads, else why it looks like a write. enter is true when the action
+// presses Enter (press_key Enter, type with submit), which submits the
+// focused field's form.
 func writeReason(op string, f elementFacts, enter bool) string {
 	if m := writeWords.FindString(f.Words); m != "" && op != "press_key" || m != "" && enter {
 		return "the control says " + strings.ToLower(m)
@@ -90,8 +90,8 @@ func credentialShape(text string) string {
 	return ""
 }
 
-// checkTypedText is the text half of the credential guard: credential-shaped text is
-// refused before anything is sent. The error never holds the text.
+// checkTypedText is the text half of the credential guard: credential-shaped
+// text is refused before anything is sent. The error never holds the text.
 func checkTypedText(op, text string) error {
 	if what := credentialShape(text); what != "" {
 		return guardErr(op, &guard.Error{Code: guard.CodeValidationFailed, Param: "text", Rule: guard.RuleCredential,
@@ -116,9 +116,9 @@ func (p *Page) facts(ctx context.Context, op string, t Target) (elementFacts, er
 	return f, err
 }
 
-// actionCheck returns the write and credential check of an input action on t, run by
-// guarded after the page check. enter: the action presses Enter; typing:
-// the action types into t.
+// actionCheck returns the write and credential check of an input action on
+// t, run by guarded after the page check. enter: the action presses Enter;
+// typing: the action types into t.
 func actionCheck(op string, t Target, enter, typing bool) func(ctx context.Context, p *Page, g *guard.Guard) error {
 	return func(ctx context.Context, p *Page, g *guard.Guard) error {
 		if g.AllowWrites() && !typing {
