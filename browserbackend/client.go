@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
-// Client is the per-invocation ScopedClient (SEL-1, SEL-4). Its first Send
+// Client is the per-invocation ScopedClient. Its first Send
 // builds the candidate list and walks it; the first backend that answers
 // becomes sticky, and every later command goes straight to it with its errors
 // returned as they are.
@@ -38,13 +38,13 @@ type Client struct {
 	closed bool
 	sticky ScopedClient
 	// stickyCand is the candidate the sticky backend was built from; its
-	// cooldown key applies to failures after the walk too (SEL-6).
+	// cooldown key applies to failures after the walk too.
 	stickyCand Candidate
 	kind       Kind
 	built      []ScopedClient
 	attempts   []Attempt
 	walkFrom   int             // index in attempts where the current walk began
-	invalid    map[string]bool // flat sessions reported gone (SEL-14)
+	invalid    map[string]bool // flat sessions reported gone
 	wanted     map[string]bool // event methods subscribed through the client
 	stops      []func()        // backend subscriptions to cancel on Close
 	fwd        sync.WaitGroup  // event forwarders
@@ -101,12 +101,12 @@ func (c *Client) Attempts() []Attempt {
 	return append([]Attempt(nil), c.attempts...)
 }
 
-// Send implements ScopedClient. The first call selects the backend (SEL-4);
+// Send implements ScopedClient. The first call selects the backend;
 // the error of a failed selection is a *SelectionError when candidates were
 // exhausted or none could be proposed, or the deciding *Error when the walk
 // ended on a non-failover error (a protocol error, a cancellation, a timeout
 // after dispatch). A command bound to a flat session that its backend reported
-// gone fails with ErrSessionNotFound without being sent (SEL-14). When ctx has
+// gone fails with ErrSessionNotFound without being sent. When ctx has
 // no deadline, the selector's CommandTimeout applies.
 func (c *Client) Send(ctx context.Context, cmd Command) (json.RawMessage, error) {
 	if err := CheckParams(cmd.Method, cmd.Params); err != nil {
@@ -159,9 +159,8 @@ func (c *Client) sendSticky(ctx context.Context, b ScopedClient, cmd Command) (j
 	cand := c.stickyCand
 	c.mu.Unlock()
 	e := c.classify(ctx, err, cmd.Method, cand.Kind, true)
-	// SEL-6: a transport failure after the walk is still a transport
-	// failure of a cooled-down kind of candidate; the next invocation must
-	// skip it.
+	// A transport failure after the walk is still a transport failure of a
+	// cooled-down kind of candidate; the next invocation must skip it.
 	c.sel.recordCooldown(cand, c.inv, e)
 	return nil, e
 }
@@ -204,7 +203,7 @@ func (c *Client) classify(ctx context.Context, err error, method string, k Kind,
 // (code timeout) when its deadline passed, ClassAborted (code cancelled)
 // otherwise; Err is context.Cause(ctx). dispatched says whether the command
 // may have reached a browser: a timeout after dispatch says "outcome
-// unknown", one before it says the command was never sent (issue 10).
+// unknown", one before it says the command was never sent.
 // Backends use it so every ended context is classified the same way.
 func ContextError(ctx context.Context, method string, dispatched bool) *Error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -234,7 +233,7 @@ func (c *Client) walkAttempts() []Attempt {
 }
 
 // addSkipped records candidate_selection attempts and reports each to the
-// AttemptDone hook. remembered marks skips of the memo step (SEL-9).
+// AttemptDone hook. remembered marks skips of the memo step.
 func (c *Client) addSkipped(as []Attempt, remembered bool) {
 	for _, a := range as {
 		c.record(remembered, a, time.Time{})
@@ -415,7 +414,7 @@ func (c *Client) invalidate(ev Event) {
 }
 
 // Events subscribes to the invocation's CDP events of method (all when empty),
-// whichever backend ends up serving it (SEL-14). It can be called before the
+// whichever backend ends up serving it. It can be called before the
 // first Send. Delivery never blocks the backend; a subscriber that falls
 // DefaultEventBuffer events behind loses events. The channel closes on cancel
 // or Close.

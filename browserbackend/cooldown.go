@@ -8,7 +8,7 @@ import (
 // DefaultMaxCooldowns bounds a Cooldowns whose Max is zero.
 const DefaultMaxCooldowns = 4096
 
-// Cooldowns records until when keyed candidates are skipped (SEL-6). Keys are
+// Cooldowns records until when keyed candidates are skipped. Keys are
 // chosen by providers (Candidate.CooldownKey), e.g. one per actor. It is
 // bounded: at Max entries, expired entries are pruned and, if still full, the
 // entry expiring soonest is evicted. Safe for concurrent use; the zero value

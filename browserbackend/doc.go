@@ -1,6 +1,5 @@
 // Package browserbackend picks, for every tool call, the browser backend that
-// serves it, and fails over between backends on transport errors (SPEC §2,
-// SEL-1 … SEL-15).
+// serves it, and fails over between backends on transport errors.
 //
 // # Pieces
 //
@@ -21,7 +20,7 @@
 //     Cooldowns, the conversation Memo, the logger and Hooks. It is long-lived
 //     and safe for concurrent use.
 //   - Client is the per-invocation ScopedClient from Selector.Client. Its first
-//     Send walks the candidates (SEL-4); the first backend that answers is
+//     Send walks the candidates; the first backend that answers is
 //     sticky for the rest of the invocation. It is also a cdproto
 //     cdp.Session, so typed commands and events run on every backend;
 //     Client.Session gives a view bound to one flat CDP session. AsSession
@@ -36,8 +35,8 @@
 // pinned Mode (Selector.ParseMode) builds exactly one candidate and, when it
 // fails, returns a *SelectionError whose Report lists every attempt and the
 // remediation of each kind's descriptor. A candidate with a CooldownKey that
-// fails with a transport error is cooled down (SEL-6: desktop-auto
-// cdp-inspect, host-bridge per actor). An invocation pinned to a kind whose
+// fails with a transport error is cooled down (desktop-auto cdp-inspect,
+// host-bridge per actor). An invocation pinned to a kind whose
 // descriptor declares a grace (the extension), or aimed at a target client,
 // waits up to Options.Grace for a candidate, woken by the providers'
 // Watcher. The whole walk is in walk.go.

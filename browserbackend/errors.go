@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Class is the failure class of an Error (SEL-10). Only ClassTransport fails
+// Class is the failure class of an Error. Only ClassTransport fails
 // over under DefaultPolicy.
 type Class string
 
@@ -34,7 +34,7 @@ const (
 	ClassPolicy Class = "policy"
 )
 
-// Machine-readable error codes (SEL-10, INS-1, PXY-6). Each code belongs to
+// Machine-readable error codes. Each code belongs to
 // exactly one Class. Backends may define more codes of their own; these are
 // the shared vocabulary the reference backends produce and the selector,
 // status reports and remediation understand.
@@ -72,11 +72,10 @@ const (
 	// Unavailable class.
 	CodeNoCandidates      = "no_candidates"
 	CodeTargetUnavailable = "target_unavailable" // the invocation's target client is not connected
-	// Protocol class: a client's plain-text error answer (WIRE-2) — the tab
-	// or target it names does not exist; the browser refuses to debug it (a
-	// chrome:// page, another extension's page); anything else — and a
-	// result over the server's body cap (WIRE-5: the command ran, its answer
-	// is lost).
+	// Protocol class, from a client's plain-text error answer: the tab or
+	// target it names does not exist; the browser refuses to debug it (a
+	// chrome:// page, another extension's page); anything else; and a result
+	// over the server's body cap (the command ran, its answer is lost).
 	CodeTargetNotFound  = "target_not_found"
 	CodeForbiddenTarget = "forbidden_target"
 	CodeClientError     = "client_error"
@@ -90,7 +89,7 @@ const (
 	CodeNotConfigured = "not_configured"
 )
 
-// Error is the one error type of the library (SEL-10). Backends classify their
+// Error is the one error type of the library. Backends classify their
 // failures into an *Error where they arise; the selector never inspects error
 // text.
 //
@@ -111,8 +110,8 @@ type Error struct {
 	// Dispatched reports whether the command may have reached a browser.
 	Dispatched bool
 	// Detail is a finer, backend-specific code of how the backend found its
-	// browser, when relevant: cdp-inspect's discovery outcome (INS-1), shown
-	// as the "discovery code" of SEL-7 reports.
+	// browser, when relevant: cdp-inspect's discovery outcome, shown as the
+	// "discovery code" of selection reports.
 	Detail string
 	// Diagnostics, set on ClassTimeout errors by backends that track their
 	// commands, says what the backend was doing when the deadline passed.
@@ -123,8 +122,8 @@ type Error struct {
 	Err error
 }
 
-// Diagnostics describes a backend's state when one of its commands timed out
-// (issue: timeouts a person can act on). Durations are rounded to the
+// Diagnostics describes a backend's state when one of its commands timed out,
+// so that a person can act on the timeout. Durations are rounded to the
 // millisecond; a zero duration means unknown.
 type Diagnostics struct {
 	// InFlight is how many commands were waiting on the backend, the timed
@@ -307,7 +306,7 @@ func TransportError(code, msg string, cause error) *Error {
 // message: a ClassProtocol *Error with code CodeCDPError, except Chrome's
 // -32001 ("Session with given id not found"), which means the command's
 // session (its tab) is gone: that is ErrSessionNotFound, ClassTransport, as
-// when a backend reports the session gone itself (PXY-6).
+// when a backend reports the session gone itself.
 func ProtocolError(cdpCode int, msg string) *Error {
 	if cdpCode == cdpSessionNotFound {
 		return &Error{Class: ClassTransport, Code: CodeSessionNotFound, CDPCode: cdpCode, Message: msg, Dispatched: true}
@@ -337,7 +336,7 @@ func Classify(err error, dispatched bool) *Error {
 	return &Error{Class: ClassTransport, Code: CodeTransportError, Dispatched: dispatched, Err: err}
 }
 
-// Stage is where an attempt ended (SEL-7).
+// Stage is where an attempt ended.
 type Stage string
 
 // The stages of an attempt, in the order an attempt passes them.
@@ -364,7 +363,7 @@ type Attempt struct {
 	Yielded bool `json:"yielded,omitempty"`
 	// Diagnostics is the failure's Error.Diagnostics.
 	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
-	// Remembered marks a try of the conversation's remembered kind (SEL-9),
+	// Remembered marks a try of the conversation's remembered kind (Memo),
 	// made before the auto list; the same kind may appear again later.
 	Remembered bool `json:"remembered,omitempty"`
 	// Err is the failure, nil for a success.
@@ -372,7 +371,7 @@ type Attempt struct {
 }
 
 // SelectionError is returned when no candidate served the first command of
-// an invocation, or selection itself failed (SEL-7, SEL-10). It lists every
+// an invocation, or selection itself failed. It lists every
 // attempt in order and a remediation checklist; errors.Is/As see through it to
 // every attempt's error, and to the deciding error first.
 type SelectionError struct {

@@ -12,7 +12,7 @@ import (
 // Provider declares in its Descriptor.
 type Kind string
 
-// The names of the four reference backends (SPEC §0). They are names only:
+// The names of the four reference backends. They are names only:
 // a host app may add any other kind through its own Provider.
 const (
 	// KindExtension is the user's Chrome reached through the paired Chrome
@@ -38,7 +38,7 @@ func (k Kind) String() string { return string(k) }
 // Use Selector.ParseMode to turn a caller's string into a Mode.
 type Mode string
 
-// ModeAuto walks the providers in order (SEL-3, SEL-4). The empty Mode means
+// ModeAuto walks the providers in order (Options.Providers). The empty Mode means
 // ModeAuto.
 const ModeAuto Mode = "auto"
 

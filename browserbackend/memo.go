@@ -8,8 +8,8 @@ import (
 // DefaultMaxMemo bounds a Memo whose Max is zero.
 const DefaultMaxMemo = 10000
 
-// Memo remembers, per conversation, the backend kind that last served it
-// (SEL-9). It is an LRU bounded by Max. Safe for concurrent use; the zero
+// Memo remembers, per conversation, the backend kind that last served it.
+// It is an LRU bounded by Max. Safe for concurrent use; the zero
 // value is ready.
 type Memo struct {
 	// Max bounds the number of conversations; 0 means DefaultMaxMemo.

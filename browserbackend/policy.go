@@ -1,7 +1,7 @@
 package browserbackend
 
 // Policy decides whether a failed candidate gives way to the next one during
-// an invocation's first command (SEL-4, SEL-5). It is a plain value: copy it,
+// an invocation's first command. It is a plain value: copy it,
 // compare its Name in tests, log it. The zero value behaves as DefaultPolicy.
 type Policy struct {
 	// Name identifies the policy in logs.
@@ -12,7 +12,7 @@ type Policy struct {
 	Failover func(err *Error, stage Stage) bool
 }
 
-// DefaultFailover fails over on transport errors only (SEL-4): a protocol
+// DefaultFailover fails over on transport errors only: a protocol
 // error, a timeout after dispatch, a cancellation or a closed client end the
 // walk.
 func DefaultFailover(err *Error, _ Stage) bool { return err.Class == ClassTransport }
@@ -26,7 +26,7 @@ func NoReplayFailover(err *Error, stage Stage) bool {
 
 // The ready-made policies.
 var (
-	// DefaultPolicy reproduces SEL-4.
+	// DefaultPolicy fails over on transport errors only (DefaultFailover).
 	DefaultPolicy = Policy{Name: "default", Failover: DefaultFailover}
 	// NoReplayPolicy never fails over once a command may have reached a
 	// browser; the returned error's Dispatched field says whether it did.

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Invocation describes one tool call (SPEC §0).
+// Invocation describes one tool call.
 type Invocation struct {
-	// ConversationID keys the conversation memo (SEL-9) and per-conversation
+	// ConversationID keys the conversation memo and per-conversation
 	// state such as local pages and extension tab pins.
 	ConversationID string
 	// InterfaceID is the turn's transport interface: "macos",
@@ -28,8 +28,8 @@ type Invocation struct {
 	Tab TabRequest
 }
 
-// DefaultActorKey is the key used for an invocation whose actor is unknown
-// (SEL-6b).
+// DefaultActorKey is the key used for an invocation whose actor is unknown,
+// e.g. in per-actor cooldown keys.
 const DefaultActorKey = "__default__"
 
 // ActorKey returns ActorPrincipalID, or DefaultActorKey when it is empty.
@@ -40,7 +40,7 @@ func (inv Invocation) ActorKey() string {
 	return inv.ActorPrincipalID
 }
 
-// Candidate is one backend that may serve an invocation (SPEC §0). Nothing is
+// Candidate is one backend that may serve an invocation. Nothing is
 // dialled or launched until the selector calls Build.
 type Candidate struct {
 	// Kind defaults to the proposing provider's Descriptor.Kind.
@@ -52,14 +52,14 @@ type Candidate struct {
 	// and must honour ctx. A failure is classified like a send failure; a
 	// ClassTransport failure fails over under DefaultPolicy.
 	Build func(ctx context.Context) (ScopedClient, error)
-	// Probe, optional, checks availability without building (SEL-13), for
+	// Probe, optional, checks availability without building, for
 	// status reports such as browserbackend/tools.Status; the walk never
 	// calls it.
 	Probe func(ctx context.Context) error
 	// CooldownKey, when set, makes the selector record a cooldown of
 	// CooldownFor under this key after any transport failure of the candidate
-	// (construction or send, during the walk or after it became sticky)
-	// (SEL-6). The provider checks Env.Cooldowns for its key when proposing.
+	// (construction or send, during the walk or after it became sticky).
+	// The provider checks Env.Cooldowns for its key when proposing.
 	CooldownKey string
 	CooldownFor time.Duration
 }
@@ -74,7 +74,7 @@ type Env struct {
 }
 
 // Descriptor is everything the core knows about a backend kind; a Provider
-// declares it (SEL-2). The selector, the mode parser, the reconnect grace,
+// declares it. The selector, the mode parser, the reconnect grace,
 // remediation and status reports read only this, so a host app's own kind is
 // served exactly like the four reference kinds.
 type Descriptor struct {
@@ -96,21 +96,21 @@ type Descriptor struct {
 	TargetClients bool
 	// Grace is set when a pinned invocation of this kind (or one aimed at a
 	// target client) may wait, up to Options.Grace, for the provider to
-	// propose a candidate (SEL-8). The provider must implement Watcher, whose
+	// propose a candidate. The provider must implement Watcher, whose
 	// Changed wakes the wait; without it there is no wait.
 	Grace bool
 	// Caps is what the kind can do beyond sending commands to its tab;
 	// layers above the core ask for a capability, never for a kind.
 	Caps Caps
 	// Remediation, optional, returns a checklist for a person after an
-	// attempt of this kind failed or was skipped (SEL-7). It is called with
+	// attempt of this kind failed or was skipped. It is called with
 	// the attempt (its Code, Detail and Message), must not block, and may
 	// return nil when it has nothing to say.
 	Remediation func(a Attempt) []string
 }
 
-// Provider proposes at most one candidate of its kind for an invocation
-// (SEL-2). Propose must not block on the network: probing happens when the
+// Provider proposes at most one candidate of its kind for an invocation.
+// Propose must not block on the network: probing happens when the
 // candidate is built. It returns:
 //   - a candidate to try;
 //   - an error matching ErrSkip (see Skip and Yield) when it has nothing to
@@ -127,8 +127,7 @@ type Provider interface {
 
 // Watcher is implemented by providers whose availability changes over time
 // (the hub roster). Changed returns a channel that is closed at the next
-// change; the selector uses it for the reconnect grace (SEL-8) instead of
-// polling.
+// change; the selector uses it for the reconnect grace instead of polling.
 type Watcher interface {
 	Changed() <-chan struct{}
 }

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 )
 
-// Command is one CDP command (SEL-1). Params is the JSON object of the
+// Command is one CDP command. Params is the JSON object of the
 // command's parameters (nil or empty for none); SessionID, when set, routes
 // the command to a flat-mode CDP session (Target.attachToTarget with
 // flatten: true).
@@ -25,7 +25,7 @@ type Command struct {
 // the desktop bridge (host-bridge, which runs commands as cdp-inspect does)
 // serve it; the local and extension backends refuse it (local: ClassPolicy,
 // not_supported; chrome.debugger cannot attach at browser level). The
-// guards use it to hold the windows a page opens before they load (GRD-2).
+// guards use it to hold the windows a page opens before they load.
 const BrowserSessionID = "browser"
 
 // CheckParams checks a command's params before anything is sent: they must be
@@ -46,7 +46,7 @@ func CheckParams(method string, params json.RawMessage) *Error {
 }
 
 // LogValue implements slog.LogValuer: params are never logged, only their
-// size, since they may hold typed text or cookies (SEL-11).
+// size, since they may hold typed text or cookies.
 func (c Command) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("method", c.Method),
@@ -55,7 +55,7 @@ func (c Command) LogValue() slog.Value {
 	)
 }
 
-// ScopedClient sends CDP commands to one browser (SEL-1). It is the contract
+// ScopedClient sends CDP commands to one browser. It is the contract
 // between the selector and every backend, and also what the per-invocation
 // Client offers to tools.
 //
@@ -88,7 +88,7 @@ func (f SendFunc) Send(ctx context.Context, cmd Command) (json.RawMessage, error
 // Close does nothing and returns nil.
 func (f SendFunc) Close() error { return nil }
 
-// Event is one CDP event from a backend (SEL-14). SessionID is the flat
+// Event is one CDP event from a backend. SessionID is the flat
 // session it arrived on, empty for browser-level or page-level (non-flat)
 // events.
 type Event struct {
@@ -97,7 +97,7 @@ type Event struct {
 	SessionID string          `json:"sessionId,omitempty"`
 }
 
-// EventSource is implemented by backends that deliver CDP events (SEL-14).
+// EventSource is implemented by backends that deliver CDP events.
 //
 // Subscribe returns a channel of the events whose method equals method (every
 // event when method is empty) and a cancel func. Delivery never blocks the
@@ -116,7 +116,7 @@ type EventSource interface {
 // SubscribeBuffer is Subscribe with a channel of capacity buffer (0 or less
 // means the source's default). The per-invocation Client uses it for its own
 // watch of MethodTargetDetached, which sees few events, so that an idle
-// conversation does not hold a full-size buffer per backend (SEL-14).
+// conversation does not hold a full-size buffer per backend.
 // EventBus implements it.
 type BufferedEventSource interface {
 	EventSource

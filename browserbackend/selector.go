@@ -10,14 +10,14 @@ import (
 const (
 	// DefaultGrace is how long an invocation pinned to a kind that declares
 	// Descriptor.Grace (the extension), or aimed at a target client, waits
-	// for a candidate to appear (SEL-8).
+	// for a candidate to appear.
 	DefaultGrace = 3 * time.Second
 	// DefaultCommandTimeout bounds a Send whose context has no deadline.
 	DefaultCommandTimeout = 30 * time.Second
 )
 
 // Hooks lets a host app observe selection without the library depending on a
-// metrics or tracing package (SEL-11). Every field is optional. Hooks are
+// metrics or tracing package. Every field is optional. Hooks are
 // called synchronously on the goroutine that sends the command, in the order
 // the events happen; they must be quick and must not call back into the
 // Client.
@@ -37,24 +37,24 @@ type Hooks struct {
 // Options configures a Selector. The zero value of every field has a working
 // default; Providers must be set for anything to be selected.
 type Options struct {
-	// Providers, in auto order (SEL-2, SEL-3). The reference order is
+	// Providers, in auto order. The reference order is
 	// extension, host-bridge, cdp-inspect, local. Their descriptors decide
 	// the accepted modes, the target-client kind and the grace.
 	Providers []Provider
-	// Policy decides failover (SEL-5); zero means DefaultPolicy.
+	// Policy decides failover; zero means DefaultPolicy.
 	Policy Policy
 	// Logger receives the selection records, with attribute
 	// module=cdp-factory; nil means slog.Default().
 	Logger *slog.Logger
 	// Hooks observe selection.
 	Hooks Hooks
-	// Cooldowns is shared by invocations (SEL-6); nil means a new one.
+	// Cooldowns is shared by invocations; nil means a new one.
 	Cooldowns *Cooldowns
-	// Memo is the per-conversation memo (SEL-9); nil means a new one.
+	// Memo is the per-conversation memo; nil means a new one.
 	Memo *Memo
-	// Grace is the SEL-8 wait of a pinned invocation whose kind declares
-	// Descriptor.Grace; 0 means DefaultGrace, a negative value disables the
-	// wait.
+	// Grace is how long a pinned invocation whose kind declares
+	// Descriptor.Grace waits for a candidate; 0 means DefaultGrace, a
+	// negative value disables the wait.
 	Grace time.Duration
 	// CommandTimeout bounds a Send whose ctx has no deadline; 0 means
 	// DefaultCommandTimeout.
@@ -62,8 +62,8 @@ type Options struct {
 }
 
 // Selector builds per-invocation Clients that choose their backend lazily,
-// fail over on transport errors and stick to the first backend that answers
-// (SEL-2 … SEL-9). The walk itself is in walk.go. A Selector is safe for
+// fail over on transport errors and stick, per invocation, to the first
+// backend that answers. The walk itself is in walk.go. A Selector is safe for
 // concurrent use and is meant to live as long as the host application; it
 // holds no goroutines.
 type Selector struct {
@@ -121,7 +121,7 @@ func (s *Selector) Cooldowns() *Cooldowns { return s.cooldowns }
 // Memo returns the selector's conversation memo.
 func (s *Selector) Memo() *Memo { return s.memo }
 
-// Forget drops the conversation's remembered backend (SEL-9); tools call it
+// Forget drops the conversation's remembered backend; tools call it
 // on detach and close.
 func (s *Selector) Forget(conversationID string) { s.memo.Forget(conversationID) }
 
@@ -149,7 +149,7 @@ func (s *Selector) Descriptor(k Kind) (Descriptor, bool) {
 	return Descriptor{}, false
 }
 
-// ParseMode turns a caller's browser_mode into a canonical Mode (SEL-7).
+// ParseMode turns a caller's browser_mode into a canonical Mode.
 // Matching ignores case and surrounding space; the empty string is ModeAuto;
 // every provider's Descriptor.Mode and Aliases are accepted. Anything else
 // returns an *Error of class ClassPolicy with code CodeInvalidMode whose
@@ -179,7 +179,7 @@ func (s *Selector) Client(inv Invocation) *Client {
 }
 
 // Plan is the candidate list an invocation would get now, without waiting
-// and without building anything (SEL-13).
+// and without building anything.
 type Plan struct {
 	// Mode is the canonical requested mode.
 	Mode Mode

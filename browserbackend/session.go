@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
-// SessionView is a view of a Client bound to one flat CDP session (SEL-14):
+// SessionView is a view of a Client bound to one flat CDP session:
 // every command it sends carries the session id, and its event subscriptions
 // see only that session's events. Once the backend reports the session gone
 // (Target.detachedFromTarget), its commands fail with ErrSessionNotFound.

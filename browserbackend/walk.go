@@ -11,16 +11,16 @@ import (
 	"time"
 )
 
-// This file is the whole SEL-4 walk. An invocation's first command is served
+// This file is the whole selection walk. An invocation's first command is served
 // in two steps, each a Plan run by the same loop (run):
 //
 //  1. remembered: an auto invocation whose conversation a kind served before
-//     (SEL-9) tries that kind first, as if pinned. Success or an error that
+//     tries that kind first, as if pinned. Success or an error that
 //     must not fail over ends the walk; a failover forgets the kind and goes
 //     on without it.
 //  2. the plan: the providers' candidates in order (pinned: the one kind,
-//     waiting out the reconnect grace when its descriptor declares one,
-//     SEL-8), tried until one answers. Running out of candidates, or a
+//     waiting out the reconnect grace when its descriptor declares one),
+//     tried until one answers. Running out of candidates, or a
 //     transport error the policy does not fail over, is a *SelectionError
 //     with every attempt and the remediation of each kind.
 //
@@ -117,7 +117,7 @@ func skipAttempt(k Kind, err error) Attempt {
 
 // proposeWithGrace is propose for a pinned invocation whose kind declares a
 // grace: while nothing is proposed it waits, woken by the providers' Changed,
-// up to the grace period or ctx (SEL-8).
+// up to the grace period or ctx.
 func (s *Selector) proposeWithGrace(ctx context.Context, inv Invocation, r resolved) Plan {
 	d, _ := s.Descriptor(r.only)
 	ws := s.watchers(r.only)
@@ -189,7 +189,7 @@ func anyClosed(chans []<-chan struct{}) (<-chan struct{}, func()) {
 }
 
 // walker is the state of one walk: what was asked, and whether auto mode has
-// left its first choice (for the SEL-11 fallback records).
+// left its first choice (for the fallback log records).
 type walker struct {
 	c        *Client
 	cmd      Command
@@ -430,7 +430,7 @@ func (w *walker) hookStick(cand Candidate) {
 	}
 }
 
-// recordCooldown starts cand's cooldown after a transport failure (SEL-6), on
+// recordCooldown starts cand's cooldown after a transport failure, on
 // every path: construction, send, and sends after the walk.
 func (s *Selector) recordCooldown(c Candidate, inv Invocation, e *Error) {
 	// A session that went away (its tab was closed) is a failure of the
@@ -483,7 +483,7 @@ func (s *Selector) remediation(attempts []Attempt) []string {
 }
 
 // Remediation returns what kind k's descriptor advises for attempt a, nil
-// when k is unknown or has no advice (SEL-7, SEL-13).
+// when k is unknown or has no advice.
 func (s *Selector) Remediation(a Attempt) []string {
 	return s.remediation([]Attempt{a})
 }

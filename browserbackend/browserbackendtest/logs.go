@@ -15,7 +15,8 @@ type Record struct {
 }
 
 // LogRecorder is a slog.Handler that keeps every record, for asserting the
-// SEL-11 signals. Safe for concurrent use. Use NewLogRecorder.
+// selection log records (module=cdp-factory). Safe for concurrent use. Use
+// NewLogRecorder.
 type LogRecorder struct {
 	mu    *sync.Mutex
 	recs  *[]Record

@@ -1,5 +1,5 @@
 // Package catalog stores screenshots as files and hands out short-lived
-// signed links to them (GRD-7). A Catalog keeps bytes under a file id with
+// signed links to them. A Catalog keeps bytes under a file id with
 // their sha256, size and media type; the default is a directory with an
 // index (NewDir). Links mints and serves URLs signed with HMAC-SHA256 that
 // expire after 15 minutes; Links is an http.Handler a host application
@@ -41,7 +41,7 @@ type File struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Catalog stores files (GRD-7). Implementations must be safe for
+// Catalog stores files. Implementations must be safe for
 // concurrent use. Open of an unknown id returns an error matching
 // ErrNotFound.
 type Catalog interface {
@@ -137,7 +137,7 @@ func (d *Dir) Open(_ context.Context, id string) (File, io.ReadCloser, error) {
 	return f, r, nil
 }
 
-// DefaultLinkTTL is how long a signed link is valid (GRD-7).
+// DefaultLinkTTL is how long a signed link is valid.
 const DefaultLinkTTL = 15 * time.Minute
 
 // LinkOptions configures Links.
@@ -151,7 +151,7 @@ type LinkOptions struct {
 	Now func() time.Time
 }
 
-// Links mints signed links to catalogue files and serves them (GRD-7). A
+// Links mints signed links to catalogue files and serves them. A
 // link carries the file id, its expiry (Unix seconds) and an HMAC-SHA256 of
 // both under the key; the handler answers 403 for a link that is tampered
 // with or expired, 404 for a valid link to a missing file. Safe for

@@ -6,7 +6,7 @@ type ctxKey struct{}
 
 // NewContext returns ctx carrying g, the guard of one invocation: the tools
 // use it instead of their Options.Guard for calls made with that ctx (a nil g
-// turns the guards off for them). GRD-1.
+// turns the guards off for them).
 func NewContext(ctx context.Context, g *Guard) context.Context {
 	return context.WithValue(ctx, ctxKey{}, ctxGuard{g})
 }

@@ -1,5 +1,5 @@
-// Package guard holds the policy a host application puts a browser under
-// (GRD-1 … GRD-8): where its pages may go (an allow-list of hosts), the
+// Package guard holds the policy a host application puts a browser under:
+// where its pages may go (an allow-list of hosts), the
 // private-network block that holds whatever the list says, whether writes
 // are allowed, and the one error vocabulary of the guards.
 //

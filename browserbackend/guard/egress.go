@@ -14,7 +14,7 @@ import (
 )
 
 // EgressProxy is a small HTTP forward proxy on loopback for a browser the
-// library launches itself (GRD-3, the local backend): it serves CONNECT
+// library launches itself (the local backend): it serves CONNECT
 // tunnels and plain http:// requests, resolves the target name itself at
 // connect time and checks every address it actually dials against the
 // guard's private-network block (net.Dialer.Control), so a name that

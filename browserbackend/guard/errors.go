@@ -6,7 +6,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// The error vocabulary of the guards (GRD-8). Every refusal of this package,
+// The error vocabulary of the guards. Every refusal of this package,
 // and of the tools when a policy refuses, carries one of these codes.
 const (
 	// CodeForbidden: a rule refused the action (a URL off the allow-list, a
@@ -32,7 +32,7 @@ const (
 	RuleCredential     = "credential_guard"
 )
 
-// Error is the one error type of the guards (GRD-8). Code is one of the Code*
+// Error is the one error type of the guards. Code is one of the Code*
 // constants, Param the input parameter or setting at fault ("url",
 // "allowed_domains", "allow_writes", "text", …), Rule the rule that decided
 // (Rule* or a more specific text such as "private_network: 127.0.0.0/8"), and

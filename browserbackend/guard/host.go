@@ -14,7 +14,7 @@ import (
 // and no STD3 restriction (browsers accept "_" in labels).
 var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.StrictDomainName(false))
 
-// NormalizeHost returns host in the form the allow-list compares (GRD-1):
+// NormalizeHost returns host in the form the allow-list compares:
 // brackets of an IPv6 literal removed, one trailing dot removed, IDNA-mapped
 // to lower-case ASCII (punycode). An IPv4 literal in any form a browser
 // accepts (decimal, octal, hex, fewer than four parts) becomes its dotted

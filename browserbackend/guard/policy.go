@@ -13,12 +13,14 @@ import (
 	"code.dny.dev/ssrf"
 )
 
-// Policy is what a host application allows a browser to do (GRD-1, GRD-3,
-// GRD-4). It is a value: copy it, compare it, log it. Compile it with New.
+// Policy is what a host application allows a browser to do: where its pages
+// may go, whether private networks are reachable, whether writes are
+// allowed. It is a value: copy it, compare it, log it. Compile it with New.
 type Policy struct {
-	// AllowedDomains is the allow-list of page hosts (GRD-1):
+	// AllowedDomains is the allow-list of page hosts:
 	//   - nil: the open web; every checked URL is logged at Info;
-	//   - ["*"]: the list is off (every checked URL logged), GRD-3 still holds;
+	//   - ["*"]: the list is off (every checked URL logged), the
+	//     private-network block still holds;
 	//   - entries: "app.example.com" (that host only), "*.example.com"
 	//     (subdomains of example.com only — list the apex separately), each
 	//     optionally with a scheme ("https://…", then only that scheme) and a
@@ -27,14 +29,18 @@ type Policy struct {
 	// of a trailing dot. Under a list only http, https and about:blank pages
 	// are allowed. An explicit empty list is invalid (validation_failed).
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
-	// AllowWrites lifts the write guard (GRD-4).
+	// AllowWrites lifts the write guard: without it the tools refuse input
+	// actions that look like writes (a form submission, a control labelled
+	// buy, delete, send, …).
 	AllowWrites bool `json:"allow_writes,omitempty"`
-	// DevLoopback is the development opt-in of GRD-3: "host:port" pairs
+	// DevLoopback is the development opt-in to loopback: "host:port" pairs
 	// (a name or an IP literal) that may resolve to a loopback address
-	// (127.0.0.0/8, ::1) although GRD-3 blocks loopback. Other private
-	// ranges stay blocked for them. Meant for test pages served on loopback.
+	// (127.0.0.0/8, ::1) although the private-network block refuses
+	// loopback. Other private ranges stay blocked for them. Meant for test
+	// pages served on loopback.
 	DevLoopback []string `json:"dev_loopback,omitempty"`
-	// Resolver looks up host names for GRD-3; nil means net.DefaultResolver.
+	// Resolver looks up host names for the private-network block; nil means
+	// net.DefaultResolver.
 	Resolver Resolver `json:"-"`
 	// Logger receives the unrestricted-browsing records; nil means
 	// slog.Default().
@@ -64,9 +70,9 @@ type entry struct {
 	port     string // "" any
 }
 
-// Guard is a compiled Policy: the URL checks of GRD-1 and GRD-3 and the
-// settings the tools consult for GRD-4. A Guard is immutable and safe for
-// concurrent use. The zero value is not usable; call New.
+// Guard is a compiled Policy: the URL checks (allow-list, private-network
+// block) and the write setting the tools consult. A Guard is immutable and
+// safe for concurrent use. The zero value is not usable; call New.
 type Guard struct {
 	policy  Policy
 	open    bool // no list (nil or "*")
@@ -133,7 +139,7 @@ func MustNew(p Policy) *Guard {
 // Policy returns the policy g was compiled from.
 func (g *Guard) Policy() Policy { return g.policy }
 
-// AllowWrites reports whether the write guard is lifted (GRD-4).
+// AllowWrites reports whether the write guard is lifted.
 func (g *Guard) AllowWrites() bool { return g.policy.AllowWrites }
 
 // Restricted reports whether an allow-list is in force (not nil, not "*").
@@ -187,14 +193,13 @@ func (e entry) match(scheme, host, port string) bool {
 	return host == e.host
 }
 
-// metadataNames are cloud metadata host names, blocked like their addresses
-// (GRD-3).
+// metadataNames are cloud metadata host names, blocked like their addresses.
 var metadataNames = map[string]bool{
 	"metadata.google.internal": true, "metadata.goog": true, "metadata": true,
 	"instance-data": true, "instance-data.ec2.internal": true, "metadata.azure.internal": true,
 }
 
-// CheckURL checks a page URL against the policy (GRD-1, GRD-3): the scheme,
+// CheckURL checks a page URL against the policy: the scheme,
 // the allow-list, and the private-network block for IP literals in every
 // form and for host names through the Resolver. It returns nil when the page
 // may load, else an *Error: forbidden (param "url", naming the URL and the
@@ -267,9 +272,9 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// checkHost applies GRD-3 to a normalised host: an IP literal is classified
-// directly, a metadata or localhost name refused, any other name resolved
-// and every address classified.
+// checkHost applies the private-network block to a normalised host: an IP
+// literal is classified directly, a metadata or localhost name refused, any
+// other name resolved and every address classified.
 func (g *Guard) checkHost(ctx context.Context, raw, host, port string) error {
 	dev := g.dev[net.JoinHostPort(host, port)]
 	if a, ok := hostAddr(host); ok {
@@ -302,9 +307,9 @@ func (g *Guard) checkHost(ctx context.Context, raw, host, port string) error {
 	return nil
 }
 
-// CheckAddr applies GRD-3 to an address being dialled for host:port (the
-// egress proxy's check); host is the name the connection is for ("" if
-// none), used only for the DevLoopback opt-in.
+// CheckAddr applies the private-network block to an address being dialled
+// for host:port (the egress proxy's check); host is the name the connection
+// is for ("" if none), used only for the DevLoopback opt-in.
 func (g *Guard) CheckAddr(host string, ap netip.AddrPort) error {
 	dev := false
 	if host != "" {

@@ -1,4 +1,4 @@
-// Package sessions keeps the records of managed browser sessions (GRD-6):
+// Package sessions keeps the records of managed browser sessions,
 // two-phase and orphan-safe. A "creating" row is written before the backend
 // session exists and promoted to "active" when it does, or marked "error";
 // a session is closed by close, by the agent, or by the sweep once its
@@ -31,7 +31,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// Timeout bounds of a session (GRD-6), in minutes.
+// Timeout bounds of a session, in minutes.
 const (
 	DefaultTimeoutMinutes = 15
 	MinTimeoutMinutes     = 1
@@ -158,7 +158,7 @@ func storeErr(msg string, err error) error {
 // ErrNotFound is returned for an unknown id (validation_failed, param id).
 var ErrNotFound = &guard.Error{Code: guard.CodeValidationFailed, Param: "id", Message: "sessions: no such session"}
 
-// CheckTimeout validates timeout_minutes (GRD-6): 0 means the default, else
+// CheckTimeout validates timeout_minutes: 0 means the default, else
 // 1–360; anything else is validation_failed naming timeout_minutes.
 func CheckTimeout(m int) (int, error) {
 	if m == 0 {

@@ -1,7 +1,7 @@
 // Package tools implements the browser operations an assistant calls —
 // navigate, snapshot, screenshot, click, type, hover, scroll, press key,
 // select option, wait for, extract, links, attach, detach, close and status —
-// over any backend of the browserchain chain (SPEC §7, TOOL-1, TOOL-2, SEL-13).
+// over any backend of the browserchain chain.
 //
 // Tools is the entry point for a host application: each method is one tool
 // call. It validates the input's browser_mode with the Selector's ParseMode
@@ -42,11 +42,11 @@
 // On the extension backend the first navigate of a conversation opens a
 // dedicated tab (Vellum.createTab) and pins it per (conversation, target
 // client); later calls select it with Vellum.attach before any CDP command;
-// new_tab and use_active_tab choose another (TOOL-2).
+// new_tab and use_active_tab choose another.
 //
 // Status (and Tools.Status) reports per backend whether it is available, how
 // that was verified (preflight or active probe), the auto order, the sticky
-// kind, the recommended mode and user actions (SEL-13).
+// kind, the recommended mode and user actions.
 //
 // Every failure is an *Error with an op and a code (ErrNotFound,
 // ErrTimeout, …) that unwraps to the backend's *browserbackend.Error.

@@ -11,7 +11,7 @@ import (
 // browserbackend codes in the wrapped error; these name what went wrong at the
 // level of a tool call.
 const (
-	// CodeInvalidMode: browser_mode is not an accepted value (SEL-7). The
+	// CodeInvalidMode: browser_mode is not an accepted value. The
 	// wrapped error is browserbackend's ClassPolicy / CodeInvalidMode error.
 	CodeInvalidMode = "invalid_mode"
 	// CodeInvalidInput: a required field is missing or a value is out of

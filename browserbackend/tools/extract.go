@@ -12,10 +12,9 @@ const (
 	DefaultExtractMaxChars = 50_000
 	// MaxExtractChars is the largest MaxChars accepted.
 	MaxExtractChars = 1_000_000
-	// DefaultLinksLimit is the number of links returned when Limit is 0
-	// (seed 004 "links": default 50).
+	// DefaultLinksLimit is the number of links returned when Limit is 0.
 	DefaultLinksLimit = 50
-	// MaxLinksLimit is the largest Limit accepted (seed 004: max 200).
+	// MaxLinksLimit is the largest Limit accepted.
 	MaxLinksLimit = 200
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/guard"
 )
 
-// FileRef is a screenshot stored in the file catalogue (GRD-7): the id, a
+// FileRef is a screenshot stored in the file catalogue: the id, a
 // short-lived signed link to it (empty when none could be minted; the file
 // is stored either way), and its sha256 and size. The image itself never
 // travels in a result.

@@ -28,8 +28,8 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 	return t.guard
 }
 
-// watch is the in-browser half of GRD-2: while it runs, every document
-// request of the page (each redirect hop included) is paused by CDP Fetch
+// watch is the in-browser half of the page guard: while it runs, every
+// document request of the page (each redirect hop included) is paused by CDP Fetch
 // and continued only when the guard allows its URL, else failed with
 // BlockedByClient; popups the page opens are held before their first
 // request where the backend has a browser session (popupHold: cdp-inspect,
@@ -325,7 +325,7 @@ func (w *watch) navigated() {
 }
 
 // settle waits, after an input action, for a navigation the action started
-// to be decided (GRD-2): a link activation, a form submission or a location
+// to be decided: a link activation, a form submission or a location
 // assignment reaches the browser within two turns of the page's task loop.
 // If one did, it waits for a frame to stop loading (or ctx).
 func (win *window) settle(ctx context.Context, p *Page) {
@@ -431,7 +431,7 @@ func (p *Page) currentURL(ctx context.Context, op string) (string, error) {
 	return u, err
 }
 
-// park loads about:blank (GRD-2), best effort within its own short deadline.
+// park loads about:blank, best effort within its own short deadline.
 func (p *Page) park(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardCleanupTimeout)
 	defer cancel()
@@ -462,10 +462,10 @@ func guardErr(op string, err error) error {
 }
 
 // navigates lists the ops after which a navigation the page started is
-// awaited before the after-check (GRD-2).
+// awaited before the after-check.
 var navigates = map[string]bool{"login": true, "click": true, "press_key": true, "type": true, "select_option": true}
 
-// guarded runs fn under g (GRD-2): the in-browser interception for the whole
+// guarded runs fn under g: the in-browser interception for the whole
 // call, the page URL checked before (except for navigate, which leaves the
 // page) and after, a navigation started by an input action awaited, and an
 // off-list page parked on about:blank. A refusal wins over fn's own result.
@@ -520,7 +520,7 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 	return res, nil
 }
 
-// The GRD-8 codes a guarded call fails with; the wrapped error is the
+// The guard codes a guarded call fails with; the wrapped error is the
 // *guard.Error naming the parameter, URL and rule.
 const (
 	CodeForbidden            = guard.CodeForbidden

@@ -100,7 +100,7 @@ type StatusInput struct {
 	Probe bool `json:"probe,omitempty"`
 }
 
-// Status is the browser_status tool (SEL-13); see the package-level Status.
+// Status is the browser_status tool; see the package-level Status.
 func (t *Tools) Status(ctx context.Context, inv browserbackend.Invocation, in StatusInput) (StatusReport, error) {
 	const op = "status"
 	if err := checkInvocation(op, inv); err != nil {

@@ -12,14 +12,14 @@ import (
 	"github.com/chromedp/cdproto/input"
 )
 
-// Placeholders a login field's value may hold (GRD-5); Login replaces them
+// Placeholders a login field's value may hold; Login replaces them
 // with the vault credential inside the call.
 const (
 	PlaceholderUsername = "%username%"
 	PlaceholderPassword = "%password%"
 )
 
-// Vault supplies the credentials of the login tool (GRD-5). Credential
+// Vault supplies the credentials of the login tool. Credential
 // returns the entry name of inv's actor; an unknown name is an error.
 // Implementations must be safe for concurrent use and must not log the
 // plaintext.
@@ -82,7 +82,7 @@ type LoginResult struct {
 	Call
 }
 
-// Login is the login tool (GRD-5): it fetches the credential named in
+// Login is the login tool: it fetches the credential named in
 // in.Credential from Options.Vault, fills each field with its value after
 // replacing %username% and %password%, and clicks in.Submit when given. The
 // plaintext never enters a result, an error or a log record. It is the one

@@ -18,19 +18,19 @@ import (
 
 // NavigateInput is the browser_navigate tool input.
 type NavigateInput struct {
-	// BrowserMode is the caller's browser_mode (SEL-7); "" means auto.
+	// BrowserMode is the caller's browser_mode; "" means auto.
 	BrowserMode string `json:"browser_mode,omitempty"`
 	// URL to load: http, https, about:blank, or data:.
 	URL string `json:"url"`
 	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
 	TimeoutMs int `json:"timeout_ms,omitempty"`
-	// NewTab (extension and cdp-inspect backends, TOOL-2) opens a fresh
+	// NewTab (extension and cdp-inspect backends) opens a fresh
 	// dedicated tab and pins it instead of reusing the conversation's tab;
 	// on the extension the previous tab stays open, on cdp-inspect a
 	// previous tab the agent opened is closed. Ignored by the other
 	// backends.
 	NewTab bool `json:"new_tab,omitempty"`
-	// UseActiveTab (extension and cdp-inspect backends, TOOL-2) pins the
+	// UseActiveTab (extension and cdp-inspect backends) pins the
 	// user's tab instead of opening a dedicated one (on cdp-inspect: the
 	// first real page Target.getTargets lists that no other conversation
 	// holds); Close only detaches such a tab. Ignored by the other backends.
@@ -230,24 +230,14 @@ func (p *Page) awaitLoad(ctx context.Context, nav page.NavigateResult, want stri
 // startNavigation enables the Page domain and its lifecycle events and
 // sends Page.navigate to target, answering with its reply.
 //
-// A backend that reports the conversation's page lost
-// (browserbackend.CodePageLost: its renderer crashed, or its browser exited,
-// since the last call; CodePageEvicted: closed by a page cap) refuses every
-// command but Page.navigate, because anything else would read a dead or
-// blank page as the site's; a renderer that dies under one of these commands
-// fails it with CodeTargetCrashed, and which command first sees a crash
-// depends on when the browser notices it (a command can succeed on a
-// renderer that was killed a moment before). A navigation replaces the
-// page's content anyway, so on any of these errors before the document
-// committed about:blank is loaded — a crashed tab gets a new renderer, the
-// local backend opens a fresh page — and the sequence runs again, at most
-// twice: on local the fresh page can be the spare, whose renderer died with
-// the others before Playwright reported it (make stress). A navigation run
-// again after such a recovery that Chromium aborts (errorText
-// net::ERR_ABORTED, not a download) is sent once more: on the extension the
-// crashed tab's own revival can abort the first navigation that follows it
-// (make stress); an aborted navigation without a crash before it is the
-// caller's CodeNavigationFailed.
+// When a step fails because the page went away (CodePageLost,
+// CodePageEvicted or CodeTargetCrashed, whichever command first sees it), it
+// loads about:blank — a crashed tab gets a new renderer, the local backend
+// opens a fresh page — and runs the sequence again, at most twice, since the
+// fresh page can be dead too. After such a recovery, a navigation Chromium
+// aborts (errorText net::ERR_ABORTED, not a download) is sent once more: a
+// revived tab can abort the first navigation that follows it. Any other
+// outcome, an abort without a crash before it included, is returned as is.
 func (p *Page) startNavigation(ctx context.Context, target string) (page.NavigateResult, error) {
 	crashes, aborts := 0, 0
 	for {
@@ -275,8 +265,8 @@ const errAborted = "net::ERR_ABORTED"
 // loadBlank loads about:blank in a page that went away (see
 // startNavigation). The page that load lands on can be dead too — on
 // local a fresh page may be the spare, whose renderer died with the others
-// before Playwright reported it (make stress) — so a crash or loss seen by
-// it gets one more load, which then lands on a page of its own.
+// before Playwright reported it — so a crash or loss seen by it gets one
+// more load, which then lands on a page of its own.
 func (p *Page) loadBlank(ctx context.Context) error {
 	_, err := cdp.Call(ctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"})
 	if err != nil && ctx.Err() == nil && pageWentAway(err) {

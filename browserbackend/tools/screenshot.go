@@ -41,8 +41,8 @@ type ScreenshotInput struct {
 	// asks too): the same pixels in a file about twice as large, encoded
 	// in a fraction of the time (BENCHMARKS.md §8).
 	Compact bool `json:"compact,omitempty"`
-	// AsFile also stores the image in the file catalogue (GRD-7) and adds
-	// File to the result; without Options.Catalog the call fails
+	// AsFile also stores the image in the file catalogue (Options.Catalog)
+	// and adds File to the result; without Options.Catalog the call fails
 	// feature_not_configured before any backend is contacted.
 	AsFile bool `json:"as_file,omitempty"`
 }
@@ -56,8 +56,8 @@ func (in ScreenshotInput) check() error {
 }
 
 // ScreenshotResult describes the PNG file written. The image itself never
-// travels in the result (seed 004: a screenshot is a file, the agent gets a
-// reference).
+// travels in the result: a screenshot is a file, the agent gets a
+// reference.
 type ScreenshotResult struct {
 	// Path is the absolute path of the PNG file (mode 0600).
 	Path string `json:"path"`
@@ -81,7 +81,7 @@ type ScreenshotResult struct {
 // in the page's screenshot directory (created 0700), and returns the file's
 // path, SHA-256, size and pixel dimensions. The answer's base64 data is
 // decoded as it is read, straight into the file and the hash: the decoded
-// image is never held in memory (TOOL-1). The file is written to a
+// image is never held in memory. The file is written to a
 // temporary name and renamed, so a reader never sees a partial image. An
 // answer that is not a complete base64 PNG (malformed or cut short) is
 // CodeBackend and leaves no file; write failures are CodeIO.

@@ -50,7 +50,7 @@ type SnapshotNode struct {
 	Frame string `json:"frame,omitempty"`
 }
 
-// SnapshotResult is the accessibility tree of the page (TOOL-1).
+// SnapshotResult is the accessibility tree of the page.
 type SnapshotResult struct {
 	URL   string `json:"url"`
 	Title string `json:"title"`
@@ -81,7 +81,7 @@ const (
 	SnapshotSourceAccessibility = "accessibility"
 )
 
-// Snapshot renders the page as a tree of roles and names (TOOL-1) and gives
+// Snapshot renders the page as a tree of roles and names and gives
 // every node with a DOM element a ref ("e<backendDOMNodeId>") that Click,
 // Type, Hover, SelectOption, Extract … accept. Ignored nodes and nameless
 // generic containers are flattened into their children; a text node that

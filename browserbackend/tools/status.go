@@ -39,9 +39,9 @@ type BackendStatus struct {
 	// (host-bridge).
 	Mode browserbackend.Mode `json:"mode,omitempty"`
 	// Transport names how the backend is reached (its
-	// Descriptor.Transport): "extension-ws" for the extension (the label the
-	// seed's browser_status keeps although the transport is now SSE plus
-	// POSTed results), "host-bridge-sse", "cdp-ws", "playwright".
+	// Descriptor.Transport): "extension-ws" for the extension (the label of
+	// the seed's browser_status; the transport itself is SSE plus POSTed
+	// results), "host-bridge-sse", "cdp-ws", "playwright".
 	Transport string `json:"transport"`
 	Available bool   `json:"available"`
 	// VerifiedBy is VerifiedPreflight or VerifiedProbe.
@@ -65,7 +65,7 @@ type BackendStatus struct {
 	UserActions []string `json:"userActions,omitempty"`
 }
 
-// StatusReport is the data of the browser_status tool (SEL-13). It is plain
+// StatusReport is the data of the browser_status tool. It is plain
 // data and JSON-serialisable.
 type StatusReport struct {
 	// Mode is the invocation's canonical browser_mode.
@@ -76,7 +76,7 @@ type StatusReport struct {
 	// provider order (the reference order is extension, host-bridge,
 	// cdp-inspect, local).
 	Backends []BackendStatus `json:"backends"`
-	// StickyKind is the conversation's remembered backend (SEL-9), "" when
+	// StickyKind is the conversation's remembered backend, "" when
 	// none.
 	StickyKind browserbackend.Kind `json:"stickyKind,omitempty"`
 	// RecommendedKind is the first available backend in AutoOrder;
@@ -103,7 +103,7 @@ func (r StatusReport) Backend(k browserbackend.Kind) (BackendStatus, bool) {
 
 // Status reports, for the invocation inv, which backends are available and how
 // that was verified, the auto order, the conversation's sticky kind, a
-// recommended mode and what a person can do (SEL-13). It never builds a
+// recommended mode and what a person can do. It never builds a
 // backend: availability comes from the providers' proposals
 // (Selector.Plan; the auto plan, and a pinned plan for a kind the auto chain
 // leaves out) and, with opts.Probe, from each candidate's Probe. inv.Mode is

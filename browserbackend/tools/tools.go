@@ -63,7 +63,7 @@ func checkConversationID(op, id string) error {
 }
 
 // Call describes how a tool call was served: the backend that answered and
-// every backend tried, in order (SEL-7 attempt records).
+// every backend tried, in order.
 type Call struct {
 	Backend  browserbackend.Kind      `json:"backend,omitempty"`
 	Attempts []browserbackend.Attempt `json:"attempts,omitempty"`
@@ -85,17 +85,18 @@ type Options struct {
 	// Logger receives one debug record per call (op, backend, outcome; never
 	// typed text or params); nil means slog.Default().
 	Logger *slog.Logger
-	// Guard, optional, puts every tool call under a browser policy (GRD-1 …
-	// GRD-5): see guarded.go and package guard. A ctx made with
+	// Guard, optional, puts every tool call under a browser policy (page
+	// allow-list, private-network block, write and credential guards): see
+	// guarded.go and package guard. A ctx made with
 	// guard.NewContext overrides it for one invocation. nil: no guard, every
 	// tool behaves as without this field.
 	Guard *guard.Guard
-	// Catalog, optional, stores screenshots taken with as_file (GRD-7);
+	// Catalog, optional, stores screenshots taken with as_file;
 	// Links, optional, mints the signed link of each. Without Catalog an
 	// as_file screenshot fails feature_not_configured.
 	Catalog catalog.Catalog
 	Links   *catalog.Links
-	// Vault, optional, supplies the login tool's credentials (GRD-5); nil
+	// Vault, optional, supplies the login tool's credentials; nil
 	// makes Login fail feature_not_configured.
 	Vault Vault
 	// KeepClients makes a conversation keep its Client between calls
@@ -168,7 +169,7 @@ func New(opts Options) *Tools {
 func (t *Tools) Selector() *browserbackend.Selector { return t.sel }
 
 // parseMode validates the caller's browser_mode; it is the first thing every
-// tool does (SEL-7, TOOL-1).
+// tool does.
 func parseMode(sel *browserbackend.Selector, op, mode string, inv browserbackend.Invocation) (browserbackend.Mode, error) {
 	if mode == "" {
 		mode = string(inv.Mode)
@@ -204,10 +205,10 @@ type spec struct {
 	// backend is contacted.
 	navURL string
 	// typed is text the call types, checked by the credential guard
-	// before any backend is contacted (GRD-5).
+	// before any backend is contacted.
 	typed *string
 	// act is the write/credential check of an input action, run under a
-	// guard once the page passed its check (GRD-4, GRD-5).
+	// guard once the page passed its check.
 	act func(ctx context.Context, p *Page, g *guard.Guard) error
 }
 

@@ -58,7 +58,7 @@ const waitScript = `(async (sel, text, ms) => {
 })(%s, %s, %d)`
 
 // WaitFor waits until a selector matches, a text appears, or a navigation
-// loads (TOOL-1).
+// loads.
 //
 // Selector and text waits run one Runtime.evaluate with awaitPromise whose
 // promise a MutationObserver resolves in the page (event-driven, no polling).
@@ -199,7 +199,7 @@ func (p *Page) waitNavigation(ctx context.Context, op, urlContains string) (Wait
 }
 
 // sessionGone runs after a Target.detachedFromTarget event while an
-// operation waits for page events (SEL-14): the event may be about the
+// operation waits for page events: the event may be about the
 // page's own session (its tab was closed), whose events then never come, or
 // about another one. One cheap command tells which: it returns that
 // command's error (the backend's session error) or nil when the page still

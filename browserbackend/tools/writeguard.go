@@ -9,7 +9,7 @@ import (
 )
 
 // elementFacts is what the write and credential guards learn about the
-// element an action targets (GRD-4, GRD-5). Words never include what a
+// element an action targets. Words never include what a
 // user typed into a field: only a control's own text, label, accessible
 // name, title, name and id, and the value of button-like inputs.
 type elementFacts struct {
@@ -46,13 +46,13 @@ const factsFn = `function() {
 	return {words, tag, inForm: !!form, submits, search, password};
 }`
 
-// writeWords are the words that make a control look like a write (GRD-4).
+// writeWords are the words that make a control look like a write.
 var writeWords = regexp.MustCompile(`(?i)\b(submit|buy|purchase|pay|order|checkout|check out|delete|remove|send|confirm|transfer|publish|subscribe|unsubscribe)(s|es|ed|ing)?\b`)
 
-// writeReason decides GRD-4 for one action: "" when the action reads, else
-// why it looks like a write. enter is true when the action presses Enter
-// (press_key Enter, type with submit), which submits the focused field's
-// form.
+// writeReason decides the write guard for one action: "" when the action
+// reads, else why it looks like a write. enter is true when the action
+// presses Enter (press_key Enter, type with submit), which submits the
+// focused field's form.
 func writeReason(op string, f elementFacts, enter bool) string {
 	if m := writeWords.FindString(f.Words); m != "" && op != "press_key" || m != "" && enter {
 		return "the control says " + strings.ToLower(m)
@@ -67,7 +67,7 @@ func writeReason(op string, f elementFacts, enter bool) string {
 }
 
 // credentialPatterns are the shapes of secrets the credential guard refuses
-// to type (GRD-5).
+// to type.
 var credentialPatterns = []struct {
 	what string
 	re   *regexp.Regexp
@@ -90,8 +90,8 @@ func credentialShape(text string) string {
 	return ""
 }
 
-// checkTypedText is the text half of GRD-5: credential-shaped text is
-// refused before anything is sent. The error never holds the text.
+// checkTypedText is the text half of the credential guard: credential-shaped
+// text is refused before anything is sent. The error never holds the text.
 func checkTypedText(op, text string) error {
 	if what := credentialShape(text); what != "" {
 		return guardErr(op, &guard.Error{Code: guard.CodeValidationFailed, Param: "text", Rule: guard.RuleCredential,
@@ -116,9 +116,9 @@ func (p *Page) facts(ctx context.Context, op string, t Target) (elementFacts, er
 	return f, err
 }
 
-// actionCheck returns the GRD-4/GRD-5 check of an input action on t, run by
-// guarded after the page check. enter: the action presses Enter; typing:
-// the action types into t.
+// actionCheck returns the write and credential check of an input action on
+// t, run by guarded after the page check. enter: the action presses Enter;
+// typing: the action types into t.
 func actionCheck(op string, t Target, enter, typing bool) func(ctx context.Context, p *Page, g *guard.Guard) error {
 	return func(ctx context.Context, p *Page, g *guard.Guard) error {
 		if g.AllowWrites() && !typing {

@@ -2,7 +2,7 @@ package mcptools
 
 import "github.com/browserchain/browserchain/browserbackend/tools"
 
-// The argument types below are the tools' input schemas (MCP-1): the SDK
+// The argument types below are the tools' input schemas: the SDK
 // derives each tool's JSON Schema from the struct, with the jsonschema tag as
 // the property's description and every field without omitempty required.
 // Their JSON names are those of the tools package's input structs, so a call
@@ -137,7 +137,7 @@ type LoginField struct {
 	Value string `json:"value" jsonschema:"What to enter: %username% or %password% (replaced by the vault entry's username or password inside the server; the model never sees them), optionally inside other text."`
 }
 
-// LoginArgs is the browser_login input (GRD-5).
+// LoginArgs is the browser_login input.
 type LoginArgs struct {
 	Credential string       `json:"credential" jsonschema:"Name of the vault entry to sign in with, as the user or host named it (e.g. login:app.example.com). The server fetches it; its username and password never appear in any result."`
 	Fields     []LoginField `json:"fields" jsonschema:"The form fields to fill, in order, each an element (ref or selector) and its value: usually the user field with %username% and the password field with %password%."`

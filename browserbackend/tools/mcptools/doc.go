@@ -1,7 +1,6 @@
 // Package mcptools serves the browser tools of package tools as Model
 // Context Protocol tools, with the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk), over any MCP transport (SPEC §13,
-// MCP-1; TOOL-1, TOOL-2).
+// (github.com/modelcontextprotocol/go-sdk), over any MCP transport.
 //
 // A host application builds its Selector and tools.Tools as usual, then:
 //

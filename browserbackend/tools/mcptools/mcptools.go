@@ -16,7 +16,7 @@ import (
 )
 
 // ScreenshotContent chooses how browser_screenshot hands the image to the
-// client (MCP-1).
+// client.
 type ScreenshotContent int
 
 const (
@@ -89,7 +89,7 @@ type Options struct {
 }
 
 // Server puts the browser tools on MCP servers and keeps the conversation of
-// every MCP session it has served (MCP-1).
+// every MCP session it has served.
 //
 // Each MCP session gets a conversation of its own, "mcp-" plus the session
 // id (or a random id on transports without one, such as stdio), unless a

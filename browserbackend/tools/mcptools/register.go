@@ -14,7 +14,7 @@ import (
 )
 
 // ToolNames are the names of the tools Register adds, in registration order
-// (the seed's names, MCP-1).
+// (the seed's names).
 var ToolNames = []string{
 	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
@@ -49,7 +49,7 @@ type toolDef[A args, R any] struct {
 // and browser_extract from SnapshotSummary and ExtractSummary (the tree or
 // text is the text content, sent once). A failure is a tool
 // error (IsError) whose text says what to do (errorText); an invalid
-// browser_mode is refused before any CDP command is sent (TOOL-1).
+// browser_mode is refused before any CDP command is sent.
 func (s *Server) Register(srv *mcp.Server) {
 	add(s, srv, toolDef[NavigateArgs, tools.NavigateResult]{
 		name: "browser_navigate", title: "Navigate",
@@ -230,7 +230,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[LoginArgs, tools.LoginResult]{
 		name: "browser_login", title: "Sign in",
-		desc: "Sign in on the current page with a credential from the server's vault (GRD-5): fill each field with %username% or %password%, " +
+		desc: "Sign in on the current page with a credential from the server's vault: fill each field with %username% or %password%, " +
 			"which the server replaces with the vault entry, then optionally click submit. Use it instead of browser_type for passwords " +
 			"(browser_type refuses password fields). The credential itself is never returned. Fails feature_not_configured when the server has no vault.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a LoginArgs) (tools.LoginResult, error) {

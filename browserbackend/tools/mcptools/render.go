@@ -142,7 +142,7 @@ type toolError struct{ err error }
 func (e toolError) Error() string { return errorText(e.err) }
 func (e toolError) Unwrap() error { return e.err }
 
-// errorText says what went wrong and what to do about it (MCP-1): for a
+// errorText says what went wrong and what to do about it: for a
 // selection failure the report of every attempt with its remediation; for
 // an invalid browser_mode the accepted values; otherwise the tools error and
 // the next step for its code.

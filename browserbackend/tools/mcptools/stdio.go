@@ -20,10 +20,9 @@ const maxFrameBytes = mcp.DefaultMaxLineLength
 
 // StdioTransport returns the transport that serves MCP over in and out
 // (os.Stdin and os.Stdout for a server a client launches): the SDK's
-// newline-delimited mcp.IOTransport behind a frame filter. The SDK's own
-// stdio transports end the session at the first frame they cannot decode,
-// so one malformed line from a client cost it its session and its pages
-// (and a server built on them, its process). The filter passes on each line
+// newline-delimited mcp.IOTransport behind a frame filter, so that a
+// malformed line does not end the session (the SDK's own stdio transports
+// end it at the first frame they cannot decode). The filter passes on each line
 // that is a JSON-RPC 2.0 message (or a batch of them) and answers every other
 // line itself, as JSON-RPC says a server answers one: -32700 when the line
 // is not one JSON value, -32600 when it is JSON but not a message (wrong or
