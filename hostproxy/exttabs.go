@@ -129,23 +129,59 @@ func (t *tabPins) takeConversation(conversation string) []tabPin {
 	return out
 }
 
-// tabBackend is an extension backend scoped to one tab: a command without a
-// session runs in the tab (its id in cdpSessionId), whatever tab the user or
-// another conversation made active; the extension's own Vellum.* methods
-// and commands that name a session pass through as given.
+// tabBackend is an extension backend scoped to the conversation's tab: a
+// command without a session runs in the tab (its id in cdpSessionId),
+// whatever tab the user or another conversation made active; the
+// extension's own Vellum.* methods and commands that name a session pass
+// through as given. A caller that moves its commands itself (a successful
+// Vellum.createTab, selectTab or attach) moves the conversation's pin with
+// them, as the extension moves its sessionless commands.
 type tabBackend struct {
 	*ExtensionBackend
-	tab browserbackend.Tab
+	pins *tabPins
+	key  pinKey
+	inv  browserbackend.Invocation
+
+	mu  sync.Mutex
+	tab tabPin
 }
 
 var (
-	_ browserbackend.BufferedEventSource = tabBackend{}
-	_ browserbackend.TabScoped           = tabBackend{}
+	_ browserbackend.BufferedEventSource = (*tabBackend)(nil)
+	_ browserbackend.TabScoped           = (*tabBackend)(nil)
 )
 
 // Send implements browserbackend.ScopedClient.
-func (b tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
-	return b.ExtensionBackend.Send(ctx, inTab(cmd, b.tab.ID))
+func (b *tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+	res, err := b.ExtensionBackend.Send(ctx, inTab(cmd, b.Tab().ID))
+	if err == nil {
+		b.follow(cmd, res)
+	}
+	return res, err
+}
+
+// follow moves the pin to the tab a successful tab command of the caller's
+// made current.
+func (b *tabBackend) follow(cmd browserbackend.Command, res json.RawMessage) {
+	var given struct {
+		TabID tabs.ID `json:"tabId"`
+	}
+	switch cmd.Method {
+	case wire.MethodCreateTab:
+		_ = json.Unmarshal(res, &given)
+	case wire.MethodSelectTab, wire.MethodAttach:
+		_ = json.Unmarshal(cmd.Params, &given)
+	}
+	if given.TabID == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if given.TabID == b.tab.id {
+		return
+	}
+	b.tab = tabPin{id: given.TabID, owned: cmd.Method == wire.MethodCreateTab, inv: b.inv}
+	b.pins.set(b.key, b.tab)
 }
 
 // inTab names tabID as the session of a page command that names none.
@@ -157,7 +193,11 @@ func inTab(cmd browserbackend.Command, tabID string) browserbackend.Command {
 }
 
 // Tab implements browserbackend.TabScoped.
-func (b tabBackend) Tab() browserbackend.Tab { return b.tab }
+func (b *tabBackend) Tab() browserbackend.Tab {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tab.tab()
+}
 
 // pinTab resolves the tab inv asks for on b (see browserbackend.TabRequest):
 // the pinned tab, attached again; a new tab (Vellum.createTab, active, so that
@@ -165,12 +205,12 @@ func (b tabBackend) Tab() browserbackend.Tab { return b.tab }
 // the user's active tab; or the pinned tab by id. A pinned tab the user
 // closed fails with target_not_found (no failover) and is forgotten, so the
 // next call opens a new one.
-func (t *tabPins) pinTab(ctx context.Context, b *ExtensionBackend, inv browserbackend.Invocation) (tabBackend, error) {
+func (t *tabPins) pinTab(ctx context.Context, b *ExtensionBackend, inv browserbackend.Invocation) (*tabBackend, error) {
 	pin, err := t.resolve(ctx, b, b.s.p.log, inv)
 	if err != nil {
-		return tabBackend{}, err
+		return nil, err
 	}
-	return scoped(b, pin), nil
+	return &tabBackend{ExtensionBackend: b, pins: t, key: pinKeyOf(inv), inv: inv, tab: pin}, nil
 }
 
 // resolve is pinTab on any sender of the extension's commands.
@@ -212,10 +252,6 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 		}
 	}
 	return next, nil
-}
-
-func scoped(b *ExtensionBackend, p tabPin) tabBackend {
-	return tabBackend{ExtensionBackend: b, tab: p.tab()}
 }
 
 func (p tabPin) tab() browserbackend.Tab {

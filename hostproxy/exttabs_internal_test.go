@@ -227,3 +227,21 @@ func TestTabBackendScopesSessionlessCommandsToItsTab(t *testing.T) {
 	assert.Empty(t, got[1].SessionID, "the extension's own methods pass as given")
 	assert.Equal(t, browserbackend.BrowserSessionID, got[2].SessionID, "a named session passes as given")
 }
+
+// A caller that moves its commands itself (createTab, selectTab, attach)
+// moves the conversation's pin with them.
+func TestTabBackendFollowsTheCallersOwnTabCommands(t *testing.T) {
+	pins := newTabPins(0)
+	inv := browserbackend.Invocation{ConversationID: "a"}
+	b := &tabBackend{pins: pins, key: pinKeyOf(inv), inv: inv, tab: tabPin{id: 7, owned: true, inv: inv}}
+
+	b.follow(browserbackend.Command{Method: wire.MethodCreateTab}, json.RawMessage(`{"tabId":9}`))
+	assert.Equal(t, browserbackend.Tab{ID: "9", Owned: true}, b.Tab())
+	b.follow(browserbackend.Command{Method: wire.MethodSelectTab, Params: json.RawMessage(`{"tabId":3}`)}, json.RawMessage(`{}`))
+	assert.Equal(t, browserbackend.Tab{ID: "3"}, b.Tab(), "a selected tab is not the conversation's own")
+	pin, ok := pins.get(pinKeyOf(inv))
+	require.True(t, ok)
+	assert.Equal(t, browserbackend.Tab{ID: "3"}, pin.tab(), "the next Build uses it")
+	b.follow(browserbackend.Command{Method: "Runtime.evaluate"}, json.RawMessage(`{"tabId":5}`))
+	assert.Equal(t, "3", b.Tab().ID, "other commands move nothing")
+}
