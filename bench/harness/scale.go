@@ -145,9 +145,20 @@ func evalValue(raw json.RawMessage) (string, bool) {
 
 // simAnswer answers like the reference extension's chrome.debugger would
 // for Runtime.evaluate of a string literal, with "@clientID" appended so the
-// caller can check which client ran the command.
+// caller can check which client ran the command, and answers the tab set-up
+// of a conversation's first command (Vellum.createTab, Vellum.attach, the
+// backend's Target.getTargetInfo) as the extension does.
 func simAnswer(clientID string) func(context.Context, string, json.RawMessage, string) (json.RawMessage, error) {
+	var tabs atomic.Int64
 	return func(_ context.Context, method string, params json.RawMessage, _ string) (json.RawMessage, error) {
+		switch method {
+		case "Vellum.createTab":
+			return json.RawMessage(fmt.Sprintf(`{"tabId":%d}`, tabs.Add(1))), nil
+		case "Vellum.attach":
+			return json.RawMessage(`{}`), nil
+		case "Target.getTargetInfo":
+			return json.RawMessage(`{"targetInfo":{"targetId":"T","type":"page","url":"about:blank"}}`), nil
+		}
 		var p struct {
 			Expression string `json:"expression"`
 		}
