@@ -135,7 +135,8 @@ func (t *tabPins) takeConversation(conversation string) []tabPin {
 // extension's own Vellum.* methods and commands that name a session pass
 // through as given. A caller that moves its commands itself (a successful
 // Vellum.createTab, selectTab or attach) moves the conversation's pin with
-// them, as the extension moves its sessionless commands.
+// them, as the extension moves its sessionless commands; closing the
+// conversation's tab unpins it.
 type tabBackend struct {
 	*ExtensionBackend
 	pins *tabPins
@@ -169,7 +170,7 @@ func (b *tabBackend) follow(cmd browserbackend.Command, res json.RawMessage) {
 	switch cmd.Method {
 	case wire.MethodCreateTab:
 		_ = json.Unmarshal(res, &given)
-	case wire.MethodSelectTab, wire.MethodAttach:
+	case wire.MethodSelectTab, wire.MethodAttach, wire.MethodCloseTab:
 		_ = json.Unmarshal(cmd.Params, &given)
 	}
 	if given.TabID == 0 {
@@ -177,16 +178,25 @@ func (b *tabBackend) follow(cmd browserbackend.Command, res json.RawMessage) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if given.TabID == b.tab.id {
-		return
+	switch {
+	case cmd.Method == wire.MethodCloseTab:
+		if given.TabID == b.tab.id {
+			// The caller closed the conversation's tab: its sessionless
+			// commands go where the extension sends them, and the
+			// conversation's next Build opens a new tab.
+			b.tab = tabPin{}
+			b.pins.del(b.key)
+		}
+	case given.TabID != b.tab.id:
+		b.tab = tabPin{id: given.TabID, owned: cmd.Method == wire.MethodCreateTab, inv: b.inv}
+		b.pins.set(b.key, b.tab)
 	}
-	b.tab = tabPin{id: given.TabID, owned: cmd.Method == wire.MethodCreateTab, inv: b.inv}
-	b.pins.set(b.key, b.tab)
 }
 
-// inTab names tabID as the session of a page command that names none.
+// inTab names tabID (when not "") as the session of a page command that
+// names none.
 func inTab(cmd browserbackend.Command, tabID string) browserbackend.Command {
-	if cmd.SessionID == "" && !wire.IsPseudoMethod(cmd.Method) {
+	if cmd.SessionID == "" && tabID != "" && !wire.IsPseudoMethod(cmd.Method) {
 		cmd.SessionID = tabID
 	}
 	return cmd
@@ -255,6 +265,9 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 }
 
 func (p tabPin) tab() browserbackend.Tab {
+	if p.id == 0 {
+		return browserbackend.Tab{}
+	}
 	return browserbackend.Tab{ID: strconv.Itoa(int(p.id)), Owned: p.owned}
 }
 

@@ -244,4 +244,9 @@ func TestTabBackendFollowsTheCallersOwnTabCommands(t *testing.T) {
 	assert.Equal(t, browserbackend.Tab{ID: "3"}, pin.tab(), "the next Build uses it")
 	b.follow(browserbackend.Command{Method: "Runtime.evaluate"}, json.RawMessage(`{"tabId":5}`))
 	assert.Equal(t, "3", b.Tab().ID, "other commands move nothing")
+	b.follow(browserbackend.Command{Method: wire.MethodCloseTab, Params: json.RawMessage(`{"tabId":3}`)}, json.RawMessage(`{}`))
+	assert.Empty(t, b.Tab().ID, "closing the conversation's tab unpins it")
+	_, ok = pins.get(pinKeyOf(inv))
+	assert.False(t, ok, "the next Build opens a new tab")
+	assert.Empty(t, inTab(browserbackend.Command{Method: "Runtime.evaluate"}, b.Tab().ID).SessionID)
 }

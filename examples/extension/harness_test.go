@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -672,9 +673,15 @@ func openPage(t testing.TB, c *browserbackend.Client, u string) tab {
 	t.Helper()
 	events, stop := c.Events("")
 	defer stop()
-	var created tab
-	send(t, c, "Vellum.createTab", map[string]any{"url": "about:blank"}, &created)
+	// The conversation's first command opens its tab (Vellum.createTab at
+	// the backend's Build).
 	send(t, c, "Page.enable", nil, nil)
+	cur, ok := c.Tab()
+	require.True(t, ok, "the extension backend reports the conversation's tab")
+	n, err := strconv.Atoi(cur.ID)
+	require.NoError(t, err)
+	var created tab
+	require.NoError(t, json.Unmarshal([]byte(strconv.Itoa(n)), &created.ID))
 	send(t, c, "Page.navigate", map[string]any{"url": u}, nil)
 	for navigated := false; ; {
 		select {

@@ -172,23 +172,27 @@ func TestRemote_TabsOfATaskCloseOrReturnOnDisconnectUserTabsSurviveAndNothingIsR
 	assert.False(t, rs.debugged(t, untouched))
 	var ws struct{ Closed, Returned int }
 	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.ownership"), &ws))
-	assert.Equal(t, 1, ws.Closed)
+	assert.Equal(t, 2, ws.Closed, "the tab each task's first command opened: remote-task's and remote-other's")
 	assert.Equal(t, 1, ws.Returned)
 
 	// Reconnected, the extension replays nothing and the returned tab is
 	// no longer the task's.
 	rs.workerEval(t, "vellumRemote.when('connects', 2)")
 	rs.waitExtension(t)
-	var before struct{ Requests, Duplicates int }
-	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.stats"), &before))
 	after := rs.taskClient(t, "remote-task")
+	_, err = trySend(after, "Vellum.listTabs", map[string]any{})
+	require.ErrorIs(t, err, &browserbackend.Error{Code: browserbackend.CodeTargetNotFound},
+		"the task's tab closed with the socket: its next call says so")
+	after = rs.taskClient(t, "remote-task") // the call after opens a new tab
 	_, err = onTab(after, borrowed, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
 	requireNotOwned(t, err, "a read of the returned tab")
+	var before struct{ Requests, Duplicates int }
+	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.stats"), &before))
 	cr := rs.run(t, "remote-task", "'fresh'")
 	assert.Equal(t, "fresh", evalValue(t, cr.Result))
 	var now struct{ Requests, Duplicates int }
 	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.stats"), &now))
-	assert.Equal(t, before.Requests+2, now.Requests, "only the two new commands ran")
+	assert.Equal(t, before.Requests+2, now.Requests, "only the new commands ran: the tab's Vellum.attach and the evaluate")
 	assert.Zero(t, now.Duplicates, "no request came twice")
 }
 

@@ -484,7 +484,7 @@ func TestRemote_ReconnectAfterAWorkerRestartReplaysNoCommand(t *testing.T) {
 	var stats struct{ Requests, Connects int }
 	require.NoError(t, json.Unmarshal(rs.workerEval(t, "vellumRemote.stats"), &stats))
 	assert.Equal(t, 1, stats.Connects)
-	assert.Equal(t, 1, stats.Requests, "the new socket carried only the new command")
+	assert.Equal(t, 3, stats.Requests, "the new socket carried only the new conversation's commands: its tab (Vellum.createTab, Vellum.attach) and the evaluate")
 }
 
 func mustBool(t *testing.T, raw json.RawMessage) bool {

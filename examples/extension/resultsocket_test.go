@@ -43,7 +43,6 @@ func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
 
 	s.drainIDs()
 	base := s.relayStats(t).Results
-	var tabs struct{ Tabs []tab }
 	send(t, c, "Vellum.listTabs", nil, &tabs)
 	id := s.nextID(t)
 	posts := s.waitPosts(t, id, 1)
@@ -70,10 +69,11 @@ func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {
 	waitClosed(t, tried, "the extension to try the result socket")
 	c := s.rt.Selector.Client(s.invocation("conv-nosocket"))
 	defer c.Close()
+	var tabs struct{ Tabs []tab }
+	send(t, c, "Vellum.listTabs", nil, &tabs) // the conversation's tab is opened first
 
 	s.drainIDs()
 	base := s.relayStats(t).Results
-	var tabs struct{ Tabs []tab }
 	send(t, c, "Vellum.listTabs", nil, &tabs)
 	id := s.nextID(t)
 	posts := s.waitPosts(t, id, 1)
@@ -86,5 +86,5 @@ func TestExtensionFallsBackToPostWhenTheServerHasNoResultSocket(t *testing.T) {
 	st := s.relayStats(t)
 	assert.Zero(t, st.SocketReady)
 	assert.Zero(t, st.ResultsOverSocket)
-	assert.Equal(t, 2, st.ResultsOverFetch)
+	assert.Equal(t, base+2, st.ResultsOverFetch)
 }
