@@ -40,6 +40,8 @@ func TestExtensionSendsResultsOverTheResultSocketOnceItIsReady(t *testing.T) {
 	s.workerEval(t, "vellum.whenResultSocket(1)")
 	c := s.rt.Selector.Client(s.invocation("conv-socket"))
 	defer c.Close()
+	var tabs struct{ Tabs []tab }
+	send(t, c, "Vellum.listTabs", nil, &tabs) // the conversation's tab is opened first
 
 	s.drainIDs()
 	base := s.relayStats(t).Results
