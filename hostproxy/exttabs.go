@@ -212,9 +212,9 @@ func (b *tabBackend) Tab() browserbackend.Tab {
 // pinTab resolves the tab inv asks for on b (see browserbackend.TabRequest):
 // the pinned tab, attached again; a new tab (Vellum.createTab, active, so that
 // it renders; the tab it replaces is closed when the conversation opened it);
-// the user's active tab; or the pinned tab by id. A pinned tab the user
-// closed fails with target_not_found (no failover) and is forgotten, so the
-// next call opens a new one.
+// the user's active tab; or the pinned tab by id. A pinned tab that is gone
+// is replaced by a new tab of the conversation's own (by id it is
+// target_not_found, no failover).
 func (t *tabPins) pinTab(ctx context.Context, b *ExtensionBackend, inv browserbackend.Invocation) (*tabBackend, error) {
 	pin, err := t.resolve(ctx, b, b.s.p.log, inv)
 	if err != nil {
@@ -239,10 +239,17 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 			return tabPin{}, notConversationTab(inv.Tab.ID)
 		}
 		if had {
-			if err := tabs.Attach(ctx, b, prev.id); err != nil {
+			err := tabs.Attach(ctx, b, prev.id)
+			if err == nil {
+				return prev, nil
+			}
+			if !tabGone(err) || inv.Tab.Want == browserbackend.TabByID {
 				return tabPin{}, t.attachFailed(key, prev, err)
 			}
-			return prev, nil
+			// Closed by the user or with the browser: the conversation
+			// gets a new tab of its own.
+			t.del(key)
+			had = false
 		}
 		next, err = openTab(ctx, b, log)
 	case browserbackend.TabActive:

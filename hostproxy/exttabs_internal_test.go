@@ -144,21 +144,21 @@ func TestExtensionTabsFollowTheInvocationsTabRequest(t *testing.T) {
 	assert.Equal(t, browserbackend.Tab{ID: strconv.Itoa(f.active)}, adopted, "the user's active tab, not owned")
 }
 
-func TestExtensionTabClosedByTheUserIsTargetNotFoundOnce(t *testing.T) {
+func TestExtensionTabClosedByTheUserIsReplaced(t *testing.T) {
 	f := newFakeExtension(1)
 	pins := newTabPins(0)
 	tab, err := resolveTab(t, pins, f, "a", browserbackend.TabRequest{})
 	require.NoError(t, err)
 	f.closeByUser(tab.ID)
 
-	_, err = resolveTab(t, pins, f, "a", browserbackend.TabRequest{})
+	_, err = resolveTab(t, pins, f, "a", browserbackend.TabRequest{Want: browserbackend.TabByID, ID: tab.ID})
 	var e *browserbackend.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, browserbackend.CodeTargetNotFound, e.Code)
-	assert.Equal(t, browserbackend.ClassProtocol, e.Class, "never failover material: another browser would act instead")
+	assert.Equal(t, browserbackend.CodeTargetNotFound, e.Code, "a gone tab asked for by id")
 	next, err := resolveTab(t, pins, f, "a", browserbackend.TabRequest{})
 	require.NoError(t, err)
-	assert.NotEqual(t, tab.ID, next.ID, "the call after opens a new tab")
+	assert.NotEqual(t, tab.ID, next.ID, "the conversation gets a new tab")
+	assert.True(t, next.Owned)
 }
 
 func TestExtensionConcurrentFirstCallsOpenOneTab(t *testing.T) {
