@@ -203,7 +203,7 @@ func MeasureGuardCost(ctx context.Context, w *World, rounds, warmup int) ([]Guar
 			r := rows[k]
 			cctx, cancel := context.WithTimeout(r.ctx, stepTimeout)
 			t0 := time.Now()
-			_, err := r.tl.Extract(cctx, r.inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}})
+			_, err := r.tl.Read().Extract(cctx, r.inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}})
 			d := time.Since(t0)
 			cancel()
 			if err != nil {

@@ -134,11 +134,11 @@ func MeasureToolCall(ctx context.Context, fix *Fixtures, rounds, warmup int) (*T
 			return err
 		})
 		add(ToolPathTool, func(ctx context.Context) error {
-			_, err := sharedTools.Extract(ctx, inv("bench-tool"), tools.ExtractInput{})
+			_, err := sharedTools.Read().Extract(ctx, inv("bench-tool"), tools.ExtractInput{})
 			return err
 		})
 		add(ToolPathRedial, func(ctx context.Context) error {
-			_, err := redialTools.Extract(ctx, inv("bench-redial"), tools.ExtractInput{})
+			_, err := redialTools.Read().Extract(ctx, inv("bench-redial"), tools.ExtractInput{})
 			return err
 		})
 	}

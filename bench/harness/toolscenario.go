@@ -130,7 +130,7 @@ func toolScenario(ctx context.Context, tl *tools.Tools, inv bb.Invocation, fix *
 	}
 	var snap tools.SnapshotResult
 	snapshot := func(c context.Context) (err error) {
-		snap, err = tl.Snapshot(c, inv, tools.SnapshotInput{})
+		snap, err = tl.Read().Snapshot(c, inv, tools.SnapshotInput{})
 		return err
 	}
 	ref := func(role, name string) (string, error) {
@@ -160,22 +160,22 @@ func toolScenario(ctx context.Context, tl *tools.Tools, inv bb.Invocation, fix *
 		f    func(context.Context) error
 	}{
 		{StepType, func(c context.Context) error {
-			_, err := tl.Type(c, inv, tools.TypeInput{Target: tools.Target{Ref: field}, Text: FormText})
+			_, err := tl.Act().Type(c, inv, tools.TypeInput{Target: tools.Target{Ref: field}, Text: FormText})
 			return err
 		}},
 		{StepClick, func(c context.Context) error {
-			_, err := tl.Click(c, inv, tools.ElementInput{Target: tools.Target{Ref: button}})
+			_, err := tl.Act().Click(c, inv, tools.ElementInput{Target: tools.Target{Ref: button}})
 			return err
 		}},
 		{StepExtract, func(c context.Context) error {
-			res, err := tl.Extract(c, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
+			res, err := tl.Read().Extract(c, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
 			if err == nil && !strings.Contains(res.Text, FormResult) {
 				err = fmt.Errorf("the page shows %q, not %q", res.Text, FormResult)
 			}
 			return err
 		}},
 		{StepScreenshot, func(c context.Context) error {
-			_, err := tl.Screenshot(c, inv, tools.ScreenshotInput{})
+			_, err := tl.Read().Screenshot(c, inv, tools.ScreenshotInput{})
 			return err
 		}},
 	}

@@ -51,14 +51,14 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 			b.Run("extract", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := tl.Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
+					if _, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("snapshot", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{}); err != nil {
+					if _, err := tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -100,7 +100,7 @@ func BenchmarkGuardCost(b *testing.B) {
 			}{{"no-policy", context.Background()}, {"policy", guard.NewContext(context.Background(), g)}} {
 				b.Run(c.name, func(b *testing.B) {
 					for b.Loop() {
-						if _, err := tl.Extract(c.ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
+						if _, err := tl.Read().Extract(c.ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -146,7 +146,7 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 			}
 		},
 		func() {
-			if _, err := tl.Extract(ctx, inv, tools.ExtractInput{}); err != nil {
+			if _, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{}); err != nil {
 				b.Fatal(err)
 			}
 		},

@@ -309,7 +309,7 @@ func TestCDPInspectDetach_TheNextCallOpensANewTab(t *testing.T) {
 	require.NotEmpty(t, fresh)
 	assert.NotEqual(t, old, fresh, "after Detach the conversation works in a new tab")
 	assert.Equal(t, first, raw.urls()[old], "the detached tab stays open, untouched")
-	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	snap, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	assert.Equal(t, second, snap.URL, "later calls stay in the new tab")
 }
@@ -346,7 +346,7 @@ func TestCDPInspectThreeUserTabs_TwoConversationsStayInTheirOwnTabs(t *testing.T
 		closed := tabOf["A"]
 		raw.call("Target.closeTarget", map[string]any{"targetId": closed}, "")
 		raw.waitDestroyed(closed)
-		_, err := tl.Snapshot(stepCtx(t), convs[0], tools.SnapshotInput{})
+		_, err := tl.Read().Snapshot(stepCtx(t), convs[0], tools.SnapshotInput{})
 		require.Error(t, err)
 		var be *browserbackend.Error
 		require.True(t, errors.As(err, &be), "a backend error: %v", err)
@@ -384,7 +384,7 @@ func TestCDPInspectThreeUserTabs_TwoConversationsStayInTheirOwnTabs(t *testing.T
 		res, err := tl.Attach(stepCtx(t), inv, tools.AttachInput{UseActiveTab: true})
 		require.NoError(t, err)
 		assert.True(t, strings.Contains(res.URL, "/user?n="), "C adopted a user tab, not an agent's: %s", res.URL)
-		snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+		snap, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 		require.NoError(t, err)
 		assert.Equal(t, res.URL, snap.URL, "C stays in the tab it adopted")
 		_, err = tl.Close(stepCtx(t), inv, tools.ReleaseInput{})
@@ -452,12 +452,12 @@ func alternateInOwnTabs(t *testing.T, tl *tools.Tools, raw *rawCDP, site string,
 				assert.NotContains(t, userURLs, tabOf[owner], "step %d: %s works in a tab of its own", step, owner)
 			}
 		case "snapshot":
-			res, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+			res, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 			require.NoError(t, err, "step %d: %s snapshots", step, owner)
 			assert.Equal(t, lastURL[owner], res.URL, "step %d: %s's snapshot reads its own page", step, owner)
 			assert.Contains(t, res.Text, "owner "+owner, "step %d", step)
 		case "click":
-			_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
+			_, err := tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
 			require.NoError(t, err, "step %d: %s clicks", step, owner)
 			assert.Equal(t, "pressed by "+owner, raw.eval(tabOf[owner], `document.getElementById('out').textContent`),
 				"step %d: the click landed in %s's tab", step, owner)
@@ -512,7 +512,7 @@ func TestHostBridgeThreeUserTabs_TwoConversationsStayInTheirOwnTabs(t *testing.T
 	closed := tabOf["A"]
 	raw.call("Target.closeTarget", map[string]any{"targetId": closed}, "")
 	raw.waitDestroyed(closed)
-	_, err := tl.Snapshot(stepCtx(t), convs[0], tools.SnapshotInput{})
+	_, err := tl.Read().Snapshot(stepCtx(t), convs[0], tools.SnapshotInput{})
 	require.Error(t, err)
 	var be *browserbackend.Error
 	require.True(t, errors.As(err, &be), "a backend error: %v", err)

@@ -35,11 +35,11 @@ func TestConcurrentConversationsOnLocalKeepTheirOwnPages(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			if _, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{}); err != nil {
+			if _, err := tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{}); err != nil {
 				errs[i] = err
 				return
 			}
-			ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+			ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{})
 			errs[i], texts[i] = err, ex.Text
 		}()
 	}
@@ -83,7 +83,7 @@ func readOwnPages(t *testing.T, tl *tools.Tools, s *site, n int) {
 				errs[i] = err
 				return
 			}
-			ex, err := tl.Extract(ctx, inv, tools.ExtractInput{TimeoutMs: guard})
+			ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{TimeoutMs: guard})
 			errs[i], texts[i] = err, ex.Text
 		}()
 	}

@@ -18,7 +18,7 @@ import (
 // answers the links script, declared as the local kind (its modes and
 // aliases); a real application passes the reference providers (hostproxy,
 // cdpinspect, local).
-func ExampleTools_Links() {
+func ExampleReadTools_Links() {
 	page := browserbackendtest.JSON(map[string]any{"result": map[string]any{"type": "object", "value": map[string]any{
 		"url":   "http://127.0.0.1:8080/",
 		"links": []map[string]string{{"href": "http://127.0.0.1:8080/docs", "text": "Docs"}},
@@ -31,7 +31,7 @@ func ExampleTools_Links() {
 	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
 	inv := browserbackend.Invocation{ConversationID: "conv-1", InterfaceID: "cli"}
 
-	res, err := tl.Links(context.Background(), inv, tools.LinksInput{Contains: "docs", BrowserMode: "Playwright"})
+	res, err := tl.Read().Links(context.Background(), inv, tools.LinksInput{Contains: "docs", BrowserMode: "Playwright"})
 	if err != nil {
 		fmt.Println("error:", err)
 		return
@@ -39,7 +39,7 @@ func ExampleTools_Links() {
 	fmt.Println(res.Backend, res.Total, res.Links[0].Href, res.Links[0].Text)
 
 	// An unknown browser_mode is refused before anything is sent.
-	_, err = tl.Links(context.Background(), inv, tools.LinksInput{BrowserMode: "chrome"})
+	_, err = tl.Read().Links(context.Background(), inv, tools.LinksInput{BrowserMode: "chrome"})
 	fmt.Println(errors.Is(err, tools.ErrInvalidMode), prov.Builds())
 	// Output:
 	// local 1 http://127.0.0.1:8080/docs Docs

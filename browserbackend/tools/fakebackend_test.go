@@ -188,7 +188,7 @@ func TestScreenshotEncodesForSpeedUnlessCompact(t *testing.T) {
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
 		inv := browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}
-		_, _ = tl.Screenshot(context.Background(), inv, tools.ScreenshotInput{Compact: compact})
+		_, _ = tl.Read().Screenshot(context.Background(), inv, tools.ScreenshotInput{Compact: compact})
 		var sent []string
 		for _, b := range prov.Backends() {
 			for _, cmd := range b.Calls() {

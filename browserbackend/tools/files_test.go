@@ -23,7 +23,7 @@ import (
 
 func TestScreenshotAsFileWithoutACatalogueIsNotConfigured(t *testing.T) {
 	tl, provs := fakeChain()
-	_, err := tl.Screenshot(t.Context(), browserbackend.Invocation{ConversationID: "c"}, tools.ScreenshotInput{AsFile: true})
+	_, err := tl.Read().Screenshot(t.Context(), browserbackend.Invocation{ConversationID: "c"}, tools.ScreenshotInput{AsFile: true})
 	require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
 	require.ErrorIs(t, err, &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "as_file"})
 	for _, p := range provs {
@@ -61,7 +61,7 @@ func TestScreenshotAsFileServesTheBytesThroughASignedLink(t *testing.T) {
 	ctx := stepCtx(t)
 	_, err = tl.Navigate(ctx, inv, tools.NavigateInput{URL: s.url("/form")})
 	require.NoError(t, err)
-	shot, err := tl.Screenshot(ctx, inv, tools.ScreenshotInput{AsFile: true})
+	shot, err := tl.Read().Screenshot(ctx, inv, tools.ScreenshotInput{AsFile: true})
 	require.NoError(t, err)
 	require.NotNil(t, shot.File)
 	assert.Equal(t, shot.SHA256, shot.File.SHA256)

@@ -157,7 +157,7 @@ const hostRules = "--host-resolver-rules=MAP allowed.test 127.0.0.1, MAP blocked
 // pageURL reads the conversation page's URL with a guarded tool (about:blank
 // passes the guard).
 func pageURL(t *testing.T, ctx context.Context, tl *tools.Tools, inv browserbackend.Invocation) string {
-	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{MaxChars: 100})
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{MaxChars: 100})
 	require.NoError(t, err)
 	return ex.URL
 }
@@ -203,21 +203,21 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			open()
-			_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: c.id}})
+			_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: c.id}})
 			assertForbidden(t, err, gs.blocked+c.path)
 			assert.Equal(t, "about:blank", pageURL(t, ctx, tl, inv), "parked")
 		})
 	}
 	t.Run("allowed link", func(t *testing.T) {
 		open()
-		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#ok"}})
+		_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#ok"}})
 		require.NoError(t, err)
 		assert.Equal(t, gs.allowed+"/page?again", pageURL(t, ctx, tl, inv))
 	})
 	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request")
 	t.Run("window.open", func(t *testing.T) {
 		open()
-		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
+		_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
 		assertForbidden(t, err, gs.blocked+"/popup")
 		if !pc.held {
 			t.Logf("blocked server requests after window.open: %d", gs.blockedHits.Load())
@@ -237,7 +237,7 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 	}
 	t.Run("target=_blank link", func(t *testing.T) {
 		open()
-		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#blank"}})
+		_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#blank"}})
 		assertForbidden(t, err, gs.blocked+"/blank")
 		if pc.user != nil {
 			pc.user.waitPopupsGone(gs.allowed + "/page")
@@ -357,7 +357,7 @@ func TestWriteAndCredentialGuardsOnLocal(t *testing.T) {
 	require.NoError(t, err)
 
 	click := func(ctx context.Context, sel string) error {
-		_, err := tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: sel}})
+		_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: sel}})
 		return err
 	}
 	for _, id := range []string{"#buy", "#delete", "#send", "#confirm", "#save"} {
@@ -365,38 +365,38 @@ func TestWriteAndCredentialGuardsOnLocal(t *testing.T) {
 		require.ErrorIs(t, err, tools.ErrForbidden, id)
 		require.ErrorIs(t, err, &guard.Error{Code: guard.CodeForbidden, Param: "allow_writes"}, id)
 	}
-	_, err = tl.PressKey(ctx, inv, tools.PressKeyInput{Key: "Enter", Target: tools.Target{Selector: "#name"}})
+	_, err = tl.Act().PressKey(ctx, inv, tools.PressKeyInput{Key: "Enter", Target: tools.Target{Selector: "#name"}})
 	require.ErrorIs(t, err, tools.ErrForbidden, "Enter in a non-search form submits it")
-	_, err = tl.Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada", Submit: true})
+	_, err = tl.Act().Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada", Submit: true})
 	require.ErrorIs(t, err, tools.ErrForbidden, "type with submit")
-	_, err = tl.Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada"})
+	_, err = tl.Act().Type(ctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#name"}, Text: "Ada"})
 	require.NoError(t, err, "typing without submitting is not a write")
 	require.NoError(t, click(ctx, "#more"), "a button that only shows more")
-	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{})
 	require.NoError(t, err, "reading is always allowed")
 	assert.Contains(t, ex.Text, "more shown")
 	assert.NotContains(t, ex.Text, "sent", "the refused click did not run")
-	_, err = tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	_, err = tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 
 	// GRD-5, whatever allow_writes says.
 	wctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
-	_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#secret"}, Text: "hunter2"})
+	_, err = tl.Act().Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#secret"}, Text: "hunter2"})
 	require.ErrorIs(t, err, tools.ErrValidationFailed, "a password field")
 	require.ErrorIs(t, err, &guard.Error{Code: guard.CodeValidationFailed, Param: "target"})
 	for _, secret := range []string{"AKIAIOSFODNN7EXAMPLE", "sk-abcdefghijklmnopqrstuvwxyz012345",
 		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 		"-----BEGIN PRIVATE KEY-----\nMIIEvQ"} {
-		_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: secret})
+		_, err = tl.Act().Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: secret})
 		require.ErrorIs(t, err, tools.ErrValidationFailed)
 		assert.NotContains(t, err.Error(), secret[:12], "the error does not quote the text")
 	}
-	_, err = tl.Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: "ordinary text"})
+	_, err = tl.Act().Type(wctx, inv, tools.TypeInput{Target: tools.Target{Selector: "#plain"}, Text: "ordinary text"})
 	require.NoError(t, err)
 
 	// allow_writes lifts GRD-4.
 	require.NoError(t, click(wctx, "#send"))
-	ex, err = tl.Extract(wctx, inv, tools.ExtractInput{})
+	ex, err = tl.Read().Extract(wctx, inv, tools.ExtractInput{})
 	require.NoError(t, err)
 	assert.Contains(t, ex.Text, "sent")
 }
@@ -446,10 +446,10 @@ func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, filled.Filled)
 	record(filled, err)
-	snap, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	snap, err := tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	record(snap, err)
-	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{})
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{})
 	require.NoError(t, err)
 	record(ex, err)
 

@@ -48,11 +48,11 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 
 	_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: site + "/form?owner=K"})
 	require.NoError(t, err)
-	_, err = tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	_, err = tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{})
 	require.NoError(t, err)
-	_, err = tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
+	_, err = tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#press"}})
 	require.NoError(t, err)
-	ex, err := tl.Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
 	require.NoError(t, err)
 	assert.Equal(t, "pressed by K", ex.Text, "the calls acted in one page")
 	assert.EqualValues(t, 1, prov.builds.Load(), "four calls, one backend")
@@ -67,7 +67,7 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 	require.NotEmpty(t, tab)
 	raw.call("Target.closeTarget", map[string]any{"targetId": tab}, "")
 	raw.waitDestroyed(tab)
-	_, err = tl.Extract(ctx, inv, tools.ExtractInput{})
+	_, err = tl.Read().Extract(ctx, inv, tools.ExtractInput{})
 	require.Error(t, err, "the tab is gone")
 	for range 2 { // the provider reports the closed tab once, then opens a new one
 		if _, err = tl.Navigate(ctx, inv, tools.NavigateInput{URL: site + "/form?owner=L"}); err == nil {
@@ -77,7 +77,7 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 	require.NoError(t, err)
 	builds := prov.builds.Load()
 	assert.Greater(t, builds, int32(1), "the broken Client was dropped")
-	_, err = tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	_, err = tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	assert.Equal(t, builds, prov.builds.Load(), "and the new one is kept")
 
@@ -88,7 +88,7 @@ func TestKeepClientsReusesOneBackendPerConversation(t *testing.T) {
 	assert.Equal(t, builds+1, prov.builds.Load(), "Close dropped the kept Client")
 
 	tl.Shutdown()
-	_, err = tl.Snapshot(ctx, inv, tools.SnapshotInput{})
+	_, err = tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	assert.Equal(t, builds+2, prov.builds.Load(), "after Shutdown every call has its own Client")
 }

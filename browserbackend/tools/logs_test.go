@@ -27,11 +27,11 @@ func TestTypedTextNeverReachesTheLogs(t *testing.T) {
 	const secret = "hunter2-correct-horse"
 	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: s.url("/form")})
 	require.NoError(t, err)
-	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret})
+	_, err = tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret})
 	require.NoError(t, err)
-	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret, Slowly: true, Clear: true})
+	_, err = tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#q"}, Text: secret, Slowly: true, Clear: true})
 	require.NoError(t, err)
-	_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#nope"}, Text: secret})
+	_, err = tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#nope"}, Text: secret})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secret, "nor in errors")
 

@@ -19,17 +19,17 @@ func everyTool(tl *tools.Tools, inv browserbackend.Invocation, mode string) map[
 	tgt := tools.Target{Selector: "#q"}
 	errs := map[string]error{}
 	_, errs["navigate"] = tl.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: mode, URL: "http://127.0.0.1:1/"})
-	_, errs["snapshot"] = tl.Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: mode})
-	_, errs["screenshot"] = tl.Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: mode})
-	_, errs["click"] = tl.Click(ctx, inv, tools.ElementInput{BrowserMode: mode, Target: tgt})
-	_, errs["hover"] = tl.Hover(ctx, inv, tools.ElementInput{BrowserMode: mode, Target: tgt})
-	_, errs["type"] = tl.Type(ctx, inv, tools.TypeInput{BrowserMode: mode, Target: tgt, Text: "x"})
-	_, errs["press_key"] = tl.PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: mode, Key: "Enter"})
-	_, errs["scroll"] = tl.Scroll(ctx, inv, tools.ScrollInput{BrowserMode: mode})
-	_, errs["select_option"] = tl.SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: mode, Target: tgt, Values: []string{"a"}})
-	_, errs["wait_for"] = tl.WaitFor(ctx, inv, tools.WaitForInput{BrowserMode: mode, Text: "x"})
-	_, errs["extract"] = tl.Extract(ctx, inv, tools.ExtractInput{BrowserMode: mode})
-	_, errs["links"] = tl.Links(ctx, inv, tools.LinksInput{BrowserMode: mode})
+	_, errs["snapshot"] = tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: mode})
+	_, errs["screenshot"] = tl.Read().Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: mode})
+	_, errs["click"] = tl.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: mode, Target: tgt})
+	_, errs["hover"] = tl.Act().Hover(ctx, inv, tools.ElementInput{BrowserMode: mode, Target: tgt})
+	_, errs["type"] = tl.Act().Type(ctx, inv, tools.TypeInput{BrowserMode: mode, Target: tgt, Text: "x"})
+	_, errs["press_key"] = tl.Act().PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: mode, Key: "Enter"})
+	_, errs["scroll"] = tl.Act().Scroll(ctx, inv, tools.ScrollInput{BrowserMode: mode})
+	_, errs["select_option"] = tl.Act().SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: mode, Target: tgt, Values: []string{"a"}})
+	_, errs["wait_for"] = tl.Read().WaitFor(ctx, inv, tools.WaitForInput{BrowserMode: mode, Text: "x"})
+	_, errs["extract"] = tl.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: mode})
+	_, errs["links"] = tl.Read().Links(ctx, inv, tools.LinksInput{BrowserMode: mode})
 	_, errs["attach"] = tl.Attach(ctx, inv, tools.AttachInput{BrowserMode: mode})
 	_, errs["detach"] = tl.Detach(ctx, inv, tools.ReleaseInput{BrowserMode: mode})
 	_, errs["close"] = tl.Close(ctx, inv, tools.ReleaseInput{BrowserMode: mode})
@@ -82,7 +82,7 @@ func TestInvalidBrowserModeIsRejectedBeforeAnyCDPCommand(t *testing.T) {
 func TestInvocationModeIsValidatedWhenInputHasNone(t *testing.T) {
 	tl, provs := fakeChain()
 	inv := browserbackend.Invocation{ConversationID: "c1", Mode: "nonsense"}
-	_, err := tl.Extract(context.Background(), inv, tools.ExtractInput{})
+	_, err := tl.Read().Extract(context.Background(), inv, tools.ExtractInput{})
 	assert.ErrorIs(t, err, tools.ErrInvalidMode)
 	for _, p := range provs {
 		assert.Zero(t, p.Builds())
@@ -95,7 +95,7 @@ func TestAliasesAndCaseSelectThePinnedBackend(t *testing.T) {
 		"LOCAL": browserbackend.KindLocal, "cdp-inspect": browserbackend.KindCDPInspect,
 	} {
 		tl, _ := fakeChain()
-		res, err := tl.Links(context.Background(), browserbackend.Invocation{ConversationID: "c"},
+		res, err := tl.Read().Links(context.Background(), browserbackend.Invocation{ConversationID: "c"},
 			tools.LinksInput{BrowserMode: mode})
 		require.NoError(t, err, mode)
 		assert.Equal(t, want, res.Backend, mode)
@@ -110,16 +110,16 @@ func TestBadInputIsRejectedBeforeAnyCDPCommand(t *testing.T) {
 	checks := map[string]error{}
 	_, checks["navigate without url"] = tl.Navigate(ctx, inv, tools.NavigateInput{})
 	_, checks["navigate javascript:"] = tl.Navigate(ctx, inv, tools.NavigateInput{URL: "javascript:alert(1)"})
-	_, checks["click without target"] = tl.Click(ctx, inv, tools.ElementInput{})
-	_, checks["click bad ref"] = tl.Click(ctx, inv, tools.ElementInput{Target: tools.Target{Ref: "button"}})
-	_, checks["press unknown key"] = tl.PressKey(ctx, inv, tools.PressKeyInput{Key: "Hyper+Q"})
-	_, checks["links limit too big"] = tl.Links(ctx, inv, tools.LinksInput{Limit: tools.MaxLinksLimit + 1})
-	_, checks["links negative limit"] = tl.Links(ctx, inv, tools.LinksInput{Limit: -1})
-	_, checks["wait for two things"] = tl.WaitFor(ctx, inv, tools.WaitForInput{Text: "a", Selector: "b"})
-	_, checks["wait for nothing"] = tl.WaitFor(ctx, inv, tools.WaitForInput{})
-	_, checks["select without values"] = tl.SelectOption(ctx, inv, tools.SelectOptionInput{Target: tools.Target{Selector: "s"}})
-	_, checks["negative timeout"] = tl.Extract(ctx, inv, tools.ExtractInput{TimeoutMs: -5})
-	_, checks["screenshot width only"] = tl.Screenshot(ctx, inv, tools.ScreenshotInput{Width: 10})
+	_, checks["click without target"] = tl.Act().Click(ctx, inv, tools.ElementInput{})
+	_, checks["click bad ref"] = tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Ref: "button"}})
+	_, checks["press unknown key"] = tl.Act().PressKey(ctx, inv, tools.PressKeyInput{Key: "Hyper+Q"})
+	_, checks["links limit too big"] = tl.Read().Links(ctx, inv, tools.LinksInput{Limit: tools.MaxLinksLimit + 1})
+	_, checks["links negative limit"] = tl.Read().Links(ctx, inv, tools.LinksInput{Limit: -1})
+	_, checks["wait for two things"] = tl.Read().WaitFor(ctx, inv, tools.WaitForInput{Text: "a", Selector: "b"})
+	_, checks["wait for nothing"] = tl.Read().WaitFor(ctx, inv, tools.WaitForInput{})
+	_, checks["select without values"] = tl.Act().SelectOption(ctx, inv, tools.SelectOptionInput{Target: tools.Target{Selector: "s"}})
+	_, checks["negative timeout"] = tl.Read().Extract(ctx, inv, tools.ExtractInput{TimeoutMs: -5})
+	_, checks["screenshot width only"] = tl.Read().Screenshot(ctx, inv, tools.ScreenshotInput{Width: 10})
 	for name, err := range checks {
 		assert.ErrorIs(t, err, tools.ErrInvalidInput, name)
 	}

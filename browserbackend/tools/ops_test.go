@@ -55,16 +55,16 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 
 	t.Run("large page: snapshot and extract are bounded, screenshot stays a file", func(t *testing.T) {
 		nav(t, "/large")
-		snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{MaxNodes: 100})
+		snap, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{MaxNodes: 100})
 		require.NoError(t, err)
 		assert.Len(t, snap.Nodes, 100)
 		assert.True(t, snap.Truncated)
-		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{MaxChars: 1000})
+		ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{MaxChars: 1000})
 		require.NoError(t, err)
 		assert.Len(t, ex.Text, 1000)
 		assert.True(t, ex.Truncated)
 		assert.Greater(t, ex.Length, 100_000)
-		shot, err := tl.Screenshot(stepCtx(t), inv, tools.ScreenshotInput{FullPage: true})
+		shot, err := tl.Read().Screenshot(stepCtx(t), inv, tools.ScreenshotInput{FullPage: true})
 		require.NoError(t, err)
 		assert.Equal(t, tools.MaxFullPageHeight, shot.Height, "a very long page is cut")
 		assert.True(t, shot.Clipped)
@@ -76,43 +76,43 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 
 	t.Run("element errors are typed", func(t *testing.T) {
 		nav(t, "/widgets")
-		h, err := tl.Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#doomed"}})
+		h, err := tl.Act().Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#doomed"}})
 		require.NoError(t, err)
 		require.NotEmpty(t, h.Ref)
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#remove"}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#remove"}})
 		require.NoError(t, err)
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: h.Ref}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: h.Ref}})
 		assert.ErrorIs(t, err, tools.ErrNotFound, "a ref whose node was removed")
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#nope"}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#nope"}})
 		assert.ErrorIs(t, err, tools.ErrNotFound)
 		var te *tools.Error
 		require.ErrorAs(t, err, &te)
 		assert.Equal(t, browserbackend.KindCDPInspect, te.Backend, "the error names the backend that served the call")
 		assert.Equal(t, "click", te.Op)
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: "e99999999"}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: "e99999999"}})
 		assert.ErrorIs(t, err, tools.ErrNotFound)
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "##"}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "##"}})
 		assert.ErrorIs(t, err, tools.ErrInvalidInput, "a malformed selector")
 	})
 
 	t.Run("hover, press key, scroll", func(t *testing.T) {
 		nav(t, "/widgets")
-		_, err := tl.Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#hover"}})
+		_, err := tl.Act().Hover(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#hover"}})
 		require.NoError(t, err)
-		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{Target: tools.Target{Selector: "#hover"}})
+		ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{Target: tools.Target{Selector: "#hover"}})
 		require.NoError(t, err)
 		assert.Equal(t, "hovered", ex.Text)
 
 		for _, k := range []string{"a", "Shift+B", "c", "Backspace"} {
-			_, err = tl.PressKey(stepCtx(t), inv, tools.PressKeyInput{Key: k, Target: tools.Target{Selector: "#k"}})
+			_, err = tl.Act().PressKey(stepCtx(t), inv, tools.PressKeyInput{Key: k, Target: tools.Target{Selector: "#k"}})
 			require.NoError(t, err, k)
 		}
-		_, err = tl.Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#k"}, Text: "yz", Slowly: true})
+		_, err = tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Selector: "#k"}, Text: "yz", Slowly: true})
 		require.NoError(t, err)
-		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#k[data-x], input#k`})
+		_, err = tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#k[data-x], input#k`})
 		require.NoError(t, err)
 		var val struct{ Value string }
-		snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+		snap, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 		require.NoError(t, err)
 		for _, n := range snap.Nodes {
 			if n.Role == "textbox" {
@@ -121,17 +121,17 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 		}
 		assert.Equal(t, "aByz", val.Value, "keys typed into the focused field")
 
-		_, err = tl.Scroll(stepCtx(t), inv, tools.ScrollInput{DeltaY: 800})
+		_, err = tl.Act().Scroll(stepCtx(t), inv, tools.ScrollInput{DeltaY: 800})
 		require.NoError(t, err)
-		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#hover[data-scrolled="1"]`})
+		_, err = tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: `#hover[data-scrolled="1"]`})
 		require.NoError(t, err, "the page saw the wheel scroll")
 	})
 
 	t.Run("wait for a selector that appears later, and for a navigation", func(t *testing.T) {
 		nav(t, "/widgets")
-		_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#later"}})
+		_, err := tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#later"}})
 		require.NoError(t, err)
-		ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+		ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{})
 		require.NoError(t, err)
 		require.NotContains(t, ex.Text, "arrived late", "held back by the gate")
 		type res struct {
@@ -140,7 +140,7 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 		}
 		got := make(chan res, 1)
 		go func() {
-			r, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: "#late"})
+			r, err := tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{Selector: "#late"})
 			got <- res{r, err}
 		}()
 		close(s.gate)
@@ -148,12 +148,12 @@ func TestOperationsOnOneBrowser(t *testing.T) {
 		require.NoError(t, w.err)
 		assert.Equal(t, "selector", w.r.Matched)
 
-		_, err = tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{Text: "never on this page", TimeoutMs: 200})
+		_, err = tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{Text: "never on this page", TimeoutMs: 200})
 		assert.ErrorIs(t, err, tools.ErrTimeout)
 
-		_, err = tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#go"}})
+		_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Selector: "#go"}})
 		require.NoError(t, err)
-		w2, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/item/7"})
+		w2, err := tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/item/7"})
 		require.NoError(t, err)
 		assert.Equal(t, s.url("/item/7"), w2.URL)
 	})
@@ -175,10 +175,10 @@ func TestWaitForURLOfACommittedPageEndsOnItsLoad(t *testing.T) {
 	}
 	got := make(chan res, 1)
 	go func() {
-		r, err := tl.WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/held"})
+		r, err := tl.Read().WaitFor(stepCtx(t), inv, tools.WaitForInput{URLContains: "/held"})
 		got <- res{r, err}
 	}()
-	ex, err := tl.Extract(stepCtx(t), inv, tools.ExtractInput{})
+	ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{})
 	require.NoError(t, err)
 	require.Contains(t, ex.Text, "waiting for an image", "the page is the held one")
 	close(site.release)

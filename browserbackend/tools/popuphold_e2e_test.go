@@ -32,7 +32,7 @@ func TestPopupHoldLeavesNoSessionOnTheUsersTabs(t *testing.T) {
 		for range 3 {
 			user.call("Target.createTarget", map[string]any{"url": gs.user + "/tab"}, "")
 		}
-		_, err = tl.Extract(ctx(), inv, tools.ExtractInput{Target: tools.Target{Selector: "#ok"}})
+		_, err = tl.Read().Extract(ctx(), inv, tools.ExtractInput{Target: tools.Target{Selector: "#ok"}})
 		require.NoError(t, err)
 
 		var usersTabs int

@@ -60,10 +60,10 @@ func TestNavigateEdgeResponsesEndWithoutWaitingForTheDeadline(t *testing.T) {
 	})
 	t.Run("links limits", func(t *testing.T) {
 		for _, l := range []int{-1, 201} {
-			_, err := tl.Links(stepCtx(t), inv, tools.LinksInput{Limit: l})
+			_, err := tl.Read().Links(stepCtx(t), inv, tools.LinksInput{Limit: l})
 			assert.ErrorIs(t, err, tools.ErrInvalidInput, "limit %d", l)
 		}
-		_, err := tl.Links(stepCtx(t), inv, tools.LinksInput{Limit: 0})
+		_, err := tl.Read().Links(stepCtx(t), inv, tools.LinksInput{Limit: 0})
 		assert.NoError(t, err)
 	})
 }
@@ -86,7 +86,7 @@ func TestWaitForNavigationEndsWhenTheTabIsClosed(t *testing.T) {
 	defer cancel()
 	got := make(chan error, 1)
 	go func() {
-		_, err := tl.WaitFor(ctx, inv, tools.WaitForInput{URLContains: "never-visited", TimeoutMs: int(tools.MaxTimeout / time.Millisecond)})
+		_, err := tl.Read().WaitFor(ctx, inv, tools.WaitForInput{URLContains: "never-visited", TimeoutMs: int(tools.MaxTimeout / time.Millisecond)})
 		got <- err
 	}()
 	<-stuck // the call's first command (Page.enable) has run on the tab

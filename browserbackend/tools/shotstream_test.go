@@ -55,7 +55,7 @@ func rawShot(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation) []byt
 func screenshotIsTheRawAnswer(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation, want browserbackend.Kind) {
 	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: noiseSite(t)})
 	require.NoError(t, err)
-	shot, err := tl.Screenshot(stepCtx(t), inv, tools.ScreenshotInput{Width: noiseW, Height: noiseH})
+	shot, err := tl.Read().Screenshot(stepCtx(t), inv, tools.ScreenshotInput{Width: noiseW, Height: noiseH})
 	require.NoError(t, err)
 	assert.Equal(t, want, shot.Backend)
 	file, err := os.ReadFile(shot.Path)

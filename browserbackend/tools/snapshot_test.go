@@ -33,7 +33,7 @@ func snapshotAt(t *testing.T, tl *tools.Tools, inv browserbackend.Invocation, ur
 	t.Helper()
 	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: url})
 	require.NoError(t, err)
-	snap, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	snap, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	return snap
 }
@@ -108,7 +108,7 @@ func TestSnapshotMultiFramePageIsInDocumentOrder(t *testing.T) {
 	}
 	btn := findNode(t, snap, "button", "a button")
 	require.NotEmpty(t, btn.Ref)
-	_, err := tl.Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: btn.Ref}})
+	_, err := tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: btn.Ref}})
 	require.NoError(t, err, "a ref from a child frame works")
 }
 
@@ -225,9 +225,9 @@ func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
 	inv := browserbackend.Invocation{ConversationID: "rich"}
 	_, err := tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/rich"})
 	require.NoError(t, err)
-	ax, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{Source: tools.SnapshotSourceAccessibility})
+	ax, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Source: tools.SnapshotSourceAccessibility})
 	require.NoError(t, err)
-	dom, err := tl.Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
+	dom, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{})
 	require.NoError(t, err)
 	assert.Equal(t, ax.URL, dom.URL)
 	assert.Equal(t, "rich", dom.Title)
@@ -323,7 +323,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				var ds []time.Duration
 				for b.Loop() {
 					t0 := time.Now()
-					if _, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{Source: src}); err != nil {
+					if _, err := tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{Source: src}); err != nil {
 						b.Fatal(err)
 					}
 					ds = append(ds, time.Since(t0))

@@ -137,7 +137,7 @@ func TestStatusFollowsProviderOrderStickyKindAndPinnedOnlyBackends(t *testing.T)
 	// A call served by local makes local the conversation's sticky kind.
 	extAvail = false
 	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
-	_, err = tl.Links(context.Background(), inv, tools.LinksInput{})
+	_, err = tl.Read().Links(context.Background(), inv, tools.LinksInput{})
 	require.NoError(t, err)
 	rep, err = tl.Status(context.Background(), inv, tools.StatusInput{})
 	require.NoError(t, err)

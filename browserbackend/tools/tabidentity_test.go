@@ -109,7 +109,7 @@ func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
 			nb, err := tl.Navigate(ctx, invB, tools.NavigateInput{URL: site.url + "/plain?again"})
 			require.NoError(t, err)
 			assert.Equal(t, "plain page", nb.Title, "B's navigate ran in B's tab")
-			ex, err := tl.Extract(ctx, invB, tools.ExtractInput{})
+			ex, err := tl.Read().Extract(ctx, invB, tools.ExtractInput{})
 			require.NoError(t, err)
 			assert.Contains(t, ex.Text, "nothing to wait for")
 
@@ -119,7 +119,7 @@ func TestTwoConversationsOnOneClient_ANavigateDoesNotEndOnBsLoad(t *testing.T) {
 			require.NoError(t, a.err)
 			assert.False(t, a.beforeRelease, "A's navigate ended on another tab's load, before its own page loaded")
 			assert.Equal(t, "held page", a.res.Title)
-			exA, err := tl.Extract(ctx, invA, tools.ExtractInput{})
+			exA, err := tl.Read().Extract(ctx, invA, tools.ExtractInput{})
 			require.NoError(t, err)
 			if client != "host-bridge" { // the bridge keeps the tab and reports none
 				assert.NotEqual(t, exA.TabID, ex.TabID, "each conversation has its own tab")

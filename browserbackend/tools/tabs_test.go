@@ -67,7 +67,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	a2, err := tl.Navigate(ctx, convA, tools.NavigateInput{URL: s.url("/item/2")})
 	require.NoError(t, err)
 	assert.Equal(t, a1.TabID, a2.TabID, "later calls reuse the conversation's tab")
-	ex, err := tl.Extract(ctx, convA, tools.ExtractInput{})
+	ex, err := tl.Read().Extract(ctx, convA, tools.ExtractInput{})
 	require.NoError(t, err)
 	assert.Equal(t, a1.TabID, ex.TabID)
 	assert.Equal(t, "/item/2", ex.Text, "non-navigate calls run in the pinned tab")
@@ -75,14 +75,14 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	b1, err := tl.Navigate(ctx, convB, tools.NavigateInput{URL: s.url("/item/3")})
 	require.NoError(t, err)
 	assert.NotEqual(t, a1.TabID, b1.TabID, "another conversation gets its own tab")
-	ex, err = tl.Extract(ctx, convA, tools.ExtractInput{})
+	ex, err = tl.Read().Extract(ctx, convA, tools.ExtractInput{})
 	require.NoError(t, err)
 	assert.Equal(t, "/item/2", ex.Text, "conversation A's page is untouched")
 
 	a3, err := tl.Navigate(ctx, convA, tools.NavigateInput{URL: s.url("/item/4"), NewTab: true})
 	require.NoError(t, err)
 	assert.NotEqual(t, a1.TabID, a3.TabID, "new_tab opens another tab")
-	ex, err = tl.Extract(ctx, convA, tools.ExtractInput{})
+	ex, err = tl.Read().Extract(ctx, convA, tools.ExtractInput{})
 	require.NoError(t, err)
 	assert.Equal(t, a3.TabID, ex.TabID, "and makes it the conversation's tab")
 	tabs := listTabs(t, h)
@@ -90,7 +90,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 
 	// Any tool opens the conversation's tab on its first call, as on every
 	// backend.
-	sn, err := tl.Snapshot(ctx, h.invocation("conv-d"), tools.SnapshotInput{})
+	sn, err := tl.Read().Snapshot(ctx, h.invocation("conv-d"), tools.SnapshotInput{})
 	require.NoError(t, err)
 	assert.NotEmpty(t, sn.TabID)
 

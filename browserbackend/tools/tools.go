@@ -168,6 +168,22 @@ func New(opts Options) *Tools {
 // Selector returns the selector the tools use.
 func (t *Tools) Selector() *browserbackend.Selector { return t.sel }
 
+// ActTools are the tools that act on the conversation's page: click, hover,
+// type, press a key, scroll, select an option. It is a view of its Tools
+// (same options, guard and kept clients) and as safe for concurrent use.
+type ActTools struct{ t *Tools }
+
+// Act returns the tools that act on the page.
+func (t *Tools) Act() ActTools { return ActTools{t} }
+
+// ReadTools are the tools that read the conversation's page: snapshot,
+// screenshot, extract, links, wait for. It is a view of its Tools and as
+// safe for concurrent use.
+type ReadTools struct{ t *Tools }
+
+// Read returns the tools that read the page.
+func (t *Tools) Read() ReadTools { return ReadTools{t} }
+
 // parseMode validates the caller's browser_mode; it is the first thing every
 // tool does.
 func parseMode(sel *browserbackend.Selector, op, mode string, inv browserbackend.Invocation) (browserbackend.Mode, error) {
@@ -304,17 +320,17 @@ func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in 
 }
 
 // Snapshot is the browser_snapshot tool; see Page.Snapshot.
-func (t *Tools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in SnapshotInput) (SnapshotResult, error) {
-	return run(t, ctx, inv, spec{op: "snapshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (r ReadTools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in SnapshotInput) (SnapshotResult, error) {
+	return run(r.t, ctx, inv, spec{op: "snapshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkRange("snapshot", "max_nodes", in.MaxNodes, MaxSnapshotNodes) }},
 		func(ctx context.Context, p *Page) (SnapshotResult, error) { return p.Snapshot(ctx, in) })
 }
 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
-func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
-	return run(t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (r ReadTools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
+	return run(r.t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error {
-			if in.AsFile && t.catalog == nil {
+			if in.AsFile && r.t.catalog == nil {
 				return guardErr("screenshot", &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "as_file",
 					Message: "no file catalogue is configured"})
 			}
@@ -325,49 +341,49 @@ func (t *Tools) Screenshot(ctx context.Context, inv browserbackend.Invocation, i
 			if err != nil || !in.AsFile {
 				return res, err
 			}
-			return t.catalogue(ctx, res)
+			return r.t.catalogue(ctx, res)
 		})
 }
 
 // Click is the browser_click tool; see Page.Click.
-func (t *Tools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
-	return run(t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (a ActTools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
 }
 
 // Hover is the browser_hover tool; see Page.Hover.
-func (t *Tools) Hover(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
-	return run(t, ctx, inv, spec{op: "hover", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (a ActTools) Hover(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "hover", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("hover", in.Target) }},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Hover(ctx, in) })
 }
 
 // Type is the browser_type tool; see Page.Type.
-func (t *Tools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
-	return run(t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (a ActTools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text,
 		act: actionCheck("type", in.Target, in.Submit, true)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
 }
 
 // PressKey is the browser_press_key tool; see Page.PressKey.
-func (t *Tools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
-	return run(t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (a ActTools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { _, _, err := parseKey("press_key", in.Key); return err },
 		act:   actionCheck("press_key", in.Target, isEnter(in.Key), false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.PressKey(ctx, in) })
 }
 
 // Scroll is the browser_scroll tool; see Page.Scroll.
-func (t *Tools) Scroll(ctx context.Context, inv browserbackend.Invocation, in ScrollInput) (ActionResult, error) {
-	return run(t, ctx, inv, spec{op: "scroll", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout},
+func (a ActTools) Scroll(ctx context.Context, inv browserbackend.Invocation, in ScrollInput) (ActionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "scroll", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Scroll(ctx, in) })
 }
 
 // SelectOption is the browser_select_option tool; see Page.SelectOption.
-func (t *Tools) SelectOption(ctx context.Context, inv browserbackend.Invocation, in SelectOptionInput) (SelectOptionResult, error) {
-	return run(t, ctx, inv, spec{op: "select_option", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (a ActTools) SelectOption(ctx context.Context, inv browserbackend.Invocation, in SelectOptionInput) (SelectOptionResult, error) {
+	return run(a.t, ctx, inv, spec{op: "select_option", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error {
 			if len(in.Values) == 0 {
 				return invalidInput("select_option", "values is required")
@@ -378,8 +394,8 @@ func (t *Tools) SelectOption(ctx context.Context, inv browserbackend.Invocation,
 }
 
 // WaitFor is the browser_wait_for tool; see Page.WaitFor.
-func (t *Tools) WaitFor(ctx context.Context, inv browserbackend.Invocation, in WaitForInput) (WaitForResult, error) {
-	return run(t, ctx, inv, spec{op: "wait_for", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultWaitTimeout,
+func (r ReadTools) WaitFor(ctx context.Context, inv browserbackend.Invocation, in WaitForInput) (WaitForResult, error) {
+	return run(r.t, ctx, inv, spec{op: "wait_for", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultWaitTimeout,
 		check: func() error {
 			n := 0
 			for _, set := range []bool{in.Selector != "", in.Text != "", in.Navigation || in.URLContains != ""} {
@@ -396,15 +412,15 @@ func (t *Tools) WaitFor(ctx context.Context, inv browserbackend.Invocation, in W
 }
 
 // Extract is the browser_extract tool; see Page.Extract.
-func (t *Tools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
-	return run(t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (r ReadTools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
+	return run(r.t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }},
 		func(ctx context.Context, p *Page) (ExtractResult, error) { return p.Extract(ctx, in) })
 }
 
 // Links is the links tool; see Page.Links.
-func (t *Tools) Links(ctx context.Context, inv browserbackend.Invocation, in LinksInput) (LinksResult, error) {
-	return run(t, ctx, inv, spec{op: "links", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+func (r ReadTools) Links(ctx context.Context, inv browserbackend.Invocation, in LinksInput) (LinksResult, error) {
+	return run(r.t, ctx, inv, spec{op: "links", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkRange("links", "limit", in.Limit, MaxLinksLimit) }},
 		func(ctx context.Context, p *Page) (LinksResult, error) { return p.Links(ctx, in) })
 }

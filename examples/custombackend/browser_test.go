@@ -66,7 +66,7 @@ func TestCustomBrowserBackendGetsTabsReleaseAndThePopupHold(t *testing.T) {
 	b1, err := tl.Navigate(step(t), invB, tools.NavigateInput{URL: allowedURL + "/?n=2"})
 	require.NoError(t, err)
 	assert.NotEqual(t, a1.TabID, b1.TabID, "each conversation works in its own tab")
-	exA, err := tl.Extract(step(t), invA, tools.ExtractInput{})
+	exA, err := tl.Read().Extract(step(t), invA, tools.ExtractInput{})
 	require.NoError(t, err)
 	assert.Equal(t, a1.TabID, exA.TabID)
 	assert.Equal(t, allowedURL+"/?n=1", exA.URL, "conversation A's tab is untouched by B")
@@ -85,7 +85,7 @@ func TestCustomBrowserBackendGetsTabsReleaseAndThePopupHold(t *testing.T) {
 		}),
 		Logger: log,
 	})
-	_, err = tl.Click(guard.NewContext(step(t), g), invA, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
+	_, err = tl.Act().Click(guard.NewContext(step(t), g), invA, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
 	require.ErrorIs(t, err, tools.ErrForbidden)
 	assert.Zero(t, blockedHits.Load(), "the blocked server received no request from the popup")
 

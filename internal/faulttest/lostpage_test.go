@@ -57,7 +57,7 @@ func TestFaultRendererKilledThenSameConversationNavigatesAndExtracts(t *testing.
 		require.NoError(t, err, "the same conversation navigates after the crash")
 		assert.Equal(t, pageTitle, nav.Title)
 		assert.Equal(t, r.kind, nav.Backend, "the conversation stays on its backend")
-		ext, err := tl.Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
+		ext, err := tl.Read().Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
 		require.NoError(t, err)
 		assert.Equal(t, s.url("/page"), ext.URL)
 		assert.Contains(t, ext.Text, "fault matrix", "the page's own content")
@@ -77,7 +77,7 @@ func TestFaultLostPageIsAnErrorNotABlankPage(t *testing.T) {
 		tl := navigated(t, ctx, r, s, "conv")
 		killRenderers(t, r)
 
-		ext, err := tl.Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
+		ext, err := tl.Read().Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
 		require.Error(t, err, "an extract after the crash read url=%q text=%q", ext.URL, ext.Text)
 		var te *tools.Error
 		require.ErrorAs(t, err, &te, "a typed tool error")
@@ -88,7 +88,7 @@ func TestFaultLostPageIsAnErrorNotABlankPage(t *testing.T) {
 
 		_, err = tl.Navigate(ctx, r.inv("conv"), tools.NavigateInput{URL: s.url("/page"), TimeoutMs: toolsCallMs})
 		require.NoError(t, err)
-		ext, err = tl.Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
+		ext, err = tl.Read().Extract(ctx, r.inv("conv"), tools.ExtractInput{TimeoutMs: toolsCallMs})
 		require.NoError(t, err)
 		assert.Contains(t, ext.Text, "fault matrix")
 	})

@@ -273,22 +273,22 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 			return false
 		}
 		timed("snapshot", func(ctx context.Context) error {
-			_, err := tl.Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: mode, TimeoutMs: timeoutMs})
+			_, err := tl.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: mode, TimeoutMs: timeoutMs})
 			return err
 		})
 		timed("type", func(ctx context.Context) error {
-			_, err := tl.Type(ctx, inv, tools.TypeInput{BrowserMode: mode, TimeoutMs: timeoutMs,
+			_, err := tl.Act().Type(ctx, inv, tools.TypeInput{BrowserMode: mode, TimeoutMs: timeoutMs,
 				Target: tools.Target{Selector: "#q"}, Text: word, Clear: true})
 			return err
 		})
 		timed("click", func(ctx context.Context) error {
-			_, err := tl.Click(ctx, inv, tools.ElementInput{BrowserMode: mode, TimeoutMs: timeoutMs,
+			_, err := tl.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: mode, TimeoutMs: timeoutMs,
 				Target: tools.Target{Selector: "#go"}})
 			return err
 		})
 		echoed := false
 		timed("extract", func(ctx context.Context) error {
-			res, err := tl.Extract(ctx, inv, tools.ExtractInput{BrowserMode: mode, TimeoutMs: timeoutMs})
+			res, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: mode, TimeoutMs: timeoutMs})
 			echoed = err == nil && res.URL == form && strings.Contains(res.Text, "echo:"+word)
 			if err == nil && !echoed {
 				tally.reset(r.kind, conv, res.URL, res.Text)

@@ -69,7 +69,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			"Use the refs in browser_click, browser_type, browser_hover, browser_scroll, browser_select_option, browser_press_key and browser_extract. " +
 			"Take a new snapshot after the page changed.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SnapshotArgs) (tools.SnapshotResult, error) {
-			return s.opts.Tools.Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source})
+			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source})
 		},
 		text:    snapshotText,
 		backend: func(r tools.SnapshotResult) browserbackend.Kind { return r.Backend },
@@ -79,7 +79,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		desc: "Capture the visible viewport (or the full page, or a width×height area from the top-left) as a PNG image. " +
 			"Prefer browser_snapshot to read the page; use a screenshot to see layout or images.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ScreenshotArgs) (tools.ScreenshotResult, error) {
-			return s.opts.Tools.Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+			return s.opts.Tools.Read().Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Width: a.Width, Height: a.Height, FullPage: a.FullPage, Compact: a.Compact, AsFile: a.AsFile})
 		},
 		content: screenshotContent,
@@ -89,7 +89,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_click", title: "Click",
 		desc: "Click an element (by ref from browser_snapshot, or a CSS selector) at its centre, scrolling it into view first.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
-			return s.opts.Tools.Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
+			return s.opts.Tools.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
 		text:    actionText("clicked"),
 		backend: actionBackend,
@@ -98,7 +98,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_type", title: "Type text",
 		desc: "Focus an editable element (by ref or CSS selector) and type text into it; optionally clear it first and press Enter after.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a TypeArgs) (tools.ActionResult, error) {
-			return s.opts.Tools.Type(ctx, inv, tools.TypeInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
+			return s.opts.Tools.Act().Type(ctx, inv, tools.TypeInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
 				Text: a.Text, Clear: a.Clear, Slowly: a.Slowly, Submit: a.Submit})
 		},
 		text:    actionText("typed into"),
@@ -108,7 +108,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_hover", title: "Hover",
 		desc: "Move the mouse over an element (by ref or CSS selector), e.g. to open a menu.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
-			return s.opts.Tools.Hover(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
+			return s.opts.Tools.Act().Hover(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
 		text:    actionText("hovered over"),
 		backend: actionBackend,
@@ -117,7 +117,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_scroll", title: "Scroll",
 		desc: "Scroll the page or an element: by delta_x/delta_y CSS pixels, an element into view, or (with nothing given) one screen down.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ScrollArgs) (tools.ActionResult, error) {
-			return s.opts.Tools.Scroll(ctx, inv, tools.ScrollInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
+			return s.opts.Tools.Act().Scroll(ctx, inv, tools.ScrollInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
 				DeltaX: a.DeltaX, DeltaY: a.DeltaY})
 		},
 		text:    actionText("scrolled"),
@@ -127,7 +127,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_press_key", title: "Press key",
 		desc: "Press a key or key combination (Enter, Escape, Tab, ArrowDown, Control+a …) in the focused element, or focus an element first.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a PressKeyArgs) (tools.ActionResult, error) {
-			return s.opts.Tools.PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Key: a.Key, Target: a.target()})
+			return s.opts.Tools.Act().PressKey(ctx, inv, tools.PressKeyInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Key: a.Key, Target: a.target()})
 		},
 		text:    actionText("pressed the key on"),
 		backend: actionBackend,
@@ -136,7 +136,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_select_option", title: "Select option",
 		desc: "Select options of a <select> element (by ref or CSS selector), matched by value or label.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SelectOptionArgs) (tools.SelectOptionResult, error) {
-			return s.opts.Tools.SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+			return s.opts.Tools.Act().SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Target: a.target(), Values: a.Values})
 		},
 		text: func(r tools.SelectOptionResult) string {
@@ -157,7 +157,7 @@ func (s *Server) Register(srv *mcp.Server) {
 			return "waiting for a navigation"
 		},
 		call: func(ctx context.Context, inv browserbackend.Invocation, a WaitForArgs) (tools.WaitForResult, error) {
-			return s.opts.Tools.WaitFor(ctx, inv, tools.WaitForInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+			return s.opts.Tools.Read().WaitFor(ctx, inv, tools.WaitForInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Selector: a.Selector, Text: a.Text, Navigation: a.Navigation, URLContains: a.URLContains})
 		},
 		text: func(r tools.WaitForResult) string {
@@ -169,7 +169,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_extract", title: "Extract text", readOnly: true,
 		desc: "Return the visible text of the page, or of one element (by ref or CSS selector).",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ExtractArgs) (tools.ExtractResult, error) {
-			return s.opts.Tools.Extract(ctx, inv, tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+			return s.opts.Tools.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Target: a.target(), MaxChars: a.MaxChars})
 		},
 		text:    extractText,
@@ -179,7 +179,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		name: "browser_links", title: "Links", readOnly: true,
 		desc: "List the page's links (absolute URL and text), optionally only those containing a string; at most limit (default 50, at most 200).",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a LinksArgs) (tools.LinksResult, error) {
-			return s.opts.Tools.Links(ctx, inv, tools.LinksInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+			return s.opts.Tools.Read().Links(ctx, inv, tools.LinksInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Contains: a.Contains, Limit: a.Limit})
 		},
 		text:    linksText,
