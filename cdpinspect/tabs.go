@@ -8,6 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/internal/keylock"
 )
 
 // DefaultMaxConversations bounds how many conversations' tabs a Provider
@@ -62,8 +63,9 @@ type tabKey struct{ browser, conversation string }
 type tabRegistry struct {
 	tabs *lru.Cache[tabKey, convTab]
 
-	mu   sync.Mutex
-	busy map[string]*convLock // per conversation, while a Build picks its tab
+	busy keylock.Locks[string] // per conversation, held while a Build picks its tab
+
+	mu sync.Mutex
 	// evicted holds the agent's tabs of conversations the LRU bound
 	// pushed out, until a Build in their browser closes them. Every
 	// change of tabs happens under mu, so the eviction callback (run
@@ -83,16 +85,11 @@ type tabKeyed struct {
 // maxEvicted bounds evicted: beyond it the oldest are left open.
 const maxEvicted = 1024
 
-type convLock struct {
-	token chan struct{}
-	refs  int
-}
-
 func newTabRegistry(max int) *tabRegistry {
 	if max <= 0 {
 		max = DefaultMaxConversations
 	}
-	r := &tabRegistry{busy: make(map[string]*convLock)}
+	r := &tabRegistry{}
 	r.tabs, _ = lru.NewWithEvict[tabKey, convTab](max, func(k tabKey, t convTab) { // only fails for size <= 0
 		if !r.removing && t.owned && len(r.evicted) < maxEvicted {
 			r.evicted = append(r.evicted, tabKeyed{k, t})
@@ -104,28 +101,11 @@ func newTabRegistry(max int) *tabRegistry {
 // lock serialises the tab choice of one conversation, so that two
 // concurrent first calls open one tab, not two. The returned func releases.
 func (r *tabRegistry) lock(ctx context.Context, conversation string) (func(), error) {
-	r.mu.Lock()
-	l := r.busy[conversation]
-	if l == nil {
-		l = &convLock{token: make(chan struct{}, 1)}
-		r.busy[conversation] = l
-	}
-	l.refs++
-	r.mu.Unlock()
-	drop := func() {
-		r.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(r.busy, conversation)
-		}
-		r.mu.Unlock()
-	}
-	select {
-	case l.token <- struct{}{}:
-		return func() { <-l.token; drop() }, nil
-	case <-ctx.Done():
-		drop()
+	unlock, err := r.busy.Lock(ctx, conversation)
+	if err != nil {
 		return nil, ctxErr(ctx, "", false)
 	}
+	return unlock, nil
 }
 
 func (r *tabRegistry) get(k tabKey) (convTab, bool) { return r.tabs.Get(k) }

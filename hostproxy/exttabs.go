@@ -11,6 +11,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy/tabs"
+	"github.com/browserchain/browserchain/internal/keylock"
 )
 
 // DefaultMaxTabPins bounds how many conversations' extension tabs an
@@ -44,39 +45,23 @@ type tabPins struct {
 	m     map[pinKey]*tabPin
 	clock uint64
 	max   int
-	busy  map[pinKey]chan struct{} // one token per key while a Build picks its tab
+	busy  keylock.Locks[pinKey] // held while a Build picks the key's tab
 }
 
 func newTabPins(max int) *tabPins {
 	if max <= 0 {
 		max = DefaultMaxTabPins
 	}
-	return &tabPins{m: map[pinKey]*tabPin{}, max: max, busy: map[pinKey]chan struct{}{}}
+	return &tabPins{m: map[pinKey]*tabPin{}, max: max}
 }
 
-// lock takes k's token, honouring ctx; the returned func releases it.
+// lock takes k's lock, honouring ctx; the returned func releases it.
 func (t *tabPins) lock(ctx context.Context, k pinKey) (func(), error) {
-	for {
-		t.mu.Lock()
-		held, ok := t.busy[k]
-		if !ok {
-			mine := make(chan struct{})
-			t.busy[k] = mine
-			t.mu.Unlock()
-			return func() {
-				t.mu.Lock()
-				delete(t.busy, k)
-				t.mu.Unlock()
-				close(mine)
-			}, nil
-		}
-		t.mu.Unlock()
-		select {
-		case <-held:
-		case <-ctx.Done():
-			return nil, browserbackend.ContextError(ctx, "", false)
-		}
+	unlock, err := t.busy.Lock(ctx, k)
+	if err != nil {
+		return nil, browserbackend.ContextError(ctx, "", false)
 	}
+	return unlock, nil
 }
 
 func (t *tabPins) get(k pinKey) (tabPin, bool) {

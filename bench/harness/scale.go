@@ -95,8 +95,9 @@ type ScaleCost struct {
 type ScaleCheck struct {
 	// Lost is commands that failed or timed out; CrossDelivered answers
 	// that carried another conversation's token or came from another client
-	// than the conversation's; Duplicated requests a client received more
-	// than once or results the server refused as already answered.
+	// than the conversation's; Duplicated counts answers given twice: see
+	// deliveries.duplicates. The tab set-up a conversation's first command
+	// brings is published like any request and never counts.
 	Lost, Duplicated, CrossDelivered int
 	// FirstError is the first failure, for the report.
 	FirstError string `json:",omitempty"`
@@ -147,8 +148,9 @@ func evalValue(raw json.RawMessage) (string, bool) {
 // for Runtime.evaluate of a string literal, with "@clientID" appended so the
 // caller can check which client ran the command, and answers the tab set-up
 // of a conversation's first command (Vellum.createTab, Vellum.attach, the
-// backend's Target.getTargetInfo) as the extension does.
-func simAnswer(clientID string) func(context.Context, string, json.RawMessage, string) (json.RawMessage, error) {
+// backend's Target.getTargetInfo) as the extension does. Each
+// Runtime.evaluate it runs adds one to evaluated.
+func simAnswer(clientID string, evaluated *atomic.Int64) func(context.Context, string, json.RawMessage, string) (json.RawMessage, error) {
 	var tabs atomic.Int64
 	return func(_ context.Context, method string, params json.RawMessage, _ string) (json.RawMessage, error) {
 		switch method {
@@ -166,6 +168,7 @@ func simAnswer(clientID string) func(context.Context, string, json.RawMessage, s
 		if method != "Runtime.evaluate" || json.Unmarshal(params, &p) != nil || json.Unmarshal([]byte(p.Expression), &lit) != nil {
 			return nil, fmt.Errorf("'%s' wasn't found", method)
 		}
+		evaluated.Add(1)
 		return json.Marshal(map[string]any{"result": map[string]string{"type": "string", "value": lit + "@" + clientID}})
 	}
 }
@@ -233,6 +236,7 @@ func measureScaleRun(ctx context.Context, o ScaleOptions, transport string) (Sca
 	defer restore()
 	before := sample()
 	clients := make([]*vellumtest.Client, o.Clients)
+	var evaluated atomic.Int64 // Runtime.evaluate the clients ran
 	transports := make([]*http.Transport, o.Clients)
 	defer func() {
 		for i, c := range clients {
@@ -256,7 +260,7 @@ func measureScaleRun(ctx context.Context, o ScaleOptions, transport string) (Sca
 		transports[i] = &http.Transport{MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6}
 		pprof.Do(ctx, pprof.Labels(sideLabel, sideClient), func(ctx context.Context) {
 			c, err = vellumtest.Start(ctx, vellumtest.Options{ServerURL: srv.URL, ClientID: id, Token: tok.Token,
-				Origin: "chrome-extension://" + ExtensionID, Answer: simAnswer(id), Logger: discard,
+				Origin: "chrome-extension://" + ExtensionID, Answer: simAnswer(id, &evaluated), Logger: discard,
 				ResultSocket: transport == ScaleSocket, HTTPClient: &http.Client{Transport: transports[i]}})
 		})
 		if err != nil {
@@ -337,16 +341,46 @@ func measureScaleRun(ctx context.Context, o ScaleOptions, transport string) (Sca
 	}
 	res.ScaleCheck = chk.result()
 	total := int(sent.Load())
-	res.Duplicated += max(requests-total, 0) + refused
-	receipts.Range(func(_, v any) bool {
-		res.Duplicated += int(v.(*atomic.Int32).Load()) - 1
+	d := deliveries{received: requests, published: srv.Published(), evaluated: int(evaluated.Load()),
+		measured: total, refused: refused, accepted: map[string]int{}}
+	receipts.Range(func(id, v any) bool {
+		d.accepted[id.(string)] = int(v.(*atomic.Int32).Load())
 		return true
 	})
+	res.Duplicated += d.duplicates()
 	if transport == ScaleSocket && onSocket < total-res.Lost && res.FirstError == "" {
 		// Not a wrong answer, but the run would not measure what it says.
 		return res, fmt.Errorf("benchreport: scale: only %d of %d results came over the result socket", onSocket, total)
 	}
 	return res, nil
+}
+
+// deliveries is what one scale run counted on both sides of the wire.
+type deliveries struct {
+	// received: requests the clients received; published: requests the
+	// proxy made (the measured commands and the tab set-up alike, each under
+	// a fresh id, published once).
+	received, published int
+	// evaluated: the measured commands (Runtime.evaluate) the clients ran;
+	// measured: the measured commands sent.
+	evaluated, measured int
+	// refused: results the server refused; accepted: request id → results
+	// the server accepted for it.
+	refused  int
+	accepted map[string]int
+}
+
+// duplicates counts the answers given more than once: a request delivered
+// twice (received beyond published), a measured command run twice even under
+// two request ids (evaluated beyond measured; one event may show in both, so
+// the larger counts), a refused result, and every result accepted beyond the
+// first for one request id.
+func (d deliveries) duplicates() int {
+	n := max(d.received-d.published, d.evaluated-d.measured, 0) + d.refused
+	for _, k := range d.accepted {
+		n += max(k-1, 0)
+	}
+	return n
 }
 
 // scaleActor is the user of simulated client i: one extension per user, as

@@ -188,6 +188,10 @@ func (s *Server) Via(requestID string) hostproxy.Transport {
 	return s.via[requestID]
 }
 
+// Published returns how many requests the proxy made (each with a fresh
+// request id, published once).
+func (s *Server) Published() int { return int(s.n.Load()) }
+
 // LastRequestID returns the id of the latest request the proxy published.
 func (s *Server) LastRequestID() string {
 	id, _ := s.lastID.Load().(string)
