@@ -55,6 +55,7 @@ const (
 	// Protocol class.
 	CodeCDPError          = "cdp_error"
 	CodeExtensionRequired = "extension_required"
+	CodeDialogOpen        = "dialog_open" // a JavaScript dialog blocks the tab: answer it with Page.handleJavaScriptDialog
 	// Timeout class.
 	CodeTimeout = "timeout"
 	// Aborted class.

@@ -65,6 +65,9 @@ const (
 	// browser level, where Target.setAutoAttach with waitForDebuggerOnStart
 	// holds every new page target before its first request.
 	CapHoldTargets
+	// CapDialogs: the backend is a DialogWatcher; Page.javascriptDialogOpening
+	// reaches its subscribers and Page.handleJavaScriptDialog answers.
+	CapDialogs
 )
 
 // Has reports whether c holds every capability of x.

@@ -56,12 +56,14 @@ type Backend struct {
 type pageState struct {
 	detached atomic.Bool // the page session went away
 	crashed  atomic.Bool // the page's renderer crashed (Inspector.targetCrashed)
+	dialog   bb.DialogState
 }
 
 // observe updates st from an event of the connection about sessionID (the
 // page session st describes).
 func (st *pageState) observe(f frame, sessionID string) {
 	if f.SessionID != "" && f.SessionID == sessionID {
+		st.dialog.Observe(f.Method, f.Params)
 		switch f.Method {
 		case methodTargetCrashed:
 			st.crashed.Store(true)
@@ -76,6 +78,7 @@ var (
 	_ bb.EventSource  = (*Backend)(nil)
 
 	_ bb.BufferedEventSource = (*Backend)(nil)
+	_ bb.DialogWatcher       = (*Backend)(nil)
 )
 
 // Dial discovers the browser of cfg (see Discover), opens its browser
@@ -266,6 +269,9 @@ func (b *Backend) attach(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.Background(), b.s.commandTimeout)
 		defer cancel()
 		_, _ = b.c.call(rctx, "Runtime.runIfWaitingForDebugger", nil, att.SessionID)
+		// Page events on from here on, for as long as the session lives:
+		// a dialog the page opens between calls is seen (OpenDialog).
+		_, _ = b.c.call(rctx, "Page.enable", nil, att.SessionID)
 	}()
 	b.probeCrashed(ctx, att.SessionID)
 	return nil
@@ -394,6 +400,9 @@ func (b *Backend) Send(ctx context.Context, cmd bb.Command) (json.RawMessage, er
 		}
 		if b.st.crashed.Load() && !answeredWhenCrashed(cmd.Method) {
 			return nil, pageLostErr(cmd.Method)
+		}
+		if e := b.st.dialog.Blocked(bb.KindCDPInspect, cmd.Method); e != nil {
+			return nil, e
 		}
 		sid = b.SessionID()
 	}
@@ -538,6 +547,10 @@ func (b *Backend) Tab() bb.Tab {
 	defer b.mu.Unlock()
 	return bb.Tab{ID: b.targetID, Owned: b.owned || b.created}
 }
+
+// OpenDialog implements browserbackend.DialogWatcher: the JavaScript dialog
+// open on the attached tab, as its session's Page events report it.
+func (b *Backend) OpenDialog() (bb.Dialog, bool) { return b.st.dialog.Open() }
 
 // CreatedTarget reports whether Close will close the page target: Dial
 // opened it for this Backend alone. A Backend that a Provider built for a

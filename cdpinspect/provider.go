@@ -100,7 +100,7 @@ func Descriptor(cfg Config) bb.Descriptor {
 		Mode:        "cdp-inspect",
 		Aliases:     []string{"cdp-debugger"},
 		Transport:   "cdp-ws",
-		Caps:        bb.CapTabs | bb.CapHoldTargets,
+		Caps:        bb.CapTabs | bb.CapHoldTargets | bb.CapDialogs,
 		Remediation: func(a bb.Attempt) []string { return remediation(cfg, a) },
 	}
 }

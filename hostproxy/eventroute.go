@@ -37,13 +37,45 @@ type eventRouter struct {
 	attr         attributions
 	unattributed atomic.Uint64
 
+	// dialogs is the JavaScript dialog open on each tab, as the tab's
+	// events report it, by client and tab.
+	dialogs *lru.Cache[dialogKey, browserbackend.Dialog]
+
 	mu        sync.Mutex
 	listeners map[string]map[*listener]struct{}
 }
 
+type dialogKey struct{ client, tab string }
+
+// maxOpenDialogs bounds the tabs with an open dialog the router remembers.
+const maxOpenDialogs = 4096
+
 func newEventRouter(hub eventhub.Hub, log *slog.Logger, relay Relay, budget *eventBudget) *eventRouter {
+	dialogs, _ := lru.New[dialogKey, browserbackend.Dialog](maxOpenDialogs)
 	return &eventRouter{hub: hub, log: log, relay: relay, budget: budget, attr: newAttributions(),
-		listeners: make(map[string]map[*listener]struct{})}
+		dialogs: dialogs, listeners: make(map[string]map[*listener]struct{})}
+}
+
+// noteDialog keeps the open dialog of tab (an event's owner) from its events.
+func (r *eventRouter) noteDialog(clientID, tab string, ev browserbackend.Event) {
+	switch ev.Method {
+	case browserbackend.MethodDialogOpening:
+		var d browserbackend.Dialog
+		if json.Unmarshal(ev.Params, &d) == nil {
+			r.dialogs.Add(dialogKey{clientID, tab}, d)
+		}
+	case browserbackend.MethodDialogClosed, browserbackend.MethodTargetDetached:
+		r.dialogs.Remove(dialogKey{clientID, tab})
+	}
+}
+
+// openDialog returns the dialog open on tab of clientID, as its events
+// reported it.
+func (r *eventRouter) openDialog(clientID, tab string) (browserbackend.Dialog, bool) {
+	if clientID == "" || tab == "" {
+		return browserbackend.Dialog{}, false
+	}
+	return r.dialogs.Get(dialogKey{clientID, tab})
 }
 
 // check refuses an event of clientID that actor may not post: the client
@@ -124,6 +156,7 @@ func (r *eventRouter) publish(clientID string, ev browserbackend.Event) {
 	owners, attributed := r.attr.attribute(clientID, ev, &ids)
 	if attributed {
 		r.attr.learnEvent(clientID, owners[0], ev, &ids)
+		r.noteDialog(clientID, owners[0], ev)
 	}
 	r.mu.Lock()
 	ls := make([]*listener, 0, len(r.listeners[clientID]))

@@ -135,11 +135,31 @@ type tabBackend struct {
 var (
 	_ browserbackend.BufferedEventSource = (*tabBackend)(nil)
 	_ browserbackend.TabScoped           = (*tabBackend)(nil)
+	_ browserbackend.DialogWatcher       = (*tabBackend)(nil)
 )
 
-// Send implements browserbackend.ScopedClient.
+// OpenDialog implements browserbackend.DialogWatcher: the dialog open on the
+// conversation's tab, as the extension's events for it reported.
+func (b *tabBackend) OpenDialog() (browserbackend.Dialog, bool) {
+	return b.s.p.events.openDialog(b.ClientID(), b.Tab().ID)
+}
+
+// Send implements browserbackend.ScopedClient. A page command for a tab
+// with an open dialog fails at once, unsent (see
+// browserbackend.DialogWatcher).
 func (b *tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json.RawMessage, error) {
+	if cmd.SessionID == "" && !wire.IsPseudoMethod(cmd.Method) {
+		if d, open := b.OpenDialog(); open {
+			if e := browserbackend.DialogBlocks(browserbackend.KindExtension, cmd.Method, d); e != nil {
+				return nil, e
+			}
+		}
+	}
 	res, err := b.ExtensionBackend.Send(ctx, inTab(cmd, b.Tab().ID))
+	if err == nil && cmd.Method == browserbackend.MethodHandleDialog && cmd.SessionID == "" {
+		// Answered: the closed event may come after the next command.
+		b.s.p.events.dialogs.Remove(dialogKey{b.ClientID(), b.Tab().ID})
+	}
 	if err == nil {
 		b.follow(cmd, res)
 	}

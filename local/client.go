@@ -35,7 +35,10 @@ type pageEntry struct {
 
 	mu       sync.Mutex
 	sinks    map[*Client]struct{}
-	targetID string // the page's CDP target id, once a Build resolved it
+	targetID string            // the page's CDP target id, once a Build resolved it
+	pwDialog playwright.Dialog // the dialog open on the page, answered through Send
+
+	dialog browserbackend.DialogState
 }
 
 func newPageEntry(b *Browser, st *state, conv string) *pageEntry {
@@ -92,12 +95,94 @@ func (p *pageEntry) open(spare *spareTab) {
 	// including Subscribe(""). It runs on playwright-go's dispatch goroutine
 	// and must not block: EventBus.Publish never does.
 	sess.On("event", p.onEvent)
+	// A dialog stays open until the conversation answers it
+	// (Page.handleJavaScriptDialog, see Send): with no listener Playwright
+	// would dismiss it on its own, and the page would behave unlike the
+	// user's own Chrome.
+	page.OnDialog(p.onDialog)
+	page.OnDialogClosed(func(d playwright.Dialog) { p.dialogClosed(d) })
+}
+
+// onDialog records the dialog the page opened and tells the attached
+// clients, as Page.javascriptDialogOpening (Playwright's session holds the
+// Page domain; the conversation's session need not).
+func (p *pageEntry) onDialog(d playwright.Dialog) {
+	dlg := browserbackend.Dialog{Type: d.Type(), Message: d.Message(), DefaultPrompt: d.DefaultValue(), URL: p.page.URL()}
+	params, err := json.Marshal(dlg)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	p.pwDialog = d
+	p.mu.Unlock()
+	p.dialog.Observe(browserbackend.MethodDialogOpening, params)
+	p.publish(browserbackend.Event{Method: browserbackend.MethodDialogOpening, Params: params})
+}
+
+func (p *pageEntry) dialogClosed(d playwright.Dialog) {
+	p.mu.Lock()
+	if p.pwDialog != d {
+		p.mu.Unlock()
+		return
+	}
+	p.pwDialog = nil
+	p.mu.Unlock()
+	p.dialog.Clear()
+	p.publish(browserbackend.Event{Method: browserbackend.MethodDialogClosed, Params: json.RawMessage(`{}`)})
+}
+
+func (p *pageEntry) publish(ev browserbackend.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.sinks {
+		c.bus.Publish(ev)
+	}
+}
+
+// answerDialog runs Page.handleJavaScriptDialog on the page's open dialog
+// through Playwright, which holds it; no open dialog is Chrome's own error.
+func (p *pageEntry) answerDialog(ctx context.Context, raw map[string]any) (json.RawMessage, error) {
+	p.mu.Lock()
+	d := p.pwDialog
+	p.mu.Unlock()
+	if d == nil {
+		return nil, &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeCDPError,
+			CDPCode: -32602, Method: browserbackend.MethodHandleDialog, Backend: browserbackend.KindLocal,
+			Message: "No dialog is showing"}
+	}
+	accept, _ := raw["accept"].(bool)
+	text, _ := raw["promptText"].(string)
+	done := make(chan error, 1)
+	if !p.b.track() {
+		return nil, errClosed(browserbackend.MethodHandleDialog)
+	}
+	go func() {
+		defer p.b.wg.Done()
+		if accept {
+			done <- d.Accept(text)
+		} else {
+			done <- d.Dismiss()
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, classifySendError(browserbackend.MethodHandleDialog, err, p)
+		}
+		p.dialogClosed(d)
+		return json.RawMessage(`{}`), nil
+	case <-ctx.Done():
+		return nil, ctxErr(ctx, browserbackend.MethodHandleDialog, true)
+	}
 }
 
 func (p *pageEntry) onEvent(m map[string]any) {
 	method, _ := m["method"].(string)
 	if method == "" {
 		return
+	}
+	if method == browserbackend.MethodDialogOpening {
+		return // told by onDialog, which Playwright's own session drives
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -233,9 +318,22 @@ type Client struct {
 }
 
 var (
-	_ browserbackend.ScopedClient = (*Client)(nil)
-	_ browserbackend.EventSource  = (*Client)(nil)
+	_ browserbackend.ScopedClient  = (*Client)(nil)
+	_ browserbackend.EventSource   = (*Client)(nil)
+	_ browserbackend.DialogWatcher = (*Client)(nil)
 )
+
+// OpenDialog implements browserbackend.DialogWatcher: the dialog open on
+// the conversation's page, once the client is attached to it.
+func (c *Client) OpenDialog() (browserbackend.Dialog, bool) {
+	c.mu.Lock()
+	p := c.p
+	c.mu.Unlock()
+	if p == nil {
+		return browserbackend.Dialog{}, false
+	}
+	return p.dialog.Open()
+}
 
 // ConversationID returns the conversation the client serves.
 func (c *Client) ConversationID() string { return c.conv }
@@ -322,6 +420,12 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 	}
 	if p.st.isDead() {
 		return nil, errBrowserGone(cmd.Method, false)
+	}
+	if cmd.Method == browserbackend.MethodHandleDialog {
+		return p.answerDialog(ctx, params)
+	}
+	if e := p.dialog.Blocked(browserbackend.KindLocal, cmd.Method); e != nil {
+		return nil, e
 	}
 
 	ch := make(chan sendResult, 1)

@@ -41,7 +41,7 @@ var Descriptor = browserbackend.Descriptor{
 	Mode:      "local",
 	Aliases:   []string{"playwright"},
 	Transport: "playwright",
-	Caps:      browserbackend.CapTabs,
+	Caps:      browserbackend.CapTabs | browserbackend.CapDialogs,
 	Remediation: func(browserbackend.Attempt) []string {
 		return []string{
 			"Install Chromium (Debian: apt-get install chromium) and the Playwright driver: run scripts/setup.sh.",

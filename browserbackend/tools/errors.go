@@ -34,6 +34,11 @@ const (
 	CodeBackend = "backend_error"
 	// CodeIO: the screenshot file could not be written.
 	CodeIO = "io_error"
+	// CodeDialogOpen: a JavaScript dialog is open on the page (Error.Dialog
+	// says which); nothing else runs there until HandleDialog answers it.
+	CodeDialogOpen = "dialog_open"
+	// CodeNoDialog: HandleDialog found no dialog open.
+	CodeNoDialog = "no_dialog"
 )
 
 // Error is the error of every operation in this package. Op is the tool
@@ -51,7 +56,9 @@ type Error struct {
 	// Backend is the backend that served the call when it failed after
 	// selection ("" when selection itself failed or nothing was sent).
 	Backend browserbackend.Kind
-	Err     error
+	// Dialog is the open dialog of a CodeDialogOpen error.
+	Dialog *browserbackend.Dialog
+	Err    error
 }
 
 // Error formats "tools: <op>: <code>: message: cause".

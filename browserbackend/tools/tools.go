@@ -71,9 +71,18 @@ type Call struct {
 	// id, or the extension's decimal tab id); "" when the backend does not
 	// report tabs.
 	TabID string `json:"tabId,omitempty"`
+	// Dialog is the JavaScript dialog the call met: answered by the
+	// dialog policy, answered by HandleDialog, or (Handled "") raised by
+	// an action and still open.
+	Dialog *DialogEvent `json:"dialog,omitempty"`
 }
 
-func (c *Call) setCall(x Call) { *c = x }
+func (c *Call) setCall(x Call) {
+	if x.Dialog == nil {
+		x.Dialog = c.Dialog // the operation's own report
+	}
+	*c = x
+}
 
 // Options configures Tools. Selector is required; the rest has defaults.
 type Options struct {
@@ -111,6 +120,9 @@ type Options struct {
 	// attempts of every call are those of that selection). Default false:
 	// a Client per call.
 	KeepClients bool
+	// Dialogs is what calls do with a JavaScript dialog the page opens;
+	// WithDialogPolicy overrides it for one call. Default DialogReport.
+	Dialogs DialogPolicy
 }
 
 // Tools runs the browser tools for a host application: each method is one
@@ -140,6 +152,7 @@ type Tools struct {
 
 	keepClients bool
 	kept        keptClients
+	dialogs     DialogPolicy
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -162,6 +175,7 @@ func New(opts Options) *Tools {
 		links:    opts.Links,
 
 		keepClients: opts.KeepClients,
+		dialogs:     opts.Dialogs,
 	}
 }
 
@@ -226,9 +240,28 @@ type spec struct {
 	// act is the write/credential check of an input action, run under a
 	// guard once the page passed its check.
 	act func(ctx context.Context, p *Page, g *guard.Guard) error
+	// input: the call sends input to the page, and a dialog it raises is
+	// its outcome rather than its failure.
+	input bool
+	// dialogOK: the call runs with a dialog open (it answers it).
+	dialogOK bool
 }
 
-type callResult interface{ setCall(Call) }
+type callResult interface {
+	setCall(Call)
+	call() Call
+}
+
+func (c *Call) call() Call { return *c }
+
+// CallOf returns the Call record of a pointer to a tool result (a
+// *NavigateResult, *ActionResult, …), and false for anything else.
+func CallOf(result any) (Call, bool) {
+	if r, ok := result.(callResult); ok {
+		return r.call(), true
+	}
+	return Call{}, false
+}
 
 // run validates, opens the call's client, runs fn on the conversation's tab
 // and fills in the Call record.
@@ -272,16 +305,26 @@ func run[R any, PR interface {
 	var callErr error
 	defer func() { client.done(callErr) }()
 	var session cdp.Session = client.Client
-	var res R
-	if g != nil {
-		var w *watch
-		if w, err = client.watch(ctx, g, s.op); err == nil {
-			res, err = guarded(ctx, g, s.op, NewPage(session, t.pageOpts), w, s.act, fn)
+	page := NewPage(session, t.pageOpts)
+	call1 := func(ctx context.Context) (R, error) {
+		if g == nil {
+			return fn(ctx, page)
 		}
-	} else {
-		res, err = fn(ctx, NewPage(session, t.pageOpts))
+		w, err := client.watch(ctx, g, s.op)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return guarded(ctx, g, s.op, page, w, s.act, fn)
 	}
-	call := Call{Backend: client.Kind(), Attempts: client.Attempts()}
+	var res R
+	var met *DialogEvent
+	if s.dialogOK {
+		res, err = call1(ctx)
+	} else {
+		res, met, err = withDialogs(ctx, client.Client, t.dialogPolicy(ctx), s.input, s.op, call1)
+	}
+	call := Call{Backend: client.Kind(), Attempts: client.Attempts(), Dialog: met}
 	if tab, ok := client.Tab(); ok {
 		call.TabID = tab.ID
 	}
@@ -347,21 +390,21 @@ func (r ReadTools) Screenshot(ctx context.Context, inv browserbackend.Invocation
 
 // Click is the browser_click tool; see Page.Click.
 func (a ActTools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "click", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(a.t, ctx, inv, spec{op: "click", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
 }
 
 // Hover is the browser_hover tool; see Page.Hover.
 func (a ActTools) Hover(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "hover", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(a.t, ctx, inv, spec{op: "hover", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("hover", in.Target) }},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Hover(ctx, in) })
 }
 
 // Type is the browser_type tool; see Page.Type.
 func (a ActTools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "type", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(a.t, ctx, inv, spec{op: "type", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text,
 		act: actionCheck("type", in.Target, in.Submit, true)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
@@ -369,7 +412,7 @@ func (a ActTools) Type(ctx context.Context, inv browserbackend.Invocation, in Ty
 
 // PressKey is the browser_press_key tool; see Page.PressKey.
 func (a ActTools) PressKey(ctx context.Context, inv browserbackend.Invocation, in PressKeyInput) (ActionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "press_key", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(a.t, ctx, inv, spec{op: "press_key", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { _, _, err := parseKey("press_key", in.Key); return err },
 		act:   actionCheck("press_key", in.Target, isEnter(in.Key), false)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.PressKey(ctx, in) })
@@ -377,13 +420,13 @@ func (a ActTools) PressKey(ctx context.Context, inv browserbackend.Invocation, i
 
 // Scroll is the browser_scroll tool; see Page.Scroll.
 func (a ActTools) Scroll(ctx context.Context, inv browserbackend.Invocation, in ScrollInput) (ActionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "scroll", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout},
+	return run(a.t, ctx, inv, spec{op: "scroll", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Scroll(ctx, in) })
 }
 
 // SelectOption is the browser_select_option tool; see Page.SelectOption.
 func (a ActTools) SelectOption(ctx context.Context, inv browserbackend.Invocation, in SelectOptionInput) (SelectOptionResult, error) {
-	return run(a.t, ctx, inv, spec{op: "select_option", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(a.t, ctx, inv, spec{op: "select_option", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error {
 			if len(in.Values) == 0 {
 				return invalidInput("select_option", "values is required")

@@ -74,6 +74,13 @@ type PressKeyArgs struct {
 	Common
 }
 
+// HandleDialogArgs is the browser_handle_dialog input.
+type HandleDialogArgs struct {
+	Accept     bool   `json:"accept" jsonschema:"true accepts the dialog (OK), false dismisses it (Cancel)."`
+	PromptText string `json:"prompt_text,omitempty" jsonschema:"The answer to a prompt dialog when accepting; omit to keep its default."`
+	Common
+}
+
 // ScrollArgs is the browser_scroll input.
 type ScrollArgs struct {
 	Element

@@ -19,7 +19,7 @@ var ToolNames = []string{
 	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
 	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
-	"browser_login",
+	"browser_login", "browser_handle_dialog",
 }
 
 // args is what every argument type has: the Common properties.
@@ -131,6 +131,19 @@ func (s *Server) Register(srv *mcp.Server) {
 		},
 		text:    actionText("pressed the key on"),
 		backend: actionBackend,
+	})
+	add(s, srv, toolDef[HandleDialogArgs, tools.HandleDialogResult]{
+		name: "browser_handle_dialog", title: "Handle dialog",
+		desc: "Accept or dismiss the JavaScript dialog (alert, confirm, prompt, beforeunload) open on the conversation's page. " +
+			"While one is open the page does nothing else; other browser tools report it.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a HandleDialogArgs) (tools.HandleDialogResult, error) {
+			return s.opts.Tools.Act().HandleDialog(ctx, inv, tools.HandleDialogInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Accept: a.Accept, PromptText: a.PromptText})
+		},
+		text: func(tools.HandleDialogResult) string {
+			return "Done: the dialog was answered. Take a new browser_snapshot if the page changed."
+		},
+		backend: func(r tools.HandleDialogResult) browserbackend.Kind { return r.Backend },
 	})
 	add(s, srv, toolDef[SelectOptionArgs, tools.SelectOptionResult]{
 		name: "browser_select_option", title: "Select option",
@@ -289,6 +302,9 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 			}
 		} else {
 			content = []mcp.Content{&mcp.TextContent{Text: d.text(r)}}
+		}
+		if c, ok := tools.CallOf(&r); ok && c.Dialog != nil {
+			content = append(content, &mcp.TextContent{Text: dialogText(*c.Dialog)})
 		}
 		return &mcp.CallToolResult{Content: content}, summary(r), nil
 	})

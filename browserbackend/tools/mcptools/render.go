@@ -185,6 +185,10 @@ func errorText(err error) string {
 		return "browser_" + te.Op + " is not available on this server: " + guardCause(te) + "."
 	case guard.CodeProviderError:
 		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
+	case tools.CodeDialogOpen:
+		return "browser_" + te.Op + ": " + cause + ". Call browser_handle_dialog with accept true or false; nothing else runs on the page until then."
+	case tools.CodeNoDialog:
+		return "browser_" + te.Op + ": no dialog is open on the page. Take a new browser_snapshot to see it."
 	case tools.CodePageError:
 		return "browser_" + te.Op + ": a script in the page failed: " + cause + ". Take a new browser_snapshot; the page may have changed."
 	}
@@ -297,4 +301,15 @@ type ExtractSummary struct {
 
 func summarizeExtract(r tools.ExtractResult) ExtractSummary {
 	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Call: r.Call}
+}
+
+// dialogText is the note of a result that met a JavaScript dialog.
+func dialogText(d tools.DialogEvent) string {
+	switch d.Handled {
+	case "":
+		return "A JavaScript " + d.String() + " opened and is still open: nothing else runs on the page until " +
+			"browser_handle_dialog accepts or dismisses it."
+	default:
+		return "A JavaScript " + d.String() + " was " + d.Handled + "."
+	}
 }
