@@ -180,7 +180,9 @@ type state struct {
 	bctx          playwright.BrowserContext
 	profileDir    string
 	removeProfile bool
-	scratchDir    string // the browser's TMPDIR, removed at teardown; "" for the system's
+	profileLock   *os.File // the temporary profile's owner lock (claimTempDir); nil for Options.ProfileDir
+	scratchDir    string   // the browser's TMPDIR, removed at teardown; "" for the system's
+	scratchLock   *os.File // the scratch directory's owner lock
 	driverPID     int
 	driverWatch   chan struct{} // closed when the driver-exit watcher ended; nil without one
 	browserPID    int           // the Chromium browser process; 0 when not found
@@ -406,18 +408,18 @@ func (b *Browser) doLaunch() (*state, error) {
 		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
 	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.tune.now)}
-	sweepStaleProfiles(os.TempDir(), b.log)
+	sweepStaleProfiles(os.TempDir(), time.Now(), b.log)
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
 			return nil, launchFailed("cannot create profile directory", err)
 		}
 		st.profileDir = b.opts.ProfileDir
 	} else {
-		dir, err := os.MkdirTemp("", tempProfilePrefix)
+		dir, lock, err := claimTempDir(tempProfilePrefix)
 		if err != nil {
 			return nil, launchFailed("cannot create a temporary profile directory", err)
 		}
-		st.profileDir, st.removeProfile = dir, true
+		st.profileDir, st.profileLock, st.removeProfile = dir, lock, true
 	}
 	if abs, err := filepath.Abs(st.profileDir); err == nil {
 		st.profileDir = abs
@@ -426,7 +428,7 @@ func (b *Browser) doLaunch() (*state, error) {
 		_ = b.teardown(st) // leaves nothing running; the launch error is what matters
 		return nil, launchFailed(msg, err)
 	}
-	st.scratchDir = makeScratch(b.log)
+	st.scratchDir, st.scratchLock = makeScratch(b.log)
 
 	// Stdout/Stderr stay nil on purpose: a non-nil Stderr without Logger makes
 	// playwright-go redirect the global log package; Verbose stays false, so
@@ -534,14 +536,12 @@ func (b *Browser) teardown(st *state) error {
 		timer.Stop()
 	}
 	if st.removeProfile {
-		if err := os.RemoveAll(st.profileDir); err != nil {
+		if err := releaseTempDir(st.profileDir, st.profileLock); err != nil {
 			errs = append(errs, fmt.Errorf("local: remove profile: %w", err))
 		}
 	}
-	if st.scratchDir != "" {
-		if err := os.RemoveAll(st.scratchDir); err != nil {
-			errs = append(errs, fmt.Errorf("local: remove the browser's scratch directory: %w", err))
-		}
+	if err := releaseTempDir(st.scratchDir, st.scratchLock); err != nil {
+		errs = append(errs, fmt.Errorf("local: remove the browser's scratch directory: %w", err))
 	}
 	return errors.Join(errs...)
 }
