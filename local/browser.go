@@ -402,10 +402,12 @@ func (b *Browser) runLaunch(call *launchCall, old *state) {
 }
 
 // doLaunch starts the driver and the persistent context. On failure it
-// leaves nothing running and returns a launch_failed transport error.
+// leaves nothing running and returns a launch_failed transport error: with
+// DetailNotInstalled when the executable or the driver is missing (see
+// Preflight), else with the driver's or the browser's own error as cause.
 func (b *Browser) doLaunch() (*state, error) {
-	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
-		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
+	if err := b.Preflight(context.Background()); err != nil {
+		return nil, err
 	}
 	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.tune.now)}
 	sweepStaleProfiles(os.TempDir(), time.Now(), b.log)
@@ -489,7 +491,8 @@ func (b *Browser) doLaunch() (*state, error) {
 
 // teardown closes the context and the driver of st and removes a temporary
 // profile. As a last resort (Linux) it kills any process still carrying the
-// profile directory, so nothing outlives it.
+// profile directory, so nothing outlives it, unless the browser never
+// started on a profile given by Options.ProfileDir.
 func (b *Browser) teardown(st *state) error {
 	if st == nil {
 		return nil
@@ -522,8 +525,13 @@ func (b *Browser) teardown(st *state) error {
 			timer.Stop()
 		}
 	}
-	if killed := reapProfileProcesses(st.profileDir); killed > 0 {
-		b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+	// A launch that failed on a given profile may have failed because
+	// another browser uses it (Chromium's ProcessSingleton): that browser's
+	// processes are not ours to reap.
+	if st.bctx != nil || st.removeProfile {
+		if killed := reapProfileProcesses(st.profileDir); killed > 0 {
+			b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+		}
 	}
 	if st.browserWatch != nil {
 		// The browser has exited (reaped above); its watcher ends at once.
