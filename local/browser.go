@@ -696,6 +696,9 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 			b.pages[conversationID] = p
 			spare := st.spare
 			st.spare = nil
+			if spare != nil && spare.page.IsClosed() {
+				spare = nil // went away with nobody waiting on it
+			}
 			b.wg.Add(1)
 			if victim != nil {
 				b.wg.Add(1)
@@ -855,20 +858,48 @@ const (
 	intentNavigate                   // Page.navigate
 )
 
+// pageClosed handles p closing under its conversation (not by a renderer
+// crash): besides forget, it drops the spare of p's browser, since a page
+// closing may be the first sign of its browser going away, and a spare
+// claimed from a dead browser would fail the next conversation's command.
+// A page then opens with a round trip to the browser, which tells whether
+// it lives (see openPageOnce).
+func (b *Browser) pageClosed(p *pageEntry) {
+	if !b.forget(p) || p.crashed.Load() {
+		return
+	}
+	b.mu.Lock()
+	spare := p.st.spare
+	p.st.spare = nil
+	track := spare != nil && !b.closed
+	if track {
+		b.wg.Add(1)
+	}
+	b.mu.Unlock()
+	if track {
+		go func() {
+			defer b.wg.Done()
+			_ = spare.page.Close()
+		}()
+	}
+}
+
 // forget drops p from the page map if it is still the conversation's page:
 // then it went away under the conversation (crashed, closed by someone
 // else, its browser gone), which the conversation's next command is told
 // (CodePageLost). Pages closed on purpose (CloseConversation, eviction,
-// Close) have left the map before.
-func (b *Browser) forget(p *pageEntry) {
+// Close) have left the map before. It reports whether p was dropped.
+func (b *Browser) forget(p *pageEntry) bool {
 	b.mu.Lock()
-	if b.pages[p.conv] == p {
-		delete(b.pages, p.conv)
-		if !b.closed {
-			b.rememberLostLocked(p.conv, CodePageLost)
-		}
+	defer b.mu.Unlock()
+	if b.pages[p.conv] != p {
+		return false
 	}
-	b.mu.Unlock()
+	delete(b.pages, p.conv)
+	if !b.closed {
+		b.rememberLostLocked(p.conv, CodePageLost)
+	}
+	return true
 }
 
 // Client returns the per-invocation ScopedClient of a conversation.

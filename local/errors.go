@@ -144,10 +144,12 @@ func withMethod(err error, method string) error {
 // classifyOpenError classifies a failure to open a page or its CDPSession:
 // always a transport error (no page means no answer; failing over is right).
 // A failure that is not Playwright's own error means the driver connection is
-// lost: st is marked dead at once, so the next use relaunches.
+// lost, and a closed context (contextGoneError) a browser gone: st is marked
+// dead at once, so the next use relaunches.
 func classifyOpenError(st *state, err error) *browserbackend.Error {
 	var pe *playwright.Error
-	if !errors.As(err, &pe) && st != nil {
+	var gone contextGoneError
+	if (!errors.As(err, &pe) || errors.As(err, &gone)) && st != nil {
 		st.markDead()
 	}
 	return &browserbackend.Error{
