@@ -180,7 +180,9 @@ type state struct {
 	bctx          playwright.BrowserContext
 	profileDir    string
 	removeProfile bool
-	scratchDir    string // the browser's TMPDIR, removed at teardown; "" for the system's
+	profileLock   *os.File // the temporary profile's owner lock (claimTempDir); nil for Options.ProfileDir
+	scratchDir    string   // the browser's TMPDIR, removed at teardown; "" for the system's
+	scratchLock   *os.File // the scratch directory's owner lock
 	driverPID     int
 	driverWatch   chan struct{} // closed when the driver-exit watcher ended; nil without one
 	browserPID    int           // the Chromium browser process; 0 when not found
@@ -400,24 +402,26 @@ func (b *Browser) runLaunch(call *launchCall, old *state) {
 }
 
 // doLaunch starts the driver and the persistent context. On failure it
-// leaves nothing running and returns a launch_failed transport error.
+// leaves nothing running and returns a launch_failed transport error: with
+// DetailNotInstalled when the executable or the driver is missing (see
+// Preflight), else with the driver's or the browser's own error as cause.
 func (b *Browser) doLaunch() (*state, error) {
-	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
-		return nil, launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
+	if err := b.Preflight(context.Background()); err != nil {
+		return nil, err
 	}
 	st := &state{dead: make(chan struct{}), track: browserbackend.NewInFlight(b.tune.now)}
-	sweepStaleProfiles(os.TempDir(), b.log)
+	sweepStaleProfiles(os.TempDir(), time.Now(), b.log)
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o700); err != nil {
 			return nil, launchFailed("cannot create profile directory", err)
 		}
 		st.profileDir = b.opts.ProfileDir
 	} else {
-		dir, err := os.MkdirTemp("", tempProfilePrefix)
+		dir, lock, err := claimTempDir(tempProfilePrefix)
 		if err != nil {
 			return nil, launchFailed("cannot create a temporary profile directory", err)
 		}
-		st.profileDir, st.removeProfile = dir, true
+		st.profileDir, st.profileLock, st.removeProfile = dir, lock, true
 	}
 	if abs, err := filepath.Abs(st.profileDir); err == nil {
 		st.profileDir = abs
@@ -426,7 +430,7 @@ func (b *Browser) doLaunch() (*state, error) {
 		_ = b.teardown(st) // leaves nothing running; the launch error is what matters
 		return nil, launchFailed(msg, err)
 	}
-	st.scratchDir = makeScratch(b.log)
+	st.scratchDir, st.scratchLock = makeScratch(b.log)
 
 	// Stdout/Stderr stay nil on purpose: a non-nil Stderr without Logger makes
 	// playwright-go redirect the global log package; Verbose stays false, so
@@ -487,7 +491,8 @@ func (b *Browser) doLaunch() (*state, error) {
 
 // teardown closes the context and the driver of st and removes a temporary
 // profile. As a last resort (Linux) it kills any process still carrying the
-// profile directory, so nothing outlives it.
+// profile directory, so nothing outlives it, unless the browser never
+// started on a profile given by Options.ProfileDir.
 func (b *Browser) teardown(st *state) error {
 	if st == nil {
 		return nil
@@ -520,8 +525,13 @@ func (b *Browser) teardown(st *state) error {
 			timer.Stop()
 		}
 	}
-	if killed := reapProfileProcesses(st.profileDir); killed > 0 {
-		b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+	// A launch that failed on a given profile may have failed because
+	// another browser uses it (Chromium's ProcessSingleton): that browser's
+	// processes are not ours to reap.
+	if st.bctx != nil || st.removeProfile {
+		if killed := reapProfileProcesses(st.profileDir); killed > 0 {
+			b.log.Warn("local: killed leftover browser processes", "count", killed, "profile", st.profileDir)
+		}
 	}
 	if st.browserWatch != nil {
 		// The browser has exited (reaped above); its watcher ends at once.
@@ -534,14 +544,12 @@ func (b *Browser) teardown(st *state) error {
 		timer.Stop()
 	}
 	if st.removeProfile {
-		if err := os.RemoveAll(st.profileDir); err != nil {
+		if err := releaseTempDir(st.profileDir, st.profileLock); err != nil {
 			errs = append(errs, fmt.Errorf("local: remove profile: %w", err))
 		}
 	}
-	if st.scratchDir != "" {
-		if err := os.RemoveAll(st.scratchDir); err != nil {
-			errs = append(errs, fmt.Errorf("local: remove the browser's scratch directory: %w", err))
-		}
+	if err := releaseTempDir(st.scratchDir, st.scratchLock); err != nil {
+		errs = append(errs, fmt.Errorf("local: remove the browser's scratch directory: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -688,6 +696,9 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 			b.pages[conversationID] = p
 			spare := st.spare
 			st.spare = nil
+			if spare != nil && spare.page.IsClosed() {
+				spare = nil // went away with nobody waiting on it
+			}
 			b.wg.Add(1)
 			if victim != nil {
 				b.wg.Add(1)
@@ -847,20 +858,48 @@ const (
 	intentNavigate                   // Page.navigate
 )
 
+// pageClosed handles p closing under its conversation (not by a renderer
+// crash): besides forget, it drops the spare of p's browser, since a page
+// closing may be the first sign of its browser going away, and a spare
+// claimed from a dead browser would fail the next conversation's command.
+// A page then opens with a round trip to the browser, which tells whether
+// it lives (see openPageOnce).
+func (b *Browser) pageClosed(p *pageEntry) {
+	if !b.forget(p) || p.crashed.Load() {
+		return
+	}
+	b.mu.Lock()
+	spare := p.st.spare
+	p.st.spare = nil
+	track := spare != nil && !b.closed
+	if track {
+		b.wg.Add(1)
+	}
+	b.mu.Unlock()
+	if track {
+		go func() {
+			defer b.wg.Done()
+			_ = spare.page.Close()
+		}()
+	}
+}
+
 // forget drops p from the page map if it is still the conversation's page:
 // then it went away under the conversation (crashed, closed by someone
 // else, its browser gone), which the conversation's next command is told
 // (CodePageLost). Pages closed on purpose (CloseConversation, eviction,
-// Close) have left the map before.
-func (b *Browser) forget(p *pageEntry) {
+// Close) have left the map before. It reports whether p was dropped.
+func (b *Browser) forget(p *pageEntry) bool {
 	b.mu.Lock()
-	if b.pages[p.conv] == p {
-		delete(b.pages, p.conv)
-		if !b.closed {
-			b.rememberLostLocked(p.conv, CodePageLost)
-		}
+	defer b.mu.Unlock()
+	if b.pages[p.conv] != p {
+		return false
 	}
-	b.mu.Unlock()
+	delete(b.pages, p.conv)
+	if !b.closed {
+		b.rememberLostLocked(p.conv, CodePageLost)
+	}
+	return true
 }
 
 // Client returns the per-invocation ScopedClient of a conversation.

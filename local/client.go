@@ -80,8 +80,8 @@ func (p *pageEntry) open(spare *spareTab) {
 		}
 	}
 	p.page, p.sess = page, sess
-	page.OnClose(func(playwright.Page) { p.b.forget(p); p.shutdown() })
-	sess.OnClose(func(playwright.CDPSession) { p.b.forget(p); p.shutdown() })
+	page.OnClose(func(playwright.Page) { p.b.pageClosed(p); p.shutdown() })
+	sess.OnClose(func(playwright.CDPSession) { p.b.pageClosed(p); p.shutdown() })
 	// A crashed renderer leaves the page open but dead, and Playwright fails
 	// none of its pending CDPSession calls: mark it crashed and gone (Send
 	// fails its in-flight commands with CodeTargetCrashed), drop it so that

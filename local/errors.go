@@ -11,20 +11,37 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 )
 
-// Remediation is the hint attached to launch failures.
+// Remediation is the hint attached to the launch failures that installing
+// Chromium or the Playwright driver fixes (Detail DetailNotInstalled).
 const Remediation = "install Chromium and the Playwright driver: run scripts/setup.sh " +
 	"(Debian: apt-get install chromium), or set " + EnvExecutable + " to a Chrome/Chromium binary"
 
-// launchFailed returns the transport error of a failed launch: it
-// fails over, and its message carries the remediation hint.
+// DetailNotInstalled is the Detail of a launch_failed error whose browser
+// executable or Playwright driver is missing. Any other launch failure (the
+// browser started and exited, its profile is in use or unusable) has no
+// Detail and carries the browser's own error as its cause.
+const DetailNotInstalled = "not_installed"
+
+// launchFailed returns the transport error of a launch that failed with
+// Chromium and the driver in place: it fails over, and its cause (Err)
+// carries the browser's own error.
 func launchFailed(msg string, cause error) *browserbackend.Error {
 	return &browserbackend.Error{
 		Class:   browserbackend.ClassTransport,
 		Code:    browserbackend.CodeLaunchFailed,
 		Backend: browserbackend.KindLocal,
-		Message: "local: " + msg + " (" + Remediation + ")",
+		Message: "local: " + msg,
 		Err:     cause,
 	}
+}
+
+// notInstalled returns the transport error of a launch whose browser
+// executable or driver is missing: launchFailed with DetailNotInstalled and
+// the remediation hint.
+func notInstalled(msg string, cause error) *browserbackend.Error {
+	e := launchFailed(msg+" ("+Remediation+")", cause)
+	e.Detail = DetailNotInstalled
+	return e
 }
 
 // The local backend's fault codes (browserbackend.CodePageEvicted,
@@ -127,10 +144,12 @@ func withMethod(err error, method string) error {
 // classifyOpenError classifies a failure to open a page or its CDPSession:
 // always a transport error (no page means no answer; failing over is right).
 // A failure that is not Playwright's own error means the driver connection is
-// lost: st is marked dead at once, so the next use relaunches.
+// lost, and a closed context (contextGoneError) a browser gone: st is marked
+// dead at once, so the next use relaunches.
 func classifyOpenError(st *state, err error) *browserbackend.Error {
 	var pe *playwright.Error
-	if !errors.As(err, &pe) && st != nil {
+	var gone contextGoneError
+	if (!errors.As(err, &pe) || errors.As(err, &gone)) && st != nil {
 		st.markDead()
 	}
 	return &browserbackend.Error{

@@ -382,3 +382,41 @@ func TestKilledBrowserLeavesNoScratchInTheTemporaryDirectory(t *testing.T) {
 		})
 	}
 }
+
+// A browser or driver SIGKILLed under a conversation's command, again and
+// again: each time the command in flight fails, the conversation's next
+// command is told page_lost once, and the one after it runs on a relaunched
+// browser. The notice must not race the relaunch (a notice given while the
+// dead browser still looked alive, then a page of the dead browser handed
+// to the next command).
+func TestKilledBrowserCostsAConversationOneNoticeEveryTime(t *testing.T) {
+	b, _ := newTestBrowser(t, Options{})
+	ctx := testCtx(t)
+	for round := range 10 {
+		c := b.Client("conv")
+		done := markBusy(t, ctx, c)
+		peer := b.Client("conv")
+		waitBusy(t, ctx, peer)
+		peer.Close()
+		b.mu.Lock()
+		st := b.st
+		b.mu.Unlock()
+		pid, what := st.browserPID, "browser"
+		if round%2 == 1 {
+			pid, what = st.driverPID, "driver"
+		}
+		require.NotZero(t, pid)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		assert.ErrorIs(t, <-done, browserbackend.ErrTransport, "round %d (%s): the command in flight", round, what)
+		c.Close()
+
+		next := b.Client("conv")
+		_, err := next.Send(ctx, oneEval)
+		assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassClosed, Code: CodePageLost},
+			"round %d (%s): the first command after the kill is told", round, what)
+		raw, err := next.Send(ctx, oneEval)
+		require.NoError(t, err, "round %d (%s): the command after the notice runs on a relaunched browser", round, what)
+		assert.Contains(t, string(raw), `"value":1`)
+		next.Close()
+	}
+}

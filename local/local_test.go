@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,12 +236,16 @@ func TestCloseDoesNotHangOnAWedgedDriver(t *testing.T) {
 }
 
 func TestLaunchFailureIsTransportLaunchFailed(t *testing.T) {
-	for name, exe := range map[string]string{
-		"missing executable": "/nonexistent/chromium",
-		"not a browser":      "/bin/false", // Playwright starts it; it exits at once
+	for name, tc := range map[string]struct {
+		opts    Options
+		missing bool
+	}{
+		"missing executable": {Options{ExecutablePath: "/nonexistent/chromium"}, true},
+		"missing driver":     {Options{DriverDirectory: "/nonexistent/driver"}, true},
+		"not a browser":      {Options{ExecutablePath: "/bin/false"}, false}, // Playwright starts it; it exits at once
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, profile := newTestBrowser(t, Options{ExecutablePath: exe})
+			b, profile := newTestBrowser(t, tc.opts)
 			ctx := testCtx(t)
 			c := b.Client("c")
 			defer c.Close()
@@ -251,7 +256,14 @@ func TestLaunchFailureIsTransportLaunchFailed(t *testing.T) {
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, browserbackend.CodeLaunchFailed, e.Code)
 			assert.Equal(t, browserbackend.KindLocal, e.Backend)
-			assert.Contains(t, e.Error(), "scripts/setup.sh", "remediation hint missing")
+			if tc.missing {
+				assert.Equal(t, DetailNotInstalled, e.Detail)
+				assert.Contains(t, e.Error(), "scripts/setup.sh", "remediation hint missing")
+			} else {
+				assert.Empty(t, e.Detail)
+				assert.NotContains(t, e.Error(), Remediation, "an installed browser's failure is not an install problem")
+				assert.Contains(t, e.Error(), "exitCode=1", "the browser's own failure is its cause")
+			}
 			assert.Empty(t, driverChildren(), "a failed launch left the driver running")
 			assert.Empty(t, profileProcesses(profile))
 			assert.False(t, b.Launched())
@@ -263,6 +275,57 @@ func TestLaunchFailureIsTransportLaunchFailed(t *testing.T) {
 			assert.ErrorIs(t, err, &browserbackend.Error{Class: browserbackend.ClassTransport, Code: browserbackend.CodeLaunchFailed})
 		})
 	}
+}
+
+// TestFailedLaunchOfAnInstalledBrowserSaysItsCause: when Chromium is
+// installed but cannot start on its profile (in use by another Chromium, or
+// not a directory), the error carries the browser's own words and no
+// install hint, and the descriptor's remediation points at that error.
+func TestFailedLaunchOfAnInstalledBrowserSaysItsCause(t *testing.T) {
+	inUse := t.TempDir()
+	owner, _ := newTestBrowser(t, Options{ProfileDir: inUse})
+	oc := owner.Client("c")
+	defer oc.Close()
+	_, err := oc.Send(testCtx(t), browserbackend.Command{Method: "Runtime.evaluate", Params: []byte(`{"expression":"1"}`)})
+	require.NoError(t, err)
+
+	file := filepath.Join(t.TempDir(), "profile")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+
+	for name, tc := range map[string]struct{ profile, cause string }{
+		"profile in use":          {inUse, "ProcessSingleton"},
+		"profile is a plain file": {file, "not a directory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Not newTestBrowser: its cleanup kills every process on the
+			// profile, the owner's among them.
+			b := New(Options{ProfileDir: tc.profile, Logger: quietLogger()})
+			t.Cleanup(func() { _ = b.Close() })
+			c := b.Client("c")
+			defer c.Close()
+			_, err := c.Send(testCtx(t), browserbackend.Command{Method: "Runtime.evaluate"})
+			var e *browserbackend.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, browserbackend.CodeLaunchFailed, e.Code)
+			assert.Empty(t, e.Detail)
+			assert.Contains(t, e.Error(), tc.cause)
+			assert.NotContains(t, e.Error(), Remediation)
+			hints := Descriptor.Remediation(browserbackend.Attempt{Kind: browserbackend.KindLocal, Code: e.Code, Detail: e.Detail, Err: e})
+			require.NotEmpty(t, hints)
+			assert.NotContains(t, strings.Join(hints, " "), "setup.sh")
+			assert.False(t, b.Launched())
+		})
+	}
+	assert.True(t, owner.Launched(), "the profile's owner is untouched")
+}
+
+func TestRemediationInstallsOnlyWhatIsMissing(t *testing.T) {
+	missing := Descriptor.Remediation(browserbackend.Attempt{Kind: browserbackend.KindLocal,
+		Code: browserbackend.CodeLaunchFailed, Detail: DetailNotInstalled})
+	assert.Contains(t, strings.Join(missing, " "), "scripts/setup.sh")
+	failed := Descriptor.Remediation(browserbackend.Attempt{Kind: browserbackend.KindLocal, Code: browserbackend.CodeLaunchFailed})
+	assert.NotContains(t, strings.Join(failed, " "), "setup.sh")
+	assert.Empty(t, Descriptor.Remediation(browserbackend.Attempt{Kind: browserbackend.KindLocal, Code: browserbackend.CodeBrowserGone}))
 }
 
 func TestTypedCDProtoCallsAndLoadEvent(t *testing.T) {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
@@ -34,9 +35,19 @@ type openedPage struct {
 	err  error
 }
 
-// openPageOnce opens a page of st's context and a CDPSession on it.
+// contextGoneError is a failure to open a page because st's browser
+// context has closed: the browser is gone (classifyOpenError marks it dead).
+type contextGoneError struct{ error }
+
+func (e contextGoneError) Unwrap() error { return e.error }
+
+// openPageOnce opens a page of st's context and a CDPSession on it. A
+// context that refuses a new page as closed fails with contextGoneError.
 func openPageOnce(st *state) openedPage {
 	page, err := st.bctx.NewPage()
+	if errors.Is(err, playwright.ErrTargetClosed) {
+		return openedPage{err: contextGoneError{err}}
+	}
 	if err != nil {
 		return openedPage{err: err}
 	}

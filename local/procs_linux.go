@@ -212,9 +212,6 @@ func watchExit(pid int, onExit func(), done chan<- struct{}) bool {
 	return true
 }
 
-// processGone reports whether no process pid exists.
-func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
-
 // browserProcess returns the pid of the Chromium browser process that the
 // Playwright driver driverPID launched on profile dir (its child naming
 // --user-data-dir=dir), or 0 when there is none.

@@ -20,9 +20,6 @@ func reapProfileProcesses(string) int { return 0 }
 // alone there.
 func killProfileProcesses(string) int { return 0 }
 
-// processGone is never sure outside Linux, so lock-holding profiles are kept.
-func processGone(int) bool { return false }
-
 func watchExit(int, func(), chan<- struct{}) bool { return false }
 
 // browserProcess finds nothing outside Linux: browser death is then noticed

@@ -8,61 +8,88 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
-func TestSweepStaleProfilesRemovesOnlyDeadOnes(t *testing.T) {
+// TestSweepStaleProfilesRemovesOnlyUnownedOnes covers the sweep's rule: a
+// directory goes only when it is old enough and no open file description
+// holds its owner lock (or, without a lock file, when it is very old); the
+// PID a directory names decides nothing, since its owner may live in
+// another PID namespace.
+func TestSweepStaleProfilesRemovesOnlyUnownedOnes(t *testing.T) {
 	dir := t.TempDir()
 	host, err := os.Hostname()
 	require.NoError(t, err)
+	now := time.Now()
 
 	// A pid that surely exited: a child we waited for.
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Run())
-	deadPID := cmd.Process.Pid
+	deadPID := host + "-" + strconv.Itoa(cmd.Process.Pid)
 
-	mk := func(name, lock string, age time.Duration) string {
+	mk := func(name string, lockFile bool, age time.Duration) string {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.Mkdir(p, 0o700))
-		if lock != "" {
-			link := "SingletonLock"
-			if strings.HasPrefix(name, scratchPrefix) {
-				link = ownerLink
-			}
-			require.NoError(t, os.Symlink(lock, filepath.Join(p, link)))
+		// Chromium's lock and the owner file name a dead process of this
+		// host: a host in another PID namespace looks just like that.
+		require.NoError(t, os.Symlink(deadPID, filepath.Join(p, "SingletonLock")))
+		if lockFile {
+			require.NoError(t, os.WriteFile(filepath.Join(p, ownerLockName), []byte(deadPID+"\n"), 0o600))
 		}
-		if age > 0 {
-			old := time.Now().Add(-age)
-			require.NoError(t, os.Chtimes(p, old, old))
-		}
+		at := now.Add(-age)
+		require.NoError(t, os.Chtimes(p, at, at))
 		return p
 	}
-	deadLock := mk(tempProfilePrefix+"dead", host+"-"+strconv.Itoa(deadPID), 0)
-	liveLock := mk(tempProfilePrefix+"live", host+"-"+strconv.Itoa(os.Getpid()), 0)
-	otherHost := mk(tempProfilePrefix+"other", "elsewhere-"+strconv.Itoa(deadPID), 0)
-	fresh := mk(tempProfilePrefix+"fresh", "", 0)
-	old := mk(tempProfilePrefix+"old", "", 2*staleProfileAge)
-	foreign := mk("not-ours", host+"-"+strconv.Itoa(deadPID), 2*staleProfileAge)
-	// A browser's scratch directory goes with the host process it names,
-	// not with its age.
-	deadScratch := mk(scratchPrefix+"dead", host+"-"+strconv.Itoa(deadPID), 0)
-	liveScratch := mk(scratchPrefix+"live", host+"-"+strconv.Itoa(os.Getpid()), 2*staleProfileAge)
-	unnamedScratch := mk(scratchPrefix+"unnamed", "", 2*staleProfileAge)
+	held := func(p string) {
+		f, err := os.Open(filepath.Join(p, ownerLockName))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = f.Close() })
+		require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB))
+	}
 
-	sweepStaleProfiles(dir, quietLogger())
+	ownedProfile := mk(tempProfilePrefix+"owned", true, 2*staleProfileAge)
+	held(ownedProfile)
+	ownedScratch := mk(scratchPrefix+"owned", true, 2*staleProfileAge)
+	held(ownedScratch)
+	youngProfile := mk(tempProfilePrefix+"young", true, minSweepAge/2)
+	youngScratch := mk(scratchPrefix+"young", true, minSweepAge/2)
+	deadProfile := mk(tempProfilePrefix+"dead", true, 2*minSweepAge)
+	deadScratch := mk(scratchPrefix+"dead", true, 2*minSweepAge)
+	unlockedRecent := mk(tempProfilePrefix+"nolock", false, 2*minSweepAge)
+	unlockedOld := mk(scratchPrefix+"nolock", false, 2*staleProfileAge)
+	foreign := mk("not-ours", true, 2*staleProfileAge)
 
-	for _, p := range []string{liveLock, otherHost, fresh, foreign, liveScratch, unnamedScratch} {
+	sweepStaleProfiles(dir, now, quietLogger())
+
+	for _, p := range []string{ownedProfile, ownedScratch, youngProfile, youngScratch, unlockedRecent, foreign} {
 		assert.DirExists(t, p)
 	}
-	for _, p := range []string{deadLock, old, deadScratch} {
+	for _, p := range []string{deadProfile, deadScratch, unlockedOld} {
 		assert.NoDirExists(t, p)
 	}
+}
+
+// TestClaimedTempDirIsKeptUntilReleased: a directory of claimTempDir
+// survives any sweep while its owner holds it, whatever its age, and goes
+// with the first sweep after its owner is gone.
+func TestClaimedTempDirIsKeptUntilReleased(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir, lock, err := claimTempDir(tempProfilePrefix)
+	require.NoError(t, err)
+	later := time.Now().Add(2 * staleProfileAge)
+
+	sweepStaleProfiles(os.TempDir(), later, quietLogger())
+	assert.DirExists(t, dir)
+
+	require.NoError(t, lock.Close()) // as the owner's death would
+	sweepStaleProfiles(os.TempDir(), later, quietLogger())
+	assert.NoDirExists(t, dir)
 }
 
 func TestReapProfileProcessesKillsNamedProcessesAndTheirGroup(t *testing.T) {

@@ -35,19 +35,32 @@ type provider struct{ b *Browser }
 
 // Descriptor declares the local kind: browser_mode "local" (alias
 // "playwright"), transport label "playwright", and the remediation hints of
-// a failed launch.
+// a failed launch: how to install Chromium and the driver when they are
+// missing (DetailNotInstalled), where to look when the browser itself failed
+// to start.
 var Descriptor = browserbackend.Descriptor{
-	Kind:      browserbackend.KindLocal,
-	Mode:      "local",
-	Aliases:   []string{"playwright"},
-	Transport: "playwright",
-	Caps:      browserbackend.CapTabs | browserbackend.CapDialogs,
-	Remediation: func(browserbackend.Attempt) []string {
+	Kind:        browserbackend.KindLocal,
+	Mode:        "local",
+	Aliases:     []string{"playwright"},
+	Transport:   "playwright",
+	Caps:        browserbackend.CapTabs | browserbackend.CapDialogs,
+	Remediation: remediation,
+}
+
+func remediation(a browserbackend.Attempt) []string {
+	switch {
+	case a.Detail == DetailNotInstalled:
 		return []string{
 			"Install Chromium (Debian: apt-get install chromium) and the Playwright driver: run scripts/setup.sh.",
 			"If Chromium lives elsewhere, set the local backend's executable path (local.Options.ExecutablePath or BROWSERCHAIN_CHROMIUM).",
 		}
-	},
+	case a.Code == browserbackend.CodeLaunchFailed:
+		return []string{
+			"The local Chromium is installed but did not start: its own error is in the attempt above " +
+				"(a profile directory in use by another Chromium, or not writable, is a common cause).",
+		}
+	}
+	return nil
 }
 
 // Rule is the selection rule of the local candidate: always proposed, last
@@ -76,18 +89,18 @@ func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env)
 // Preflight checks, without starting anything, that the browser executable
 // exists and that the Playwright driver is installed where playwright-go looks
 // for it. A failure is a transport error with code launch_failed and the
-// remediation hint.
+// remediation hint (Detail DetailNotInstalled).
 func (b *Browser) Preflight(context.Context) error {
 	if _, err := os.Stat(b.opts.ExecutablePath); err != nil {
-		return launchFailed(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
+		return notInstalled(fmt.Sprintf("browser executable %s is not usable", b.opts.ExecutablePath), err)
 	}
 	dir, err := driverDirectory(b.opts.DriverDirectory)
 	if err != nil {
-		return launchFailed("cannot locate the Playwright driver", err)
+		return notInstalled("cannot locate the Playwright driver", err)
 	}
 	if os.Getenv("PLAYWRIGHT_CLI_PATH") == "" {
 		if _, err := os.Stat(filepath.Join(dir, "package", "cli.js")); err != nil {
-			return launchFailed("the Playwright driver is not installed in "+dir, err)
+			return notInstalled("the Playwright driver is not installed in "+dir, err)
 		}
 	}
 	return nil
