@@ -27,14 +27,35 @@ type ActionResult struct {
 	// X, Y are the viewport CSS-pixel coordinates the mouse event hit.
 	X float64 `json:"x,omitempty"`
 	Y float64 `json:"y,omitempty"`
+	// Effects is what a click, key press, submitted type or selection
+	// caused: the navigation it started (awaited), the windows it opened.
+	Effects
 	Call
+}
+
+// caused runs the input of an action with e watching the page and reports
+// what it caused. The input went out once do returns nil: a failure to find
+// out what it caused leaves Effects empty rather than failing the action.
+func (p *Page) caused(ctx context.Context, op string, do func() error) (Effects, error) {
+	e, err := p.watchEffects(ctx, op)
+	if err != nil {
+		return Effects{}, err
+	}
+	if err := do(); err != nil {
+		e.close()
+		return Effects{}, err
+	}
+	out, _ := e.settle(ctx, p, op)
+	return out, nil
 }
 
 // Click clicks the element's content-box centre with the left button
 // (DOM.scrollIntoViewIfNeeded, DOM.getBoxModel, then Input.dispatchMouseEvent
 // mouseMoved, mousePressed, mouseReleased with clickCount 1). It returns
-// once the browser has dispatched the events; a navigation the click starts
-// is not awaited (use WaitFor).
+// once the browser has dispatched the events and, when the click started a
+// navigation of the page, once the new document loaded (Effects; without
+// one it returns at once). A dialog the click raises blocks the page until
+// it is answered (see Tools' DialogPolicy).
 func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error) {
 	const op = "click"
 	node, err := p.resolve(ctx, op, in.Target)
@@ -45,16 +66,22 @@ func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	for _, ev := range []input.DispatchMouseEventParams{
-		{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
-		{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
-		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
-	} {
-		if err := p.mouse(ctx, op, ev); err != nil {
-			return ActionResult{}, err
+	eff, err := p.caused(ctx, op, func() error {
+		for _, ev := range []input.DispatchMouseEventParams{
+			{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
+			{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
+			{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
+		} {
+			if err := p.mouse(ctx, op, ev); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return ActionResult{}, err
 	}
-	return ActionResult{Ref: Ref(node), X: x, Y: y}, nil
+	return ActionResult{Ref: Ref(node), X: x, Y: y, Effects: eff}, nil
 }
 
 // Hover moves the mouse to the element's content-box centre
@@ -135,12 +162,15 @@ func (p *Page) Type(ctx context.Context, in TypeInput) (ActionResult, error) {
 			return ActionResult{}, wrap(op, err)
 		}
 	}
+	res := ActionResult{Ref: Ref(node)}
 	if in.Submit {
-		if err := p.key(ctx, op, keys["enter"], 0); err != nil {
+		eff, err := p.caused(ctx, op, func() error { return p.key(ctx, op, keys["enter"], 0) })
+		if err != nil {
 			return ActionResult{}, err
 		}
+		res.Effects = eff
 	}
-	return ActionResult{Ref: Ref(node)}, nil
+	return res, nil
 }
 
 // keyDef describes a key for Input.dispatchKeyEvent.
@@ -266,7 +296,9 @@ func (p *Page) PressKey(ctx context.Context, in PressKeyInput) (ActionResult, er
 		}
 		res.Ref = Ref(node)
 	}
-	return res, p.key(ctx, op, k, mods)
+	eff, err := p.caused(ctx, op, func() error { return p.key(ctx, op, k, mods) })
+	res.Effects = eff
+	return res, err
 }
 
 // ScrollInput is the browser_scroll tool input.
@@ -336,6 +368,8 @@ type SelectOptionInput struct {
 // SelectOptionResult reports the options selected afterwards.
 type SelectOptionResult struct {
 	Selected []string `json:"selected"`
+	// Effects is what the change caused (a navigation, a window).
+	Effects
 	Call
 }
 
@@ -367,11 +401,12 @@ func (p *Page) SelectOption(ctx context.Context, in SelectOptionInput) (SelectOp
 		return SelectOptionResult{}, err
 	}
 	var sel *[]string
-	if err := p.callOn(ctx, op, node, selectFn, &sel, in.Values); err != nil {
+	eff, err := p.caused(ctx, op, func() error { return p.callOn(ctx, op, node, selectFn, &sel, in.Values) })
+	if err != nil {
 		return SelectOptionResult{}, err
 	}
 	if sel == nil {
 		return SelectOptionResult{}, &Error{Op: op, Code: CodeNotFound, Message: fmt.Sprintf("no option matches %q", in.Values)}
 	}
-	return SelectOptionResult{Selected: *sel}, nil
+	return SelectOptionResult{Selected: *sel, Effects: eff}, nil
 }

@@ -87,7 +87,8 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
 		name: "browser_click", title: "Click",
-		desc: "Click an element (by ref from browser_snapshot, or a CSS selector) at its centre, scrolling it into view first.",
+		desc: "Click an element (by ref from browser_snapshot, or a CSS selector) at its centre, scrolling it into view first. " +
+			"When the click navigates the page it returns once the new page has loaded, with its URL and title; it reports a window it opened or a dialog it raised.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
 			return s.opts.Tools.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
@@ -153,7 +154,7 @@ func (s *Server) Register(srv *mcp.Server) {
 				Target: a.target(), Values: a.Values})
 		},
 		text: func(r tools.SelectOptionResult) string {
-			return fmt.Sprintf("Selected %q (backend %s).", r.Selected, r.Backend)
+			return fmt.Sprintf("Selected %q (backend %s).", r.Selected, r.Backend) + effectsText(r.Effects)
 		},
 		backend: func(r tools.SelectOptionResult) browserbackend.Kind { return r.Backend },
 	})

@@ -52,8 +52,25 @@ func actionText(verb string) func(tools.ActionResult) string {
 		if r.Ref != "" {
 			what = r.Ref
 		}
-		return fmt.Sprintf("Done: %s %s (backend %s). Take a new browser_snapshot if the page changed.", verb, what, r.Backend)
+		return fmt.Sprintf("Done: %s %s (backend %s).", verb, what, r.Backend) + effectsText(r.Effects)
 	}
+}
+
+// effectsText says what an action caused, and what to do next.
+func effectsText(e tools.Effects) string {
+	var b strings.Builder
+	if n := e.Navigated; n != nil {
+		fmt.Fprintf(&b, " The page navigated to %s (%q)", n.URL, n.Title)
+		if n.StillLoading {
+			b.WriteString(", still loading")
+		}
+		b.WriteString(".")
+	}
+	for _, u := range e.Opened {
+		fmt.Fprintf(&b, " It opened a new window: %s.", u)
+	}
+	b.WriteString(" Take a new browser_snapshot if the page changed.")
+	return b.String()
 }
 
 func extractText(r tools.ExtractResult) string {

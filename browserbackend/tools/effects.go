@@ -1,0 +1,226 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/page"
+)
+
+// ActionNavigation is a navigation an input action started (a link, a
+// form's submit, a script reacting to the input).
+type ActionNavigation struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// SameDocument is a fragment or history.pushState navigation.
+	SameDocument bool `json:"sameDocument,omitempty"`
+	// StillLoading: the call's deadline passed after the new document
+	// committed and before its load event.
+	StillLoading bool `json:"stillLoading,omitempty"`
+}
+
+// Effects is what an input action caused in the page, beside a dialog
+// (Call.Dialog).
+type Effects struct {
+	// Navigated is the main frame's navigation the action started, awaited
+	// to its load event; nil when none started.
+	Navigated *ActionNavigation `json:"navigated,omitempty"`
+	// Opened lists the URLs of the windows and tabs the action opened
+	// (window.open, target=_blank).
+	Opened []string `json:"opened,omitempty"`
+}
+
+// effects watches the page for what an input action causes. Open it before
+// the input goes out, settle it after.
+type effects struct {
+	requested, starts, navigated, within, stops, windows <-chan jsonv2.Value
+	stop                                                 []func()
+}
+
+func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
+	e := &effects{}
+	for _, sub := range []struct {
+		ch     *<-chan jsonv2.Value
+		method string
+	}{
+		{&e.requested, page.FrameRequestedNavigation.Method},
+		{&e.starts, page.FrameStartedLoading.Method},
+		{&e.navigated, page.FrameNavigated.Method},
+		{&e.within, page.NavigatedWithinDocument.Method},
+		{&e.stops, page.FrameStoppedLoading.Method},
+		{&e.windows, page.WindowOpen.Method},
+	} {
+		ch, stop := p.s.Subscribe(sub.method)
+		*sub.ch = ch
+		e.stop = append(e.stop, stop)
+	}
+	// The Page domain must be on for the events; on a session that has it
+	// already this is one cheap round trip.
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		e.close()
+		return nil, wrap(op, err)
+	}
+	return e, nil
+}
+
+func (e *effects) close() {
+	for _, stop := range e.stop {
+		stop()
+	}
+}
+
+// settleWindow is how long an action waits, after its input was answered,
+// for a navigation or a window it may have started: a form's submission
+// and a script's navigation reach the browser in a task of their own,
+// after the input's answer. Chrome DevTools MCP waits as long.
+const settleWindow = 100 * time.Millisecond
+
+// settle finds out what the input caused: it waits up to settleWindow,
+// stretched by the browser's round trip (on events, returning at the first), for a navigation of the page or a new
+// window; with a navigation requested it then waits — bounded by ctx — for
+// the frame to commit and, for the main frame, load. A deadline after the
+// commit reports the document, still loading.
+func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, error) {
+	defer e.close()
+	var out Effects
+	frames := map[cdp.FrameID]bool{}
+	// One round trip first: the window stretches with the browser's pace
+	// (a loaded machine answers, and runs the page's tasks, slower).
+	start := time.Now()
+	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
+		return out, nil
+	}
+	window := time.NewTimer(settleWindow + 4*time.Since(start))
+	defer window.Stop()
+	for len(frames) == 0 && len(out.Opened) == 0 {
+		select {
+		case raw := <-e.requested:
+			var ev page.EventFrameRequestedNavigation
+			if decodeValue(raw, &ev) == nil && ev.Disposition == page.ClientNavigationDispositionCurrentTab {
+				frames[ev.FrameID] = true
+			}
+		case raw := <-e.windows:
+			var ev page.EventWindowOpen
+			if decodeValue(raw, &ev) == nil {
+				out.Opened = append(out.Opened, ev.URL)
+			}
+		case <-window.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, nil
+		}
+	}
+	if len(frames) == 0 {
+		return out, nil
+	}
+	nav, err := e.await(ctx, p, op, frames)
+	out.Navigated = nav
+	return out, err
+}
+
+// abandonWait is how long an action waits for a document to commit after
+// the frame that requested it stopped loading without one.
+const abandonWait = 2 * time.Second
+
+// await waits for one of frames to commit (or navigate within its
+// document, or stop loading without committing: a download, a 204, a
+// cancelled navigation) and, for the main frame, for its load.
+func (e *effects) await(ctx context.Context, p *Page, op string, frames map[cdp.FrameID]bool) (*ActionNavigation, error) {
+	var main cdp.FrameID // the main frame, once its new document committed
+	started := false     // a requested frame started loading
+	// A frame may stop loading before its new document commits (the
+	// renderer hands the navigation to the browser), or for good (a 204, a
+	// download): after such a stop the commit is awaited for abandonWait.
+	var abandon <-chan time.Time
+	for {
+		select {
+		case <-abandon:
+			return nil, nil // no new document: the page is as it was
+		case <-ctx.Done():
+			if main == "" {
+				return nil, nil // nothing committed: the page is as it was
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
+			defer cancel()
+			nav, err := p.readNavigation(rctx, op)
+			if nav != nil {
+				nav.StillLoading = true
+			}
+			return nav, err
+		case raw, ok := <-e.navigated:
+			if !ok {
+				return nil, closedWhileWaiting(op)
+			}
+			var ev page.EventFrameNavigated
+			if decodeValue(raw, &ev) != nil || ev.Frame == nil || !frames[ev.Frame.ID] {
+				continue
+			}
+			if ev.Frame.ParentID != "" {
+				return nil, nil // a frame's own navigation: the page stays
+			}
+			main, abandon = ev.Frame.ID, nil
+			// The streams are read in no set order: its stop may have been
+			// read already, and then the document has loaded.
+			if p.reached(ctx, WaitLoad) {
+				return p.readNavigation(ctx, op)
+			}
+		case raw, ok := <-e.within:
+			if !ok {
+				return nil, closedWhileWaiting(op)
+			}
+			var ev page.EventNavigatedWithinDocument
+			if decodeValue(raw, &ev) == nil && frames[ev.FrameID] {
+				nav, err := p.readNavigation(ctx, op)
+				if nav != nil {
+					nav.SameDocument = true
+				}
+				return nav, err
+			}
+		case raw, ok := <-e.starts:
+			if !ok {
+				return nil, closedWhileWaiting(op)
+			}
+			var ev page.EventFrameStartedLoading
+			if decodeValue(raw, &ev) == nil && frames[ev.FrameID] {
+				started = true
+			}
+		case raw, ok := <-e.stops:
+			if !ok {
+				return nil, closedWhileWaiting(op)
+			}
+			var ev page.EventFrameStoppedLoading
+			if decodeValue(raw, &ev) != nil || !frames[ev.FrameID] {
+				continue
+			}
+			if main == "" {
+				if started && abandon == nil {
+					t := time.NewTimer(abandonWait)
+					defer t.Stop()
+					abandon = t.C
+				}
+				continue // otherwise the previous document's, delivered late
+			}
+			if ev.FrameID == main && p.reached(ctx, WaitLoad) {
+				return p.readNavigation(ctx, op)
+			}
+		}
+	}
+}
+
+// readNavigation reads the page's URL and title after a navigation.
+func (p *Page) readNavigation(ctx context.Context, op string) (*ActionNavigation, error) {
+	var loc struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	}
+	if err := p.evaluate(ctx, op, `({url: location.href, title: document.title})`, false, &loc); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &ActionNavigation{URL: loc.URL, Title: loc.Title}, nil
+}
