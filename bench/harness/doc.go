@@ -1,5 +1,5 @@
 // Package harness is the measuring side of bench/cmd/benchreport, the
-// benchmark harness of issue 7. It lives in its own module (bench/) so the
+// benchmark harness. It lives in its own module (bench/) so the
 // peer libraries it compares against — github.com/chromedp/chromedp — stay
 // out of browserchain's go.mod.
 //

@@ -101,7 +101,7 @@ func desktopAuto(port int) *cdpinspect.Provider {
 }
 
 // ProbeTimeout is the cdp-inspect probe timeout the failover figure runs
-// with (the SEL-12 default).
+// with (the selector's default).
 var ProbeTimeout = cdpinspect.DefaultConfig().ProbeTimeout()
 
 // MeasureFailover measures, for n fresh invocations per scenario (nBlack for

@@ -91,7 +91,7 @@ func ownInspectBrowser(ctx context.Context) (*Chromium, func() *cdpinspect.Provi
 // MeasureGuardCost times one extract tool call (`h1` of the form page) on
 // cdp-inspect (a headless Chromium of its own), local (the world's Playwright
 // browser), and the world's host-bridge and extension, each with no policy and with an allow-list policy for the
-// fixture host (GRD-1 … GRD-3: before/after URL checks, the Fetch
+// fixture host (the guard's before/after URL checks, the Fetch
 // interception of documents), rounds times each, the four paths interleaved
 // in a shuffled order per round after warmup rounds, with GuardUserTabs
 // further tabs open in each browser.

@@ -39,7 +39,7 @@ type Results struct {
 	Profiles []string
 }
 
-// Target is one goal of issue 7 with its measured value.
+// Target is one benchmark goal with its measured value.
 type Target struct {
 	Goal     string
 	Measured string
@@ -115,7 +115,7 @@ func (s HubStall) StallGrowth() (growth, share, lo, hi float64) {
 	return peak - s.Heap[mid], (peak - s.Heap[mid]) / published, lo, hi
 }
 
-// Targets evaluates the goals of issue 7.
+// Targets evaluates the benchmark goals.
 func (r *Results) Targets() []Target {
 	var ts []Target
 	raw, ins, bri, ext := r.eval(PathRaw), r.eval(PathInspect), r.eval(PathBridge), r.eval(PathExtension)
@@ -297,7 +297,7 @@ func (r *Results) Render(out io.Writer) {
 			"127.0.0.1:<port>, fallback]. The fallback is an already connected cdp-inspect session on the same browser "+
 			"(its Build returns at once; it is registered under the kind `local` so the attempts tell the two candidates "+
 			"apart), so the figure is the failed candidate's cost plus one round trip. Probe timeout "+
-			"%s (SEL-12 default). Baseline: the fallback alone.\n\n", ms(ProbeTimeout))
+			"%s (the selector's default). Baseline: the fallback alone.\n\n", ms(ProbeTimeout))
 		p("| scenario | n | median | p99 | Δ median vs baseline | vs baseline | attempts (last sample) |\n|---|---|---|---|---|---|---|\n")
 		for _, f := range r.Failover {
 			p("| %s | %d | %s | %s | %+.3f ms | %s | `%s` |\n", f.Scenario, len(f.D), ms(f.D.Median()), ms(f.D.P99()),

@@ -25,14 +25,14 @@ func bytesf(b float64) string {
 	}
 }
 
-// renderGuard writes section 6 (issue 13: the guards' cost per tool call).
+// renderGuard writes the section on the guards' cost per tool call.
 func (r *Results) renderGuard(p func(string, ...any)) {
 	if len(r.Guard) == 0 {
 		return
 	}
 	p("## 7. Guards: cost per tool call\n\n")
 	p("One `tools.Extract` call (selector `h1` of a small form page) through a fresh per-call Client, without and with a "+
-		"`guard.Policy` on its context (allow-list of the fixture host plus its development loopback opt-in: GRD-2's "+
+		"`guard.Policy` on its context (allow-list of the fixture host plus its development loopback opt-in: the guard's "+
 		"URL checks before and after the action and the Fetch interception of document requests, which the guarded "+
 		"call enables and disables around the action); the rows \"kept Client\" run with `tools.Options.KeepClients` "+
 		"(as examples/mcp does): the conversation keeps its Client, and the guard its interception, between calls. "+
@@ -62,7 +62,7 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 	p("\n")
 }
 
-// renderMCP writes section 7 (issue 15: three MCP servers, one browser).
+// renderMCP writes the section on three MCP servers over one browser.
 func (r *Results) renderMCP(p func(string, ...any)) {
 	if len(r.MCP) == 0 {
 		return

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// scaleTargets are the goals of the scale phase (issue 16 item 3).
+// scaleTargets are the goals of the scale phase.
 func (r *Results) scaleTargets() []Target {
 	s := r.Scale
 	if s == nil || len(s.Runs) == 0 {
@@ -53,7 +53,7 @@ func (r *Results) scaleTargets() []Target {
 // kib formats bytes in KiB.
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 
-// renderScale writes section 8 (issue 16 item 3).
+// renderScale writes the scale section.
 func (r *Results) renderScale(p func(string, ...any)) {
 	s := r.Scale
 	if s == nil || len(s.Runs) == 0 {

@@ -2,7 +2,7 @@ package harness
 
 import "fmt"
 
-// transportTarget is the goal of issue 12 for the extension's socket
+// transportTarget is the goal for the extension's socket
 // transports, in ms of median overhead.
 const transportTarget = 0.3
 

@@ -25,7 +25,7 @@ import (
 	"github.com/browserchain/browserchain/local"
 )
 
-// ScaleOptions sizes the scale phase (issue 16 item 3).
+// ScaleOptions sizes the scale phase.
 type ScaleOptions struct {
 	// Clients simulated extension clients carry Conversations conversations
 	// (conversation i on client i mod Clients), each sending Rounds

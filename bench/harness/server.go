@@ -37,7 +37,7 @@ var discard = slog.New(slog.DiscardHandler)
 
 // Server is the assistant-runtime side of the extension and host-bridge
 // paths, composed like examples/server/runtime (pairing, auth middleware,
-// hub, proxy) but without the HUB-6 rate limiter (and the auth.Identify step
+// hub, proxy) but without the hub's rate limiter (and the auth.Identify step
 // that only feeds it): its loopback budget of 1200 requests a minute would
 // throttle a benchmark that posts thousands of results. It listens on
 // 127.0.0.1 only.
@@ -233,7 +233,7 @@ func (s *Server) Invocation(conv, iface string) bb.Invocation {
 
 // BridgeActor is the actor the desktop bridge acts for. It differs from the
 // extension's so that the host-bridge provider, which steps aside while an
-// extension of the invoking actor is connected (SEL-3), proposes it.
+// extension of the invoking actor is connected, proposes it.
 const BridgeActor = "bench-bridge-actor"
 
 // BridgeInvocation is an invocation of BridgeActor.

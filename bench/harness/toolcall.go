@@ -11,7 +11,7 @@ import (
 	"github.com/browserchain/browserchain/cdpinspect"
 )
 
-// ToolCallResult is the tool-call phase (issue 16): one small tool call
+// ToolCallResult is the tool-call phase: one small tool call
 // over the ordinary path (tools.Tools + a Selector with the cdp-inspect
 // provider, a Client per call) next to a raw CDP command on the same
 // browser, in a quiet browser and in a busy one.
@@ -209,7 +209,7 @@ func (t *ToolCallResult) row(browser, path string) *ToolCallRow {
 }
 
 // toolCallTargets: a tool call over the ordinary path adds ≤ 0.5 ms over a
-// raw command on the same browser (issue 16), quiet and busy.
+// raw command on the same browser, quiet and busy.
 func (r *Results) toolCallTargets() []Target {
 	t := r.ToolCall
 	if t == nil {

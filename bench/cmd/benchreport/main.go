@@ -1,5 +1,5 @@
 // Command benchreport measures browserchain's backends side by side on one
-// machine, in one run, and writes BENCHMARKS.md (issue 7):
+// machine, in one run, and writes BENCHMARKS.md:
 //
 //  1. the Runtime.evaluate round trip over a raw CDP WebSocket, cdp-inspect,
 //     chromedp, host-bridge, the extension and local, and through the
@@ -9,15 +9,14 @@
 //  4. cold start per backend and warm second invocations;
 //  5. event-hub throughput to 1/10/100 SSE subscribers and memory while one
 //     subscriber stalls;
-//  6. the guards' cost per tool call, with and without a policy (issue 13);
+//  6. the guards' cost per tool call, with and without a policy;
 //  7. the same browser scenario through examples/mcp, Chrome DevTools MCP and
-//     Playwright MCP on one Chromium (issue 15);
+//     Playwright MCP on one Chromium;
 //  8. scale: 1,000 conversations at once over 100 simulated extension
-//     clients, and a few on one local Chromium (issue 16);
+//     clients, and a few on one local Chromium;
 //  9. toolcall: a tool call over the ordinary cdp-inspect path next to a raw
-//     CDP command, in a quiet and in a busy browser (issue 16);
-//  10. tools: the MCP scenario through the in-process tools on every backend
-//     (issue 16).
+//     CDP command, in a quiet and in a busy browser;
+//  10. tools: the MCP scenario through the in-process tools on every backend.
 //
 // Run it from the repository with `make bench` (which runs scripts/setup.sh
 // first), or `cd bench && go run ./cmd/benchreport`. It needs Chromium, Node.js
