@@ -6,6 +6,7 @@
 #   STRESS_COUNT  runs per test (default 3)
 #   STRESS_HOGS   busy loops (default: the number of cores)
 #   STRESS_PKGS   packages (default: every package that starts a real browser)
+#   STRESS_RUN    a go test -run pattern (default: every test)
 set -euo pipefail
 
 GO=${GO:-go}
@@ -35,5 +36,5 @@ echo "stress: $hogs busy loop(s) running; go test -race -count=$count $pkgs" >&2
 start=$(date +%s)
 # -p 1: one package at a time, as the real-browser suites share the machine.
 # shellcheck disable=SC2086 # pkgs is a list
-$GO test -race -count="$count" -p 1 -timeout 90m $pkgs
+$GO test -race -count="$count" -p 1 -timeout 90m ${STRESS_RUN:+-run "$STRESS_RUN"} $pkgs
 echo "stress: passed in $(($(date +%s) - start)) s" >&2
