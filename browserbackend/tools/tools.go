@@ -120,6 +120,10 @@ type Options struct {
 	// attempts of every call are those of that selection). Default false:
 	// a Client per call.
 	KeepClients bool
+	// UploadDir is the directory FileUpload reads files from (nothing
+	// outside it, no symlink out of it); "" makes FileUpload fail
+	// feature_not_configured.
+	UploadDir string
 	// Dialogs is what calls do with a JavaScript dialog the page opens;
 	// WithDialogPolicy overrides it for one call. Default DialogReport.
 	Dialogs DialogPolicy
@@ -153,6 +157,7 @@ type Tools struct {
 	keepClients bool
 	kept        keptClients
 	dialogs     DialogPolicy
+	uploadDir   string
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -176,6 +181,7 @@ func New(opts Options) *Tools {
 
 		keepClients: opts.KeepClients,
 		dialogs:     opts.Dialogs,
+		uploadDir:   opts.UploadDir,
 	}
 }
 

@@ -74,6 +74,13 @@ type PressKeyArgs struct {
 	Common
 }
 
+// FileUploadArgs is the browser_file_upload input.
+type FileUploadArgs struct {
+	Paths []string `json:"paths" jsonschema:"The files to upload, relative to the server's upload directory."`
+	Element
+	Common
+}
+
 // HandleDialogArgs is the browser_handle_dialog input.
 type HandleDialogArgs struct {
 	Accept     bool   `json:"accept" jsonschema:"true accepts the dialog (OK), false dismisses it (Cancel)."`

@@ -43,6 +43,6 @@ func ExampleServer() {
 	msg := res.Content[0].(*mcp.TextContent).Text
 	fmt.Println(res.IsError, strings.SplitAfter(msg, ". ")[0])
 	// Output:
-	// 18 tools
+	// 19 tools
 	// true browser_snapshot refused: invalid browser_mode "chrome": accepted values are auto, extension, cdp-inspect, local (aliases: cdp-debugger = cdp-inspect, playwright = local).
 }

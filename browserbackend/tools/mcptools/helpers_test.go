@@ -118,6 +118,7 @@ var validArgs = map[string]map[string]any{
 	"browser_status":        {"probe": true},
 	"browser_login":         {"credential": "x", "fields": []map[string]any{{"selector": "#u", "value": "%username%"}}},
 	"browser_handle_dialog": {"accept": true},
+	"browser_file_upload":   {"selector": "#f", "paths": []string{"a.txt"}},
 }
 
 func with(m map[string]any, k string, v any) map[string]any {

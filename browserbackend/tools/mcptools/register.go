@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +20,7 @@ var ToolNames = []string{
 	"browser_navigate", "browser_snapshot", "browser_screenshot", "browser_click", "browser_type",
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
 	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
-	"browser_login", "browser_handle_dialog",
+	"browser_login", "browser_handle_dialog", "browser_file_upload",
 }
 
 // args is what every argument type has: the Common properties.
@@ -145,6 +146,27 @@ func (s *Server) Register(srv *mcp.Server) {
 			return "Done: the dialog was answered. Take a new browser_snapshot if the page changed."
 		},
 		backend: func(r tools.HandleDialogResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[FileUploadArgs, tools.FileUploadResult]{
+		name: "browser_file_upload", title: "Upload files",
+		desc: "Set files on a file input (by ref or CSS selector; a hidden input works by selector), or drop them on an element that takes dropped files. " +
+			"Paths are relative to the server's upload directory; nothing outside it can be sent.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a FileUploadArgs) (tools.FileUploadResult, error) {
+			return s.opts.Tools.Act().FileUpload(ctx, inv, tools.FileUploadInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Target: a.target(), Paths: a.Paths})
+		},
+		text: func(r tools.FileUploadResult) string {
+			names := make([]string, len(r.Files))
+			for i, f := range r.Files {
+				names[i] = fmt.Sprintf("%s (%d bytes)", f.Name, f.Size)
+			}
+			how := "set on"
+			if r.Dropped {
+				how = "dropped on"
+			}
+			return fmt.Sprintf("Done: %s %s %s (backend %s).", strings.Join(names, ", "), how, r.Ref, r.Backend)
+		},
+		backend: func(r tools.FileUploadResult) browserbackend.Kind { return r.Backend },
 	})
 	add(s, srv, toolDef[SelectOptionArgs, tools.SelectOptionResult]{
 		name: "browser_select_option", title: "Select option",
