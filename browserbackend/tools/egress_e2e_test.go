@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -96,12 +97,15 @@ type egressSites struct {
 	g       *guard.Guard
 	egress  *guard.EgressProxy
 	refused chan string
-	go_     chan struct{}
+	// gates release the /later pages' own navigations, by the gate
+	// parameter.
+	gates   map[string]chan struct{}
 	rebound atomic.Int64
 }
 
 func startEgressSites(t *testing.T) *egressSites {
-	es := &egressSites{refused: make(chan string, 64), go_: make(chan struct{})}
+	es := &egressSites{refused: make(chan string, 64),
+		gates: map[string]chan struct{}{"http": make(chan struct{}), "https": make(chan struct{})}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		page(w, "Loopback", "<p>served</p>")
@@ -113,14 +117,16 @@ func startEgressSites(t *testing.T) *egressSites {
 	mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 	})
-	// /later navigates itself to /rebound on rebind-later.test once the
-	// test closes go_, after the call that loaded it has returned.
+	// /later?gate=G&to=U navigates itself to U once the test closes
+	// gates[G], after the call that loaded it has returned.
 	mux.HandleFunc("/later", func(w http.ResponseWriter, r *http.Request) {
-		page(w, "Later", `<p>later</p><script>fetch("/go").then(() => { location = "http://rebind-later.test:`+es.port+`/rebound"; });</script>`)
+		q := r.URL.Query()
+		page(w, "Later", fmt.Sprintf(`<p>later</p><script>fetch("/go?gate=%s").then(() => { location = %q; });</script>`,
+			url.QueryEscape(q.Get("gate")), q.Get("to")))
 	})
 	mux.HandleFunc("/go", func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-es.go_:
+		case <-es.gates[r.URL.Query().Get("gate")]:
 		case <-r.Context().Done():
 		}
 	})
@@ -179,21 +185,26 @@ func egressScenario(t *testing.T, ctx context.Context, tl *tools.Tools, inv brow
 		assertEgressForbidden(t, err, to)
 	}
 
-	_, err = tl.Navigate(ctx, inv, tools.NavigateInput{URL: "http://app.test:" + p + "/later"})
-	require.NoError(t, err)
-	for len(es.refused) > 0 {
-		<-es.refused
+	// The page's own navigation, refused between calls, fails the next
+	// call; the page it left is never content.
+	for _, gate := range []string{"http", "https"} {
+		host := "rebind-later-" + gate + ".test:" + p
+		to := gate + "://" + host + "/rebound"
+		_, err = tl.Navigate(ctx, inv, tools.NavigateInput{URL: "http://app.test:" + p + "/later?gate=" + gate + "&to=" + url.QueryEscape(to)})
+		require.NoError(t, err)
+		for len(es.refused) > 0 {
+			<-es.refused
+		}
+		close(es.gates[gate])
+		for target := ""; target != host; {
+			target = <-es.refused
+		}
+		_, err = tl.Read().WaitFor(ctx, inv, tools.WaitForInput{Navigation: true, URLContains: host})
+		assertEgressForbidden(t, err, to)
+		ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{MaxChars: 1000})
+		require.NoError(t, err)
+		assert.NotContains(t, ex.Text, "guard: forbidden", "the proxy's refusal page is never content")
 	}
-	close(es.go_)
-	// The page's own navigation is refused between calls.
-	for target := ""; target != "rebind-later.test:"+p; {
-		target = <-es.refused
-	}
-	_, err = tl.Read().WaitFor(ctx, inv, tools.WaitForInput{Navigation: true, URLContains: "rebind-later.test"})
-	assertEgressForbidden(t, err, "http://rebind-later.test:"+p+"/rebound")
-	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{MaxChars: 1000})
-	require.NoError(t, err)
-	assert.NotContains(t, ex.Text, "guard: forbidden", "the proxy's refusal page is never content")
 
 	assert.Zero(t, es.rebound.Load(), "the rebound names never reached the loopback server")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -472,9 +473,21 @@ const pageDocScript = `(() => {
 	return {url: location.href, status: typeof status === "number" ? status : 0};
 })()`
 
+// egressRefusedEntry returns g's egress refusal of the URL the page's
+// current history entry failed to load (an error page's own URL is
+// chrome-error://), or nil.
+func (p *Page) egressRefusedEntry(ctx context.Context, g *guard.Guard) error {
+	h, err := cdp.Call(ctx, p.s, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil || h.CurrentIndex < 0 || h.CurrentIndex >= int64(len(h.Entries)) || h.Entries[h.CurrentIndex] == nil {
+		return nil
+	}
+	return g.EgressRefusal(h.Entries[h.CurrentIndex].URL)
+}
+
 // checkPage checks the page's current URL; an off-list page, or the 403
 // page of a request g's egress proxy refused (Guard.EgressRefusal), is
-// parked and the refusal returned. The document's HTTP status is read
+// parked and the refusal returned; an error page whose URL the proxy
+// refused is refused with the proxy's rule. The document's HTTP status is read
 // with the URL, in the same evaluation.
 func (p *Page) checkPage(ctx context.Context, g *guard.Guard, op string) error {
 	var doc struct {
@@ -485,8 +498,13 @@ func (p *Page) checkPage(ctx context.Context, g *guard.Guard, op string) error {
 		return err
 	}
 	err := g.CheckURL(ctx, doc.URL)
-	if err == nil && doc.Status == http.StatusForbidden {
+	switch {
+	case err == nil && doc.Status == http.StatusForbidden:
 		err = g.EgressRefusal(doc.URL)
+	case err != nil && strings.HasPrefix(doc.URL, "chrome-error:"):
+		if v := p.egressRefusedEntry(ctx, g); v != nil {
+			err = v
+		}
 	}
 	if err != nil {
 		p.park(ctx)
