@@ -21,7 +21,9 @@ import (
 // resolved to a public address when the page URL was checked and to a
 // private one now (DNS rebinding) is refused with 403. It does not apply the
 // allow-list: pages are checked by the tools; the proxy only keeps the
-// browser off private networks.
+// browser off private networks. Each refusal is remembered by the guard
+// (Guard.EgressRefusal), so the tools report a page the proxy refused as
+// forbidden rather than as the proxy's 403 page or a tunnel failure.
 //
 // Start the browser with ChromiumArgs. An EgressProxy is safe for concurrent
 // use; Close stops it and every tunnel.
@@ -161,6 +163,7 @@ func (p *EgressProxy) refuse(w http.ResponseWriter, target string, err error) {
 	var ge *Error
 	if errors.As(err, &ge) && ge.Code == CodeForbidden {
 		p.log.Warn("egress proxy refused a connection", "target", target, "rule", ge.Rule)
+		p.g.refused.add(target, ge)
 		http.Error(w, "guard: forbidden: "+ge.Rule, http.StatusForbidden)
 		return
 	}

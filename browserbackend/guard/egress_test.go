@@ -90,6 +90,21 @@ func TestEgressProxyRefusesARebindingName(t *testing.T) {
 	}
 	assert.Zero(t, hits.Load(), "the loopback server received nothing")
 
+	// The guard remembers each refusal by host:port, for the tools.
+	for _, u := range []string{target, fmt.Sprintf("HTTP://Rebind.Test.:%d/other?q=1", port), fmt.Sprintf("http://127.0.0.1:%d/x", port)} {
+		err := g.EgressRefusal(u)
+		require.ErrorIs(t, err, guard.ErrForbidden, u)
+		var ge *guard.Error
+		require.ErrorAs(t, err, &ge)
+		assert.Equal(t, u, ge.URL, "the refusal names the URL asked about")
+		assert.Equal(t, "url", ge.Param)
+		assert.Equal(t, guard.RulePrivateNetwork+": 127.0.0.0/8", ge.Rule)
+	}
+	assert.NoError(t, g.EgressRefusal(fmt.Sprintf("http://ok.test:%d/", port)), "never refused")
+	assert.NoError(t, g.EgressRefusal("http://rebind.test/"), "another port")
+	assert.NoError(t, g.EgressRefusal("https://rebind.test/"), "another port")
+	assert.NoError(t, g.EgressRefusal("about:blank"))
+
 	// The dev opt-in passes, through a tunnel as well as plain.
 	resp, err = client.Get(fmt.Sprintf("http://ok.test:%d/", port))
 	require.NoError(t, err)

@@ -71,8 +71,10 @@ type entry struct {
 }
 
 // Guard is a compiled Policy: the URL checks (allow-list, private-network
-// block) and the write setting the tools consult. A Guard is immutable and
-// safe for concurrent use. The zero value is not usable; call New.
+// block) and the write setting the tools consult. Its policy is immutable;
+// besides, it remembers the recent refusals of its egress proxies
+// (EgressRefusal). A Guard is safe for concurrent use. The zero value is
+// not usable; call New.
 type Guard struct {
 	policy  Policy
 	open    bool // no list (nil or "*")
@@ -81,13 +83,14 @@ type Guard struct {
 	ssrf    *ssrf.Guardian
 	res     Resolver
 	log     *slog.Logger
+	refused *refusals
 }
 
 // New validates p and compiles it. An explicit empty AllowedDomains, a
 // malformed entry, or a malformed DevLoopback pair is validation_failed
 // naming the parameter.
 func New(p Policy) (*Guard, error) {
-	g := &Guard{policy: p, dev: map[string]bool{}, res: p.Resolver, log: p.Logger,
+	g := &Guard{policy: p, dev: map[string]bool{}, res: p.Resolver, log: p.Logger, refused: &refusals{},
 		ssrf: ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())}
 	if g.res == nil {
 		g.res = net.DefaultResolver

@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,12 +74,18 @@ type watch struct {
 type window struct {
 	op         string
 	violations []error
+	// docs are the first maxWindowDocs document URLs the page requested
+	// during the call (redirect hops included), for egressRefusal.
+	docs []string
 	// navCh is closed at the first document request or renderer-initiated
 	// navigation; settled receives a signal when a frame stops loading.
 	navCh   chan struct{}
 	navOnce sync.Once
 	settled chan struct{}
 }
+
+// maxWindowDocs bounds window.docs.
+const maxWindowDocs = 32
 
 // begin opens the window of one call; end closes it.
 func (w *watch) begin(op string) *window {
@@ -240,6 +248,11 @@ func (w *watch) onPaused(raw []byte) {
 	}
 	w.navigated()
 	u := ev.Request.URL + ev.Request.URLFragment
+	w.each(func(win *window) {
+		if len(win.docs) < maxWindowDocs {
+			win.docs = append(win.docs, u)
+		}
+	})
 	actx, cancel := w.actx()
 	defer cancel()
 	if err := w.g.CheckURL(actx, u); err != nil {
@@ -424,6 +437,20 @@ func (w *watch) stop(ctx context.Context) {
 	w.wg.Wait()
 }
 
+// egressRefusal returns the refusal g's egress proxy made for a document
+// the page requested during win (Guard.EgressRefusal), or nil.
+func (w *watch) egressRefusal(g *guard.Guard, win *window) error {
+	w.mu.Lock()
+	docs := append([]string(nil), win.docs...)
+	w.mu.Unlock()
+	for _, u := range docs {
+		if err := g.EgressRefusal(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // currentURL reads the page's URL.
 func (p *Page) currentURL(ctx context.Context, op string) (string, error) {
 	var u string
@@ -438,14 +465,48 @@ func (p *Page) park(ctx context.Context) {
 	_, _ = cdp.Call(pctx, p.s, page.Navigate, page.NavigateParams{URL: "about:blank"})
 }
 
-// checkPage checks the page's current URL; an off-list page is parked and
-// the refusal returned.
+// pageDocScript reads the page's URL and its document's HTTP status (0
+// when unknown); the page's own script cannot make it throw.
+const pageDocScript = `(() => {
+	let status = 0;
+	try { status = performance.getEntriesByType("navigation")[0].responseStatus; } catch (e) {}
+	return {url: location.href, status: typeof status === "number" ? status : 0};
+})()`
+
+// egressRefusedEntry returns g's egress refusal of the URL the page's
+// current history entry failed to load (an error page's own URL is
+// chrome-error://), or nil.
+func (p *Page) egressRefusedEntry(ctx context.Context, g *guard.Guard) error {
+	h, err := cdp.Call(ctx, p.s, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil || h.CurrentIndex < 0 || h.CurrentIndex >= int64(len(h.Entries)) || h.Entries[h.CurrentIndex] == nil {
+		return nil
+	}
+	return g.EgressRefusal(h.Entries[h.CurrentIndex].URL)
+}
+
+// checkPage checks the page's current URL; an off-list page, or the 403
+// page of a request g's egress proxy refused (Guard.EgressRefusal), is
+// parked and the refusal returned; an error page whose URL the proxy
+// refused is refused with the proxy's rule. The document's HTTP status is read
+// with the URL, in the same evaluation.
 func (p *Page) checkPage(ctx context.Context, g *guard.Guard, op string) error {
-	u, err := p.currentURL(ctx, op)
-	if err != nil {
+	var doc struct {
+		URL    string `json:"url"`
+		Status int    `json:"status"`
+	}
+	if err := p.evaluate(ctx, op, pageDocScript, false, &doc); err != nil {
 		return err
 	}
-	if err := g.CheckURL(ctx, u); err != nil {
+	err := g.CheckURL(ctx, doc.URL)
+	switch {
+	case err == nil && doc.Status == http.StatusForbidden:
+		err = g.EgressRefusal(doc.URL)
+	case err != nil && strings.HasPrefix(doc.URL, "chrome-error:"):
+		if v := p.egressRefusedEntry(ctx, g); v != nil {
+			err = v
+		}
+	}
+	if err != nil {
 		p.park(ctx)
 		return guardErr(op, err)
 	}
@@ -468,7 +529,10 @@ var navigates = map[string]bool{"login": true, "click": true, "press_key": true,
 // guarded runs fn under g: the in-browser interception for the whole
 // call, the page URL checked before (except for navigate, which leaves the
 // page) and after, a navigation started by an input action awaited, and an
-// off-list page parked on about:blank. A refusal wins over fn's own result.
+// off-list page parked on about:blank. A page or navigation g's egress
+// proxy refused (Guard.EgressRefusal: its 403 page, or a navigation that
+// failed on its refused tunnel) is refused as well, with the proxy's rule.
+// A refusal wins over fn's own result.
 //
 // w is the kept Client's watch (Options.KeepClients), already running; nil
 // starts one for this call and stops it at the end.
@@ -504,6 +568,14 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 		return zero, guardErr(op, v)
 	}
 	if ferr != nil {
+		// A navigation that failed because the egress proxy refused its
+		// tunnel (or a redirect hop's) is that refusal.
+		if errors.Is(ferr, ErrNavigationFailed) {
+			if v := w.egressRefusal(g, win); v != nil {
+				p.park(ctx)
+				return zero, guardErr(op, v)
+			}
+		}
 		return zero, ferr
 	}
 	if err := p.checkPage(ctx, g, op); err != nil {
@@ -511,8 +583,12 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 		// refused while the settle above ended on an older page's signal:
 		// that refusal was recorded before the request was failed, so it
 		// is known now, and it names the URL and rule the agent asked for
-		// (not chrome-error://).
+		// (not chrome-error://). The same holds for a request the egress
+		// proxy refused.
 		if v := w.firstViolation(win); v != nil {
+			return zero, guardErr(op, v)
+		}
+		if v := w.egressRefusal(g, win); v != nil {
 			return zero, guardErr(op, v)
 		}
 		return zero, err
