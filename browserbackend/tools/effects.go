@@ -129,85 +129,134 @@ const abandonWait = 2 * time.Second
 // document, or stop loading without committing: a download, a 204, a
 // cancelled navigation) and, for the main frame, for its load.
 func (e *effects) await(ctx context.Context, p *Page, op string, frames map[cdp.FrameID]bool) (*ActionNavigation, error) {
-	var main cdp.FrameID // the main frame, once its new document committed
-	started := false     // a requested frame started loading
-	// A frame may stop loading before its new document commits (the
-	// renderer hands the navigation to the browser), or for good (a 204, a
-	// download): after such a stop the commit is awaited for abandonWait.
-	var abandon <-chan time.Time
+	w := &navWait{p: p, op: op, frames: frames}
+	defer w.stopAbandon()
 	for {
+		var done bool
+		var nav *ActionNavigation
+		var err error
 		select {
-		case <-abandon:
-			return nil, nil // no new document: the page is as it was
 		case <-ctx.Done():
-			if main == "" {
-				return nil, nil // nothing committed: the page is as it was
-			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
-			defer cancel()
-			nav, err := p.readNavigation(rctx, op)
-			if nav != nil {
-				nav.StillLoading = true
-			}
-			return nav, err
+			return w.atDeadline(ctx)
+		case <-w.abandon:
+			return nil, nil // no new document: the page is as it was
 		case raw, ok := <-e.navigated:
 			if !ok {
 				return nil, closedWhileWaiting(op)
 			}
-			var ev page.EventFrameNavigated
-			if decodeValue(raw, &ev) != nil || ev.Frame == nil || !frames[ev.Frame.ID] {
-				continue
-			}
-			if ev.Frame.ParentID != "" {
-				return nil, nil // a frame's own navigation: the page stays
-			}
-			main, abandon = ev.Frame.ID, nil
-			// The streams are read in no set order: its stop may have been
-			// read already, and then the document has loaded.
-			if p.reached(ctx, WaitLoad) {
-				return p.readNavigation(ctx, op)
-			}
+			done, nav, err = w.navigated(ctx, raw)
 		case raw, ok := <-e.within:
 			if !ok {
 				return nil, closedWhileWaiting(op)
 			}
-			var ev page.EventNavigatedWithinDocument
-			if decodeValue(raw, &ev) == nil && frames[ev.FrameID] {
-				nav, err := p.readNavigation(ctx, op)
-				if nav != nil {
-					nav.SameDocument = true
-				}
-				return nav, err
-			}
+			done, nav, err = w.within(ctx, raw)
 		case raw, ok := <-e.starts:
 			if !ok {
 				return nil, closedWhileWaiting(op)
 			}
-			var ev page.EventFrameStartedLoading
-			if decodeValue(raw, &ev) == nil && frames[ev.FrameID] {
-				started = true
-			}
+			w.startedLoading(raw)
 		case raw, ok := <-e.stops:
 			if !ok {
 				return nil, closedWhileWaiting(op)
 			}
-			var ev page.EventFrameStoppedLoading
-			if decodeValue(raw, &ev) != nil || !frames[ev.FrameID] {
-				continue
-			}
-			if main == "" {
-				if started && abandon == nil {
-					t := time.NewTimer(abandonWait)
-					defer t.Stop()
-					abandon = t.C
-				}
-				continue // otherwise the previous document's, delivered late
-			}
-			if ev.FrameID == main && p.reached(ctx, WaitLoad) {
-				return p.readNavigation(ctx, op)
-			}
+			done, nav, err = w.stopped(ctx, raw)
+		}
+		if done {
+			return nav, err
 		}
 	}
+}
+
+// navWait is the state of one await. The event streams are read in no
+// set order.
+type navWait struct {
+	p      *Page
+	op     string
+	frames map[cdp.FrameID]bool
+	main   cdp.FrameID // the main frame, once its new document committed
+	// started: a requested frame started loading. A frame may stop loading
+	// before its new document commits (the renderer hands the navigation
+	// to the browser), or for good (a 204, a download): after such a stop
+	// the commit is awaited for abandonWait.
+	started bool
+	abandon <-chan time.Time
+	timer   *time.Timer
+}
+
+func (w *navWait) stopAbandon() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+func (w *navWait) atDeadline(ctx context.Context) (*ActionNavigation, error) {
+	if w.main == "" {
+		return nil, nil // nothing committed: the page is as it was
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stillLoadingReadTimeout)
+	defer cancel()
+	nav, err := w.p.readNavigation(rctx, w.op)
+	if nav != nil {
+		nav.StillLoading = true
+	}
+	return nav, err
+}
+
+func (w *navWait) navigated(ctx context.Context, raw jsonv2.Value) (bool, *ActionNavigation, error) {
+	var ev page.EventFrameNavigated
+	if decodeValue(raw, &ev) != nil || ev.Frame == nil || !w.frames[ev.Frame.ID] {
+		return false, nil, nil
+	}
+	if ev.Frame.ParentID != "" {
+		return true, nil, nil // a frame's own navigation: the page stays
+	}
+	w.main = ev.Frame.ID
+	w.stopAbandon()
+	w.abandon = nil
+	// Its stop may have been read already, and then the document has loaded.
+	if w.p.reached(ctx, WaitLoad) {
+		nav, err := w.p.readNavigation(ctx, w.op)
+		return true, nav, err
+	}
+	return false, nil, nil
+}
+
+func (w *navWait) within(ctx context.Context, raw jsonv2.Value) (bool, *ActionNavigation, error) {
+	var ev page.EventNavigatedWithinDocument
+	if decodeValue(raw, &ev) != nil || !w.frames[ev.FrameID] {
+		return false, nil, nil
+	}
+	nav, err := w.p.readNavigation(ctx, w.op)
+	if nav != nil {
+		nav.SameDocument = true
+	}
+	return true, nav, err
+}
+
+func (w *navWait) startedLoading(raw jsonv2.Value) {
+	var ev page.EventFrameStartedLoading
+	if decodeValue(raw, &ev) == nil && w.frames[ev.FrameID] {
+		w.started = true
+	}
+}
+
+func (w *navWait) stopped(ctx context.Context, raw jsonv2.Value) (bool, *ActionNavigation, error) {
+	var ev page.EventFrameStoppedLoading
+	if decodeValue(raw, &ev) != nil || !w.frames[ev.FrameID] {
+		return false, nil, nil
+	}
+	if w.main == "" {
+		if w.started && w.abandon == nil {
+			w.timer = time.NewTimer(abandonWait)
+			w.abandon = w.timer.C
+		}
+		return false, nil, nil // otherwise the previous document's, delivered late
+	}
+	if ev.FrameID == w.main && w.p.reached(ctx, WaitLoad) {
+		nav, err := w.p.readNavigation(ctx, w.op)
+		return true, nav, err
+	}
+	return false, nil, nil
 }
 
 // readNavigation reads the page's URL and title after a navigation.
