@@ -218,6 +218,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 
 	if c.httpAddr == "" {
 		log.Info("serving MCP over stdio", "module", "example-mcp")
+		// On a signal Run closes the session, which waits for the calls in
+		// flight: Close cancels them, so the wait is not their deadline.
+		stopClosing := context.AfterFunc(ctx, func() { _ = srv.Close() })
+		defer stopClosing()
 		err := ms.Run(ctx, mcptools.StdioTransport(stdin, stdout, log))
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			err = nil
