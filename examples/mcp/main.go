@@ -194,7 +194,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return fmt.Errorf("-mode: %w", err)
 	}
 	if c.listen != "" {
-		stopRef, err := serveReference(rt, c.listen, log)
+		stopRef, err := serveReference(ctx, rt, c.listen, log)
 		if err != nil {
 			log.Warn("reference server not started: the extension and bridge cannot connect to this process",
 				"module", "example-mcp", "addr", c.listen, "error", err)
@@ -231,13 +231,15 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	return serveHTTP(ctx, ms, c, log, srv.Close)
 }
 
-// serveReference starts the embedded reference server on addr.
-func serveReference(rt *runtime.Runtime, addr string, log *slog.Logger) (stop func(), err error) {
+// serveReference starts the embedded reference server on addr; ctx
+// ending cancels its requests in flight (a browser command among them).
+func serveReference(ctx context.Context, rt *runtime.Runtime, addr string, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	hs := rt.HTTPServer(addr)
+	hs.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { _ = hs.Serve(ln) }()
 	log.Info("reference server listening", "module", "example-mcp", "addr", ln.Addr().String())
 	return func() {
