@@ -35,7 +35,8 @@
 // Logs go to stderr (stdout is the stdio transport), and to the client
 // through MCP logging once it sets a level. On exit (stdin closed, SIGINT,
 // SIGTERM) every session's pages are closed and the local Chromium is shut
-// down.
+// down; SIGINT and SIGTERM first cancel the tool calls in flight, so the
+// process never waits for a call's deadline.
 package main
 
 import (
@@ -251,8 +252,8 @@ func serveReference(ctx context.Context, rt *runtime.Runtime, addr string, log *
 }
 
 // serveHTTP serves the streamable HTTP transport at MCPPath until ctx ends;
-// endSessions ends the MCP sessions (and their event streams) before the
-// HTTP server shuts down.
+// endSessions cancels the calls in flight and ends the MCP sessions (and
+// their event streams) before the HTTP server shuts down.
 func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, endSessions func() error) error {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
 		&mcp.StreamableHTTPOptions{SessionTimeout: c.sessionTimeout, Logger: log})
