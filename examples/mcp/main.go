@@ -35,7 +35,8 @@
 // Logs go to stderr (stdout is the stdio transport), and to the client
 // through MCP logging once it sets a level. On exit (stdin closed, SIGINT,
 // SIGTERM) every session's pages are closed and the local Chromium is shut
-// down.
+// down; SIGINT and SIGTERM first cancel the tool calls in flight, so the
+// process never waits for a call's deadline.
 package main
 
 import (
@@ -195,7 +196,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return fmt.Errorf("-mode: %w", err)
 	}
 	if c.listen != "" {
-		stopRef, err := serveReference(rt, c.listen, log)
+		stopRef, err := serveReference(ctx, rt, c.listen, log)
 		if err != nil {
 			log.Warn("reference server not started: the extension and bridge cannot connect to this process",
 				"module", "example-mcp", "addr", c.listen, "error", err)
@@ -220,6 +221,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 
 	if c.httpAddr == "" {
 		log.Info("serving MCP over stdio", "module", "example-mcp")
+		// On a signal Run closes the session, which waits for the calls in
+		// flight: Close cancels them, so the wait is not their deadline.
+		stopClosing := context.AfterFunc(ctx, func() { _ = srv.Close() })
+		defer stopClosing()
 		err := ms.Run(ctx, mcptools.StdioTransport(stdin, stdout, log))
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			err = nil
@@ -229,13 +234,15 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	return serveHTTP(ctx, ms, c, log, srv.Close)
 }
 
-// serveReference starts the embedded reference server on addr.
-func serveReference(rt *runtime.Runtime, addr string, log *slog.Logger) (stop func(), err error) {
+// serveReference starts the embedded reference server on addr; ctx
+// ending cancels its requests in flight (a browser command among them).
+func serveReference(ctx context.Context, rt *runtime.Runtime, addr string, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	hs := rt.HTTPServer(addr)
+	hs.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { _ = hs.Serve(ln) }()
 	log.Info("reference server listening", "module", "example-mcp", "addr", ln.Addr().String())
 	return func() {
@@ -247,8 +254,8 @@ func serveReference(rt *runtime.Runtime, addr string, log *slog.Logger) (stop fu
 }
 
 // serveHTTP serves the streamable HTTP transport at MCPPath until ctx ends;
-// endSessions ends the MCP sessions (and their event streams) before the
-// HTTP server shuts down.
+// endSessions cancels the calls in flight and ends the MCP sessions (and
+// their event streams) before the HTTP server shuts down.
 func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, endSessions func() error) error {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
 		&mcp.StreamableHTTPOptions{SessionTimeout: c.sessionTimeout, Logger: log})

@@ -209,8 +209,8 @@ func joinReplicas(c config, log *slog.Logger, rcfg *runtime.Config) (*nats.Conn,
 }
 
 // serve runs the runtime of rcfg on c.listen (and the remote listener when
-// configured) until the server fails or the process is interrupted, then
-// shuts both down.
+// configured) until the server fails or the process gets SIGINT or
+// SIGTERM, which cancels every request in flight, then shuts both down.
 func serve(c config, rcfg runtime.Config, log *slog.Logger) error {
 	rt, err := runtime.New(rcfg)
 	if err != nil {
@@ -219,7 +219,12 @@ func serve(c config, rcfg runtime.Config, log *slog.Logger) error {
 		}
 		return err
 	}
+	// A signal cancels every request's context, so a command in flight ends
+	// now instead of at its deadline, and Shutdown does not wait for it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	srv := rt.HTTPServer(c.listen)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		rt.Close()
@@ -236,8 +241,6 @@ func serve(c config, rcfg runtime.Config, log *slog.Logger) error {
 	log.Info("reference server listening", "module", "example-server", "addr", ln.Addr().String(),
 		"keyFile", c.keyFile, "allowedOrigins", strings.Join(c.origins, ","), "actor", c.actor, "failover", c.policy.Name)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

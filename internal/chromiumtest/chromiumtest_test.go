@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,4 +149,22 @@ func ExampleParseDevToolsActivePort() {
 	port, path, err := chromiumtest.ParseDevToolsActivePort([]byte("45299\n/devtools/browser/283b6bad\n"))
 	fmt.Println(port, path, err)
 	// Output: 45299 /devtools/browser/283b6bad <nil>
+}
+
+// ProcessesWithEnv finds a process by a whole entry of its environment,
+// not by a prefix of one.
+func TestProcessesWithEnvMatchesWholeEntries(t *testing.T) {
+	entry := "CHROMIUMTEST_MARK=" + t.Name()
+	cmd := exec.Command("sleep", "600")
+	cmd.Env = append(os.Environ(), entry)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	found := chromiumtest.ProcessesWithEnv(entry)
+	require.Len(t, found, 1)
+	assert.Equal(t, cmd.Process.Pid, found[0].PID)
+	assert.Empty(t, chromiumtest.ProcessesWithEnv(entry[:len(entry)-1]))
+	assert.Empty(t, chromiumtest.ProcessesWithEnv(entry+"x"))
 }

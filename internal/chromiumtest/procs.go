@@ -28,6 +28,17 @@ func Processes(needle string) []Proc {
 	return scanProcs(func(p Proc) bool { return strings.Contains(p.Cmdline, needle) })
 }
 
+// ProcessesWithEnv returns the live processes whose environment holds
+// entry ("NAME=value", matched whole): a process and every descendant that
+// inherited its environment, such as the Playwright driver a server starts.
+func ProcessesWithEnv(entry string) []Proc {
+	needle := []byte("\x00" + entry + "\x00")
+	return scanProcs(func(p Proc) bool {
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
+		return err == nil && bytes.Contains(append(append([]byte{0}, env...), 0), needle)
+	})
+}
+
 // scanProcs lists live processes in /proc that match keep. Processes that
 // vanish during the scan are skipped.
 func scanProcs(keep func(Proc) bool) []Proc {

@@ -112,9 +112,13 @@ type Server struct {
 	sessions map[*mcp.ServerSession]*session
 	named    map[string]bool // conversations named by a call's conversation_id
 	wg       sync.WaitGroup  // session watchers
+	inflight map[*inflightCall]struct{}
 
 	shots shotLinks
 }
+
+// inflightCall is one tool call running; Close cancels it.
+type inflightCall struct{ cancel context.CancelCauseFunc }
 
 // session is the state of one MCP session.
 type session struct {
@@ -148,6 +152,7 @@ func New(opts Options) *Server {
 		log:      log.With("module", "browser-mcp"),
 		sessions: map[*mcp.ServerSession]*session{},
 		named:    map[string]bool{},
+		inflight: map[*inflightCall]struct{}{},
 		shots:    shotLinks{paths: map[string]string{}},
 	}
 }
@@ -175,19 +180,20 @@ func (s *Server) NewMCPServer(impl *mcp.Implementation) *mcp.Server {
 // ErrClosed is the tool error of a call made after Close.
 var ErrClosed = errors.New("mcptools: the browser tool server is closed")
 
-// enter registers a tool call of ss and returns its session state and the
-// invocation it runs as; done must be called when the call returns.
-func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocation, *session, func(), error) {
+// enter registers a tool call of ss and returns the context it runs with
+// (ctx, cancelled by Close with ErrClosed as its cause), its session state
+// and the invocation it runs as; done must be called when the call returns.
+func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common) (context.Context, browserbackend.Invocation, *session, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return browserbackend.Invocation{}, nil, nil, ErrClosed
+		return nil, browserbackend.Invocation{}, nil, nil, ErrClosed
 	}
 	if ss == nil {
-		return browserbackend.Invocation{}, nil, nil, errNoSession
+		return nil, browserbackend.Invocation{}, nil, nil, errNoSession
 	}
 	if err := tools.CheckConversationID(c.ConversationID); err != nil {
-		return browserbackend.Invocation{}, nil, nil, err // not kept in named
+		return nil, browserbackend.Invocation{}, nil, nil, err // not kept in named
 	}
 	st := s.sessions[ss]
 	if st == nil {
@@ -205,9 +211,19 @@ func (s *Server) enter(ss *mcp.ServerSession, c Common) (browserbackend.Invocati
 		s.named[conv] = true
 	}
 	st.calls.Add(1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	call := &inflightCall{cancel: cancel}
+	s.inflight[call] = struct{}{}
+	done := func() {
+		s.mu.Lock()
+		delete(s.inflight, call)
+		s.mu.Unlock()
+		cancel(nil)
+		st.calls.Done()
+	}
 	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
 		ActorPrincipalID: s.opts.ActorPrincipalID, Mode: s.opts.DefaultMode}
-	return inv, st, st.calls.Done, nil
+	return ctx, inv, st, done, nil
 }
 
 var errNoSession = errors.New("mcptools: a tool call without an MCP session")
@@ -262,16 +278,22 @@ func (s *Server) release(conv string) {
 	}
 }
 
-// Close ends every MCP session this Server has served (ServerSession.Close,
-// which waits for their calls in flight), closes their conversations, and
-// makes later tool calls fail with ErrClosed. It returns when all of that is
-// done; it is idempotent.
+// Close cancels every tool call in flight (its context's cause is
+// ErrClosed), ends every MCP session this Server has served
+// (ServerSession.Close, which waits for those calls to return), closes
+// their conversations, and makes later tool calls fail with ErrClosed. It
+// returns when all of that is done, without waiting for any call's
+// deadline; it is idempotent and safe to call concurrently, for instance
+// while the SDK's Server.Run closes its session on a signal.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	live := make([]*mcp.ServerSession, 0, len(s.sessions))
 	for ss := range s.sessions {
 		live = append(live, ss)
+	}
+	for call := range s.inflight {
+		call.cancel(ErrClosed)
 	}
 	s.mu.Unlock()
 	for _, ss := range live {

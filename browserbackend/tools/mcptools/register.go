@@ -297,7 +297,7 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 		Annotations: &mcp.ToolAnnotations{Title: d.title, ReadOnlyHint: d.readOnly, OpenWorldHint: ptr(true)}}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, O, error) {
 		var zero O
-		inv, st, done, err := s.enter(req.Session, a.common())
+		ctx, inv, st, done, err := s.enter(ctx, req.Session, a.common())
 		if err != nil {
 			return nil, zero, err
 		}

@@ -118,3 +118,33 @@ func TestCloseEndsLiveSessions(t *testing.T) {
 }
 
 func discard() *slog.Logger { return browserbackendtest.DiscardLogger() }
+
+// Close cancels the tool calls in flight instead of waiting for their
+// deadline (here the longest a call may have): a navigate to a page that
+// never answers ends at once, as an error, and its page is closed.
+func TestCloseCancelsCallsInFlight(t *testing.T) {
+	s := startSite(t)
+	tl, b := localTools(t)
+	srv := mcptools.New(mcptools.Options{Tools: tl, Logger: discard()})
+	cs := connect(t, srv.NewMCPServer(nil), nil)
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	calls := make(chan outcome, 1)
+	go func() {
+		res, err := cs.CallTool(testCtx(t), &mcp.CallToolParams{Name: "browser_navigate",
+			Arguments: map[string]any{"url": s.URL + "/slow", "timeout_ms": tools.MaxTimeout.Milliseconds()}})
+		calls <- outcome{res, err}
+	}()
+	<-s.slowHit // the browser is loading the page: the call is in flight
+
+	require.NoError(t, srv.Close())
+	o := <-calls
+	if o.err == nil {
+		require.True(t, o.res.IsError, "the cancelled call is a tool error")
+		t.Logf("the cancelled call: %s", text(o.res))
+	}
+	assert.Empty(t, b.Conversations(), "the session's page was closed")
+}
