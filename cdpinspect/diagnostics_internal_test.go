@@ -55,7 +55,7 @@ func silentPage(t *testing.T, got chan<- string) string {
 				res = `{"targetId":"T1"}`
 			case "Target.attachToTarget":
 				res = `{"sessionId":"S1"}`
-			case "Runtime.runIfWaitingForDebugger", "Inspector.enable", "Target.detachFromTarget":
+			case "Runtime.runIfWaitingForDebugger", "Page.enable", "Inspector.enable", "Target.detachFromTarget":
 				res = `{}`
 			default:
 				got <- f.Method
