@@ -18,7 +18,7 @@ const uploadBody = `<input type=file id=f multiple onchange="Promise.all([...thi
 	`<div id=zone style="width:100px;height:50px" ondragover="event.preventDefault()" ` +
 	`ondrop="event.preventDefault(); event.dataTransfer.files[0].text().then(t=>out.textContent='dropped:'+t)">drop here</div>`
 
-func TestFilesAreUploadedFromTheUploadDirOnEveryBackend(t *testing.T) {
+func filesAreUploaded(t *testing.T, _ string, tl0 *tools.Tools, inv browserbackend.Invocation) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.txt"), []byte("beta"), 0o600))
@@ -26,48 +26,43 @@ func TestFilesAreUploadedFromTheUploadDirOnEveryBackend(t *testing.T) {
 	require.NoError(t, os.WriteFile(outside, []byte("secret"), 0o600))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link.txt")))
 
-	for name, start := range dialogBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			tl0, inv := start(t)
-			tl := tools.New(tools.Options{Selector: tl0.Selector(), UploadDir: dir, Logger: quietLogger()})
-			t.Cleanup(tl.Shutdown)
-			dialogPage := dialogSite(t)
-			ctx := stepCtx(t)
-			_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: dialogPage(uploadBody)})
-			require.NoError(t, err)
-			wait := func(text string) {
-				t.Helper()
-				_, err := tl.Read().WaitFor(ctx, inv, tools.WaitForInput{Text: text})
-				require.NoError(t, err, "the page read %q", text)
-			}
-
-			res, err := tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#f"}, Paths: []string{"a.txt", "b.txt"}})
-			require.NoError(t, err)
-			assert.False(t, res.Dropped)
-			require.Len(t, res.Files, 2)
-			assert.Equal(t, tools.UploadedFile{Name: "a.txt", Size: 5, Type: "text/plain; charset=utf-8"}, res.Files[0])
-			wait("a.txt=alpha,b.txt=beta")
-
-			_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#h"}, Paths: []string{"b.txt"}})
-			require.NoError(t, err, "a hidden input")
-			wait("hidden:beta")
-
-			res, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#zone"}, Paths: []string{"a.txt"}})
-			require.NoError(t, err, "a drop zone")
-			assert.True(t, res.Dropped)
-			wait("dropped:alpha")
-
-			for _, bad := range []string{"link.txt", "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", outside} {
-				_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#f"}, Paths: []string{bad}})
-				require.ErrorIs(t, err, tools.ErrForbidden, "%s is outside the upload directory", bad)
-			}
-			_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#h"}, Paths: []string{"a.txt", "b.txt"}})
-			require.ErrorIs(t, err, &tools.Error{Code: tools.CodePageError}, "one file for a single input")
-			ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
-			require.NoError(t, err)
-			assert.False(t, strings.Contains(ex.Text, "secret"), "nothing from outside reached the page")
-		})
+	tl := tools.New(tools.Options{Selector: tl0.Selector(), UploadDir: dir, Logger: quietLogger()})
+	t.Cleanup(tl.Shutdown)
+	dialogPage := dialogSite(t)
+	ctx := stepCtx(t)
+	_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: dialogPage(uploadBody)})
+	require.NoError(t, err)
+	wait := func(text string) {
+		t.Helper()
+		_, err := tl.Read().WaitFor(ctx, inv, tools.WaitForInput{Text: text})
+		require.NoError(t, err, "the page read %q", text)
 	}
+
+	res, err := tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#f"}, Paths: []string{"a.txt", "b.txt"}})
+	require.NoError(t, err)
+	assert.False(t, res.Dropped)
+	require.Len(t, res.Files, 2)
+	assert.Equal(t, tools.UploadedFile{Name: "a.txt", Size: 5, Type: "text/plain; charset=utf-8"}, res.Files[0])
+	wait("a.txt=alpha,b.txt=beta")
+
+	_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#h"}, Paths: []string{"b.txt"}})
+	require.NoError(t, err, "a hidden input")
+	wait("hidden:beta")
+
+	res, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#zone"}, Paths: []string{"a.txt"}})
+	require.NoError(t, err, "a drop zone")
+	assert.True(t, res.Dropped)
+	wait("dropped:alpha")
+
+	for _, bad := range []string{"link.txt", "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", outside} {
+		_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#f"}, Paths: []string{bad}})
+		require.ErrorIs(t, err, tools.ErrForbidden, "%s is outside the upload directory", bad)
+	}
+	_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#h"}, Paths: []string{"a.txt", "b.txt"}})
+	require.ErrorIs(t, err, &tools.Error{Code: tools.CodePageError}, "one file for a single input")
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "#out"}})
+	require.NoError(t, err)
+	assert.False(t, strings.Contains(ex.Text, "secret"), "nothing from outside reached the page")
 }
 
 func TestFileUploadNeedsAnUploadDir(t *testing.T) {
