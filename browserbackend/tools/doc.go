@@ -1,7 +1,9 @@
 // Package tools implements the browser operations an assistant calls —
 // navigate, snapshot, screenshot, click, type, hover, scroll, press key,
-// select option, wait for, extract, links, attach, detach, close and status —
-// over any backend of the browserchain chain.
+// select option, handle dialog, file upload, wait for, extract, links,
+// attach, detach, close and status — over any backend of the browserchain
+// chain. Tools holds the conversation's lifecycle; Tools.Act and Tools.Read
+// are its page tools.
 //
 // Tools is the entry point for a host application: each method is one tool
 // call. It validates the input's browser_mode with the Selector's ParseMode
@@ -38,11 +40,17 @@
 //     dimensions; image bytes never travel in a result.
 //   - Links returns href and text, filtered by contains, at most limit
 //     (default 50, max 200).
+//   - Click, PressKey, Type with Submit and SelectOption wait for a
+//     navigation they started (to its load, on events) and report it and
+//     the windows they opened (Effects).
+//   - A JavaScript dialog never wedges a call: it ends the call that meets
+//     it, or is answered by the DialogPolicy; HandleDialog answers it.
+//   - FileUpload sets files read from Options.UploadDir, carried in the
+//     command, so a browser on another machine takes them alike.
 //
-// On the extension backend the first navigate of a conversation opens a
-// dedicated tab (Vellum.createTab) and pins it per (conversation, target
-// client); later calls select it with Vellum.attach before any CDP command;
-// new_tab and use_active_tab choose another.
+// The tab is the provider's: the invocation says which one it wants
+// (browserbackend.TabRequest) and the backend that serves the call resolves
+// it; the tools name no backend.
 //
 // Status (and Tools.Status) reports per backend whether it is available, how
 // that was verified (preflight or active probe), the auto order, the sticky

@@ -140,6 +140,8 @@ var (
 	ErrTimeout          = &Error{Code: CodeTimeout}
 	ErrPageError        = &Error{Code: CodePageError}
 	ErrBackend          = &Error{Code: CodeBackend}
+	ErrDialogOpen       = &Error{Code: CodeDialogOpen}
+	ErrNoDialog         = &Error{Code: CodeNoDialog}
 )
 
 func invalidInput(op, msg string) error {
