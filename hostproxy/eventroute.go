@@ -65,8 +65,14 @@ func (r *eventRouter) noteDialog(clientID, tab string, ev browserbackend.Event) 
 			r.dialogs.Add(dialogKey{clientID, tab}, d)
 		}
 	case browserbackend.MethodDialogClosed, browserbackend.MethodTargetDetached:
-		r.dialogs.Remove(dialogKey{clientID, tab})
+		r.forgetDialog(clientID, tab)
 	}
+}
+
+// forgetDialog drops tab's dialog once it was answered (its closed event
+// may come after the tab's next command).
+func (r *eventRouter) forgetDialog(clientID, tab string) {
+	r.dialogs.Remove(dialogKey{clientID, tab})
 }
 
 // openDialog returns the dialog open on tab of clientID, as its events

@@ -158,7 +158,7 @@ func (b *tabBackend) Send(ctx context.Context, cmd browserbackend.Command) (json
 	res, err := b.ExtensionBackend.Send(ctx, inTab(cmd, b.Tab().ID))
 	if err == nil && cmd.Method == browserbackend.MethodHandleDialog && cmd.SessionID == "" {
 		// Answered: the closed event may come after the next command.
-		b.s.p.events.dialogs.Remove(dialogKey{b.ClientID(), b.Tab().ID})
+		b.s.p.events.forgetDialog(b.ClientID(), b.Tab().ID)
 	}
 	if err == nil {
 		b.follow(cmd, res)

@@ -38,6 +38,10 @@ type Effects struct {
 type effects struct {
 	requested, starts, navigated, within, stops, windows <-chan jsonv2.Value
 	stop                                                 []func()
+	// rtt is the browser's round trip at the watch's start; the settle
+	// window stretches with it (a loaded machine answers, and runs the
+	// page's tasks, slower).
+	rtt time.Duration
 }
 
 func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
@@ -59,10 +63,12 @@ func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
 	}
 	// The Page domain must be on for the events; on a session that has it
 	// already this is one cheap round trip.
+	start := time.Now()
 	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
 		e.close()
 		return nil, wrap(op, err)
 	}
+	e.rtt = time.Since(start)
 	return e, nil
 }
 
@@ -79,21 +85,15 @@ func (e *effects) close() {
 const settleWindow = 100 * time.Millisecond
 
 // settle finds out what the input caused: it waits up to settleWindow,
-// stretched by the browser's round trip (on events, returning at the first), for a navigation of the page or a new
-// window; with a navigation requested it then waits — bounded by ctx — for
+// stretched by four of the browser's round trips (on events, returning at
+// the first), for a navigation of the page or a new window; with a navigation requested it then waits — bounded by ctx — for
 // the frame to commit and, for the main frame, load. A deadline after the
 // commit reports the document, still loading.
 func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, error) {
 	defer e.close()
 	var out Effects
 	frames := map[cdp.FrameID]bool{}
-	// One round trip first: the window stretches with the browser's pace
-	// (a loaded machine answers, and runs the page's tasks, slower).
-	start := time.Now()
-	if _, err := cdp.Call(ctx, p.s, page.Enable, page.EnableParams{}); err != nil {
-		return out, nil
-	}
-	window := time.NewTimer(settleWindow + 4*time.Since(start))
+	window := time.NewTimer(settleWindow + 4*e.rtt)
 	defer window.Stop()
 	for len(frames) == 0 && len(out.Opened) == 0 {
 		select {

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
+	"github.com/browserchain/browserchain/internal/proctest"
 )
 
 // inspectorVersion is the MCP Inspector scripts/setup.sh installs.
@@ -107,35 +106,7 @@ func TestInspectorCLIOverStreamableHTTP(t *testing.T) {
 	mark := newMark(t)
 	cmd := diesWithTest(exec.Command(binary, append(serverArgs(dir), "-http", "127.0.0.1:0")...))
 	cmd.Env = append(os.Environ(), markEnv+"="+mark)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr) // keep the server's stderr flowing
-		exited <- cmd.Wait()
-	}()
-	var url string
-	select {
-	case url = <-urlc:
-	case err := <-exited:
-		exited <- err
-		t.Fatalf("the server exited before listening: %v", err)
-	case <-procCtx(t).Done():
-		t.Fatal("the server did not report its address")
-	}
+	url, exited := proctest.StartServing(t, procCtx(t), cmd, nil, listening)
 	server := []string{url, "--transport", "http"}
 
 	var list toolList

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/internal/logtest"
+	"github.com/browserchain/browserchain/internal/proctest"
 )
 
 // exitDeadline bounds the wait for the server to exit after the signal: a
@@ -43,7 +43,7 @@ func TestSignalDuringAStuckNavigateExitsAndLeavesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSite(t)
-			tmp := shortTempDir(t)
+			tmp := proctest.ShortTempDir(t)
 			mark := newMark(t)
 			args := serverArgs(t.TempDir())
 			if tc.http {
@@ -107,17 +107,6 @@ func TestSignalDuringAStuckNavigateExitsAndLeavesNothing(t *testing.T) {
 	}
 }
 
-// shortTempDir returns a fresh directory for a server's TMPDIR, removed
-// when the test ends. t.TempDir's paths, named after the test, are too
-// long for Chromium's singleton socket (a unix socket path is at most 107
-// bytes): Chromium aborts at launch.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "bc-sig-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
 // startStdioClient starts cmd and connects an MCP client over its stdio;
 // exited receives cmd's exit (the test puts it back after reading it).
 func startStdioClient(t *testing.T, ctx context.Context, cmd *exec.Cmd, stderr io.Writer) (*mcp.ClientSession, chan error) {
@@ -142,35 +131,7 @@ func startStdioClient(t *testing.T, ctx context.Context, cmd *exec.Cmd, stderr i
 // startHTTPClient starts cmd (serving -http), waits for its address and
 // connects an MCP client over streamable HTTP; exited receives cmd's exit.
 func startHTTPClient(t *testing.T, ctx context.Context, cmd *exec.Cmd, log io.Writer) (*mcp.ClientSession, chan error) {
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(stderr, log))
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(log, stderr) // keep the server's stderr flowing
-		exited <- cmd.Wait()
-	}()
-	var url string
-	select {
-	case url = <-urlc:
-	case err := <-exited:
-		exited <- err
-		t.Fatalf("the server exited before listening: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the server did not report its address")
-	}
+	url, exited := proctest.StartServing(t, ctx, cmd, log, listening)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "signal-test"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url}, nil)
 	require.NoError(t, err)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/internal/logtest"
+	"github.com/browserchain/browserchain/internal/proctest"
 )
 
 // exitDeadline bounds the wait for the server to exit after the signal: a
@@ -59,12 +59,14 @@ func TestSignalDuringAStuckCommandExitsAndLeavesNothing(t *testing.T) {
 			}))
 			t.Cleanup(func() { close(release) }) // runs before the site closes
 
-			tmp := shortTempDir(t)
+			tmp := proctest.ShortTempDir(t)
 			cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-key-file", filepath.Join(t.TempDir(), "server.key"))
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			var log logtest.Buffer
-			addr, exited := startLogged(t, cmd, &log)
+			startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			addr, exited := proctest.StartServing(t, startCtx, cmd, &log, listening)
+			cancel()
 			defer func() {
 				if t.Failed() {
 					t.Logf("server stderr:\n%s", log.String())
@@ -126,53 +128,4 @@ func TestSignalDuringAStuckCommandExitsAndLeavesNothing(t *testing.T) {
 			assert.Empty(t, left, "the server's TMPDIR is empty")
 		})
 	}
-}
-
-// shortTempDir returns a fresh directory for a server's TMPDIR, removed
-// when the test ends. t.TempDir's paths, named after the test, are too
-// long for Chromium's singleton socket (a unix socket path is at most 107
-// bytes): Chromium aborts at launch.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "bc-sig-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-// startLogged starts cmd with its stderr copied to log, and returns the
-// address the server reports; exited receives cmd's exit (the test puts it
-// back after reading it).
-func startLogged(t *testing.T, cmd *exec.Cmd, log io.Writer) (string, chan error) {
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(stderr, log))
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				addrc <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(log, stderr) // keep the server's stderr flowing
-		exited <- cmd.Wait()
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	select {
-	case addr := <-addrc:
-		return addr, exited
-	case err := <-exited:
-		exited <- err
-		t.Fatalf("the server exited before listening: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the server did not report its address")
-	}
-	return "", nil
 }
