@@ -86,9 +86,10 @@ const settleWindow = 100 * time.Millisecond
 
 // settle finds out what the input caused: it waits up to settleWindow,
 // stretched by four of the browser's round trips (on events, returning at
-// the first), for a navigation of the page or a new window; with a navigation requested it then waits — bounded by ctx — for
-// the frame to commit and, for the main frame, load. A deadline after the
-// commit reports the document, still loading.
+// the first), for a navigation of the page or a new window; with a
+// navigation requested it then waits — bounded by ctx — for the frame to
+// commit and, for the main frame, load. A deadline after the commit reports
+// the document, still loading.
 func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, error) {
 	defer e.close()
 	var out Effects
