@@ -29,6 +29,7 @@ const (
 	RuleScheme         = "scheme"
 	RulePrivateNetwork = "private_network"
 	RuleAllowWrites    = "allow_writes"
+	RuleAllowScripts   = "allow_scripts"
 	RuleCredential     = "credential_guard"
 )
 

@@ -33,6 +33,9 @@ type Policy struct {
 	// actions that look like writes (a form submission, a control labelled
 	// buy, delete, send, …).
 	AllowWrites bool `json:"allow_writes,omitempty"`
+	// AllowScripts lets the evaluate tool run the agent's JavaScript in the
+	// page; without it evaluate is refused (forbidden).
+	AllowScripts bool `json:"allow_scripts,omitempty"`
 	// DevLoopback is the development opt-in to loopback: "host:port" pairs
 	// (a name or an IP literal) that may resolve to a loopback address
 	// (127.0.0.0/8, ::1) although the private-network block refuses
@@ -144,6 +147,9 @@ func (g *Guard) Policy() Policy { return g.policy }
 
 // AllowWrites reports whether the write guard is lifted.
 func (g *Guard) AllowWrites() bool { return g.policy.AllowWrites }
+
+// AllowScripts reports whether the agent's own JavaScript may run in pages.
+func (g *Guard) AllowScripts() bool { return g.policy.AllowScripts }
 
 // Restricted reports whether an allow-list is in force (not nil, not "*").
 func (g *Guard) Restricted() bool { return !g.open }

@@ -53,9 +53,10 @@ func dialogBackends(t *testing.T) map[string]func(t *testing.T) (*tools.Tools, b
 	}
 }
 
-// TestPageEventsOnEveryBackend runs the page-event cases on each backend,
-// one browser (and hub) per backend, each case in a conversation of its own.
-func TestPageEventsOnEveryBackend(t *testing.T) {
+// TestPageToolsOnEveryBackend runs the page-event and page-tool cases on
+// each backend, one browser (and hub) per backend, each case in a
+// conversation of its own.
+func TestPageToolsOnEveryBackend(t *testing.T) {
 	cases := []struct {
 		name string
 		run  func(t *testing.T, backend string, tl *tools.Tools, inv browserbackend.Invocation)
@@ -65,6 +66,12 @@ func TestPageEventsOnEveryBackend(t *testing.T) {
 		{"one conversation's dialog does not stall another", dialogDoesNotStallAnother},
 		{"an action waits for the navigation it started", actionWaitsForNavigation},
 		{"files are uploaded from the upload directory", filesAreUploaded},
+		{"back, forward and reload wait for the page", historyAndReload},
+		{"evaluate returns the function's value", evaluateInPage},
+		{"console messages of the current document", consoleMessages},
+		{"network requests of the current document", networkRequests},
+		{"fill form and drag", fillFormAndDrag},
+		{"pdf and resize", pdfAndResize},
 	}
 	for name, start := range dialogBackends(t) {
 		t.Run(name, func(t *testing.T) {

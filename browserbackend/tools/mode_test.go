@@ -9,6 +9,7 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/browserbackendtest"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
@@ -34,6 +35,16 @@ func everyTool(tl *tools.Tools, inv browserbackend.Invocation, mode string) map[
 	_, errs["detach"] = tl.Detach(ctx, inv, tools.ReleaseInput{BrowserMode: mode})
 	_, errs["close"] = tl.Close(ctx, inv, tools.ReleaseInput{BrowserMode: mode})
 	_, errs["status"] = tl.Status(ctx, inv, tools.StatusInput{BrowserMode: mode, Probe: true})
+	_, errs["navigate_back"] = tl.Act().GoBack(ctx, inv, tools.HistoryInput{BrowserMode: mode})
+	_, errs["navigate_forward"] = tl.Act().GoForward(ctx, inv, tools.HistoryInput{BrowserMode: mode})
+	_, errs["reload"] = tl.Act().Reload(ctx, inv, tools.HistoryInput{BrowserMode: mode})
+	_, errs["fill_form"] = tl.Act().FillForm(ctx, inv, tools.FillFormInput{BrowserMode: mode, Fields: []tools.FormField{{Target: tgt, Value: "x"}}})
+	_, errs["drag"] = tl.Act().Drag(ctx, inv, tools.DragInput{BrowserMode: mode, From: tgt, To: tgt})
+	_, errs["evaluate"] = tl.Dev().Evaluate(ctx, inv, tools.EvaluateInput{BrowserMode: mode, Function: "() => 1"})
+	_, errs["console_messages"] = tl.Dev().Console(ctx, inv, tools.ConsoleInput{BrowserMode: mode})
+	_, errs["network_requests"] = tl.Dev().Network(ctx, inv, tools.NetworkInput{BrowserMode: mode})
+	_, errs["pdf"] = tl.Dev().PDF(ctx, inv, tools.PDFInput{BrowserMode: mode})
+	_, errs["resize"] = tl.Dev().Resize(ctx, inv, tools.ViewportInput{BrowserMode: mode, Width: 10, Height: 10})
 	return errs
 }
 
@@ -58,7 +69,7 @@ func TestInvalidBrowserModeIsRejectedBeforeAnyCDPCommand(t *testing.T) {
 			tl, provs := fakeChain()
 			inv := browserbackend.Invocation{ConversationID: "c1", InterfaceID: "macos"}
 			errs := everyTool(tl, inv, mode)
-			assert.Len(t, errs, 16, "every tool is covered")
+			assert.Len(t, errs, 26, "every tool is covered")
 			for name, err := range errs {
 				require.Error(t, err, name)
 				assert.ErrorIs(t, err, tools.ErrInvalidMode, name)
@@ -126,4 +137,15 @@ func TestBadInputIsRejectedBeforeAnyCDPCommand(t *testing.T) {
 	for _, p := range provs {
 		assert.Zero(t, p.Builds(), "%s: nothing was built", p.K)
 	}
+}
+
+func TestEvaluateUnderAGuardNeedsAllowScripts(t *testing.T) {
+	provs := []*browserbackendtest.Provider{{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)}}
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{provs[0]}, Logger: quietLogger()})
+	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger(), Guard: guard.MustNew(guard.Policy{AllowedDomains: []string{"example.com"}})})
+	inv := browserbackend.Invocation{ConversationID: "c1", InterfaceID: "macos"}
+	_, err := tl.Dev().Evaluate(context.Background(), inv, tools.EvaluateInput{Function: "() => document.cookie"})
+	require.ErrorIs(t, err, tools.ErrForbidden)
+	require.ErrorIs(t, err, &guard.Error{Code: guard.CodeForbidden, Param: "allow_scripts"})
+	assert.Zero(t, provs[0].Builds(), "refused before any backend was built")
 }

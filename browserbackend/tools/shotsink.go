@@ -204,13 +204,16 @@ func newShotFile(dir string) (*shotFile, error) {
 
 // keep closes the file and gives it its final name; it returns the absolute
 // path.
-func (s *shotFile) keep() (string, error) {
+func (s *shotFile) keep() (string, error) { return s.keepAs("shot", "png") }
+
+// keepAs is keep with the name's prefix and extension.
+func (s *shotFile) keepAs(prefix, ext string) (string, error) {
 	if err := s.f.Close(); err != nil {
 		return "", err
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	name := fmt.Sprintf("shot-%s-%s.png", time.Now().UTC().Format("20060102T150405.000"), hex.EncodeToString(rnd[:]))
+	name := fmt.Sprintf("%s-%s-%s.%s", prefix, time.Now().UTC().Format("20060102T150405.000"), hex.EncodeToString(rnd[:]), ext)
 	final := filepath.Join(s.dir, name)
 	if err := os.Rename(s.f.Name(), final); err != nil {
 		return "", err

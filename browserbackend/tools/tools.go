@@ -1,6 +1,8 @@
 package tools
 
 import (
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +160,7 @@ type Tools struct {
 	kept        keptClients
 	dialogs     DialogPolicy
 	uploadDir   string
+	viewports   *lru.Cache[string, ViewportInput]
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -182,6 +185,7 @@ func New(opts Options) *Tools {
 		keepClients: opts.KeepClients,
 		dialogs:     opts.Dialogs,
 		uploadDir:   opts.UploadDir,
+		viewports:   newViewports(),
 	}
 }
 
@@ -251,6 +255,9 @@ type spec struct {
 	input bool
 	// dialogOK: the call runs with a dialog open (it answers it).
 	dialogOK bool
+	// script: the call runs the agent's JavaScript, which a guard refuses
+	// unless its policy allows scripts.
+	script bool
 }
 
 type callResult interface {
@@ -300,6 +307,10 @@ func run[R any, PR interface {
 			return zero, guardErr(s.op, err)
 		}
 	}
+	if g != nil && s.script && !g.AllowScripts() {
+		return zero, guardErr(s.op, &guard.Error{Code: guard.CodeForbidden, Param: "allow_scripts", Rule: guard.RuleAllowScripts,
+			Message: "running the agent's JavaScript in the page needs allow_scripts"})
+	}
 	if g != nil && s.typed != nil {
 		if err := checkTypedText(s.op, *s.typed); err != nil {
 			return zero, err
@@ -313,6 +324,7 @@ func run[R any, PR interface {
 	var session cdp.Session = client.Client
 	page := NewPage(session, t.pageOpts)
 	call1 := func(ctx context.Context) (R, error) {
+		t.restoreViewport(ctx, s.op, inv, page)
 		if g == nil {
 			return fn(ctx, page)
 		}

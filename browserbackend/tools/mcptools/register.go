@@ -23,6 +23,8 @@ var ToolNames = []string{
 	"browser_login", "browser_handle_dialog", "browser_file_upload",
 }
 
+func init() { ToolNames = append(ToolNames, pageToolNames...) }
+
 // args is what every argument type has: the Common properties.
 type args interface{ common() Common }
 
@@ -275,6 +277,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		text:    loginText,
 		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
+	s.registerPageTools(srv)
 	if s.opts.Screenshots == ScreenshotResourceLink {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
 			Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",

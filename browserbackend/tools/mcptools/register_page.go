@@ -1,0 +1,151 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/tools"
+)
+
+// pageToolNames are the tools registerPageTools adds, in order.
+var pageToolNames = []string{
+	"browser_navigate_back", "browser_navigate_forward", "browser_reload", "browser_evaluate",
+	"browser_console_messages", "browser_network_requests", "browser_fill_form", "browser_drag",
+	"browser_pdf_save", "browser_resize",
+}
+
+func historyText(verb string) func(tools.HistoryResult) string {
+	return func(r tools.HistoryResult) string {
+		s := fmt.Sprintf("Done: %s; the page is %s (%q, backend %s)", verb, r.URL, r.Title, r.Backend)
+		if r.StillLoading {
+			s += ", still loading"
+		}
+		return s + ". Take a new browser_snapshot to read it."
+	}
+}
+
+// registerPageTools adds history, evaluate, console, network, forms, drag,
+// PDF and viewport tools.
+func (s *Server) registerPageTools(srv *mcp.Server) {
+	for _, h := range []struct {
+		name, title, desc, verb string
+		call                    func(tools.ActTools, context.Context, browserbackend.Invocation, tools.HistoryInput) (tools.HistoryResult, error)
+	}{
+		{"browser_navigate_back", "Go back", "Go back one page in the conversation's tab's history and wait until that page has loaded.", "went back", tools.ActTools.GoBack},
+		{"browser_navigate_forward", "Go forward", "Go forward one page in the conversation's tab's history and wait until that page has loaded.", "went forward", tools.ActTools.GoForward},
+		{"browser_reload", "Reload", "Reload the conversation's page and wait until it has loaded.", "reloaded", tools.ActTools.Reload},
+	} {
+		add(s, srv, toolDef[HistoryArgs, tools.HistoryResult]{
+			name: h.name, title: h.title, desc: h.desc,
+			call: func(ctx context.Context, inv browserbackend.Invocation, a HistoryArgs) (tools.HistoryResult, error) {
+				return h.call(s.opts.Tools.Act(), ctx, inv, tools.HistoryInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
+			},
+			text:    historyText(h.verb),
+			backend: func(r tools.HistoryResult) browserbackend.Kind { return r.Backend },
+		})
+	}
+	add(s, srv, toolDef[EvaluateArgs, tools.EvaluateResult]{
+		name: "browser_evaluate", title: "Evaluate JavaScript",
+		desc: "Run a JavaScript function in the page (or on one element) and return its value as JSON. Refused when the server's browser policy does not allow scripts.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a EvaluateArgs) (tools.EvaluateResult, error) {
+			return s.opts.Tools.Dev().Evaluate(ctx, inv, tools.EvaluateInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Function: a.Function, Target: a.target(), MaxChars: a.MaxChars})
+		},
+		text: func(r tools.EvaluateResult) string {
+			if r.Truncated {
+				return fmt.Sprintf("%s\n(cut at %d of %d characters)", r.JSON, len([]rune(r.JSON)), r.Chars)
+			}
+			return r.JSON
+		},
+		backend: func(r tools.EvaluateResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ConsoleArgs, tools.ConsoleResult]{
+		name: "browser_console_messages", title: "Console messages", readOnly: true,
+		desc: "List the console messages, uncaught errors and browser warnings of the current page (since it loaded), oldest first.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ConsoleArgs) (tools.ConsoleResult, error) {
+			return s.opts.Tools.Dev().Console(ctx, inv, tools.ConsoleInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Level: a.Level, Search: a.Search, Limit: a.Limit})
+		},
+		text: func(r tools.ConsoleResult) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%d of %d matching messages:\n", len(r.Messages), r.Matched)
+			for _, m := range r.Messages {
+				fmt.Fprintf(&b, "[%s] %s", m.Level, m.Text)
+				if m.URL != "" {
+					fmt.Fprintf(&b, " (%s:%d)", m.URL, m.Line)
+				}
+				b.WriteByte('\n')
+			}
+			return b.String()
+		},
+		backend: func(r tools.ConsoleResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[NetworkArgs, tools.NetworkResult]{
+		name: "browser_network_requests", title: "Network requests", readOnly: true,
+		desc: "List the requests the current page made since it loaded (URL, type, HTTP status, timing, size), oldest first.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a NetworkArgs) (tools.NetworkResult, error) {
+			return s.opts.Tools.Dev().Network(ctx, inv, tools.NetworkInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Type: a.Type, URLContains: a.URLContains, Limit: a.Limit})
+		},
+		text: func(r tools.NetworkResult) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%d of %d matching requests:\n", len(r.Requests), r.Matched)
+			for _, q := range r.Requests {
+				fmt.Fprintf(&b, "%s %s → %d (%.0f ms, %d bytes)\n", q.Type, q.URL, q.Status, q.Duration, q.TransferSize)
+			}
+			return b.String()
+		},
+		backend: func(r tools.NetworkResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[FillFormArgs, tools.FillFormResult]{
+		name: "browser_fill_form", title: "Fill form",
+		desc: "Fill several form fields in one call, in order: text fields and text areas (replacing their content), selects, checkboxes and radio buttons, each by ref or CSS selector.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a FillFormArgs) (tools.FillFormResult, error) {
+			return s.opts.Tools.Act().FillForm(ctx, inv, a.input())
+		},
+		text: func(r tools.FillFormResult) string {
+			return fmt.Sprintf("Done: filled %d fields (backend %s). Take a new browser_snapshot to check the form.", len(r.Fields), r.Backend)
+		},
+		backend: func(r tools.FillFormResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[DragArgs, tools.DragResult]{
+		name: "browser_drag", title: "Drag and drop",
+		desc: "Drag one element onto another (each by ref or CSS selector); works for HTML drag and drop and for pointer-driven drags.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a DragArgs) (tools.DragResult, error) {
+			return s.opts.Tools.Act().Drag(ctx, inv, tools.DragInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				From: a.From.target(), To: a.To.target()})
+		},
+		text: func(r tools.DragResult) string {
+			return fmt.Sprintf("Done: dragged from (%.0f, %.0f) to (%.0f, %.0f) (backend %s).", r.FromX, r.FromY, r.ToX, r.ToY, r.Backend) + effectsText(r.Effects)
+		},
+		backend: func(r tools.DragResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[PDFArgs, tools.PDFResult]{
+		name: "browser_pdf_save", title: "Save as PDF", readOnly: true,
+		desc: "Print the page to a PDF file on the server and return its path and SHA-256.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a PDFArgs) (tools.PDFResult, error) {
+			return s.opts.Tools.Dev().PDF(ctx, inv, tools.PDFInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Landscape: a.Landscape,
+				PrintBackground: a.PrintBackground, Scale: a.Scale, PaperWidth: a.PaperWidth, PaperHeight: a.PaperHeight, PageRanges: a.PageRanges})
+		},
+		text: func(r tools.PDFResult) string {
+			return fmt.Sprintf("Saved %s as a PDF: %s (%d bytes, sha256 %s, backend %s).", r.URL, r.Path, r.Size, r.SHA256, r.Backend)
+		},
+		backend: func(r tools.PDFResult) browserbackend.Kind { return r.Backend },
+	})
+	add(s, srv, toolDef[ResizeArgs, tools.ViewportResult]{
+		name: "browser_resize", title: "Resize viewport",
+		desc: "Set the page's viewport size (and optionally device pixel ratio and mobile emulation) for the rest of the conversation; width and height 0 restore the window's size.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a ResizeArgs) (tools.ViewportResult, error) {
+			return s.opts.Tools.Dev().Resize(ctx, inv, tools.ViewportInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Width: a.Width, Height: a.Height, DeviceScale: a.DeviceScale, Mobile: a.Mobile})
+		},
+		text: func(r tools.ViewportResult) string {
+			return fmt.Sprintf("Done: the viewport is %d×%d CSS pixels at device scale %g (backend %s).", r.Width, r.Height, r.DeviceScale, r.Backend)
+		},
+		backend: func(r tools.ViewportResult) browserbackend.Kind { return r.Backend },
+	})
+}
