@@ -219,7 +219,6 @@ func fillFormAndDrag(t *testing.T, name string, tl *tools.Tools, inv browserback
 	assert.Equal(t, "released on dst", outText(t, ctx, tl, inv), "pressed on the knob, released over the drop zone")
 }
 
-
 func pdfAndResize(t *testing.T, name string, tl *tools.Tools, inv browserbackend.Invocation) {
 	page := dialogSite(t)
 	ctx := stepCtx(t)
