@@ -153,3 +153,89 @@ func (s *Selector) ReleaseConversation(ctx context.Context, conversationID strin
 	}
 	return tabs, errors.Join(errs...)
 }
+
+// TabInfo is one tab of a conversation, as a TabLister reports it.
+type TabInfo struct {
+	Tab
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Current marks the tab the conversation's calls run in.
+	Current bool `json:"current,omitempty"`
+	// Opener is the id of the conversation's tab that opened this one (a
+	// popup), "" for a tab opened by the agent or adopted.
+	Opener string `json:"opener,omitempty"`
+}
+
+// TabLister is implemented by providers that keep several tabs per
+// conversation. Build's TabNew adds a tab to the conversation (the others
+// stay open) and TabByID selects any of them. Both methods are safe for
+// concurrent use and return within ctx.
+type TabLister interface {
+	// ConversationTabs lists the conversation's tabs, current first.
+	// Popups that its tabs opened are adopted as they are listed: they
+	// become tabs of the conversation (owned, so closing the conversation
+	// closes them). Tabs closed meanwhile are dropped. A conversation the
+	// provider never served has no tabs (not an error).
+	ConversationTabs(ctx context.Context, conversationID string) ([]TabInfo, error)
+	// CloseTab closes the conversation's tab tabID (an adopted user tab is
+	// only let go of) and returns what was released. When it was the
+	// current tab the most recently used remaining one becomes current;
+	// with none left the next call opens a new tab. A tab the conversation
+	// does not hold is a ClassPolicy error with code CodeTargetNotFound.
+	CloseTab(ctx context.Context, conversationID, tabID string) (Released, error)
+}
+
+// tabKind is the kind that holds the conversation's tabs: the kind inv's
+// mode pins, else the conversation's remembered kind; "" when neither.
+func (s *Selector) tabKind(inv Invocation) Kind {
+	if k, ok := s.ModeKind(inv.Mode); ok {
+		return k
+	}
+	k, _ := s.memo.Get(inv.ConversationID)
+	return k
+}
+
+func (s *Selector) tabLister(k Kind) (TabLister, error) {
+	for i, p := range s.providers {
+		if s.descs[i].Kind != k {
+			continue
+		}
+		if tl, ok := p.(TabLister); ok {
+			return tl, nil
+		}
+	}
+	return nil, &Error{Class: ClassPolicy, Code: CodeNotSupported, Backend: k,
+		Message: "this backend keeps one tab per conversation; it cannot list, select or close tabs"}
+}
+
+// ConversationTabs lists the tabs of inv's conversation on the backend that
+// serves it (see tabKind) and returns that backend's kind; before the
+// conversation's first call there are none. A backend that is not a
+// TabLister is a ClassPolicy error with code CodeNotSupported. Safe for
+// concurrent use.
+func (s *Selector) ConversationTabs(ctx context.Context, inv Invocation) (Kind, []TabInfo, error) {
+	k := s.tabKind(inv)
+	if k == "" {
+		return "", nil, nil
+	}
+	tl, err := s.tabLister(k)
+	if err != nil {
+		return k, nil, err
+	}
+	tabs, err := tl.ConversationTabs(ctx, inv.ConversationID)
+	return k, tabs, err
+}
+
+// CloseTab closes one tab of inv's conversation on the backend that serves
+// it; see TabLister.CloseTab and ConversationTabs. Safe for concurrent use.
+func (s *Selector) CloseTab(ctx context.Context, inv Invocation, tabID string) (Released, error) {
+	k := s.tabKind(inv)
+	if k == "" {
+		return Released{}, &Error{Class: ClassPolicy, Code: CodeTargetNotFound, Message: "the conversation has no tabs yet"}
+	}
+	tl, err := s.tabLister(k)
+	if err != nil {
+		return Released{}, err
+	}
+	return tl.CloseTab(ctx, inv.ConversationID, tabID)
+}

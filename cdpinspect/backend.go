@@ -154,11 +154,14 @@ func constructionErr(err error) error {
 	return &c
 }
 
-// targetInfo is the part of CDP Target.TargetInfo that Dial reads.
+// targetInfo is the part of CDP Target.TargetInfo that Dial and the tab
+// list read.
 type targetInfo struct {
 	TargetID string `json:"targetId"`
 	Type     string `json:"type"`
 	URL      string `json:"url"`
+	Title    string `json:"title"`
+	OpenerID string `json:"openerId"`
 }
 
 // eligiblePageURL reports whether a page target is a real page to drive: not

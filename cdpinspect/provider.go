@@ -446,7 +446,7 @@ func (p *Provider) build(ctx context.Context, conversation string, req bb.TabReq
 	b, err := sc.attachView(ctx, s, conversation)
 	if err != nil {
 		if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetNotFound {
-			p.tabs.forget(key)
+			p.dropTab(key, prev, had, s.tab.targetID)
 			p.forgetShared(ctx, conversation)
 			s.logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", prev.targetID)
 		}
@@ -479,19 +479,22 @@ func (p *Provider) adoptTab(ctx context.Context, logger *slog.Logger, key tabKey
 	owned := b.created
 	b.created = false // the tab outlives this invocation
 	b.mu.Unlock()
-	if had && prev.targetID == b.TargetID() {
-		owned = prev.owned
+	cur := convTab{targetID: b.TargetID(), owned: owned}
+	if had {
+		for _, x := range prev.all() {
+			if x.targetID == cur.targetID {
+				cur = x // selected again: it keeps what it was
+			}
+		}
 	}
-	p.tabs.set(key, convTab{targetID: b.TargetID(), owned: owned})
+	// A tab the conversation had before (new_tab, use_active_tab, a
+	// selection) stays one of its tabs: closing the conversation closes
+	// the ones it owns.
+	p.tabs.set(key, prev.withCurrent(cur, had))
 	b.mu.Lock()
-	b.owned = owned
+	b.owned = cur.owned
 	b.mu.Unlock()
-	if had && prev.owned && prev.targetID != b.TargetID() {
-		// Replaced (new_tab, use_active_tab): the agent's old tab would
-		// otherwise stay open with nobody to use or close it.
-		b.closeTarget(ctx, prev.targetID)
-	}
-	if owned && !had {
+	if cur.owned && !had {
 		logger.Info("cdpinspect: opened the conversation's tab", "conversationId", conversation, "targetId", b.TargetID())
 	}
 	for _, id := range p.tabs.takeEvicted(key.browser) {
@@ -500,6 +503,25 @@ func (p *Provider) adoptTab(ctx context.Context, logger *slog.Logger, key tabKey
 		b.closeTarget(ctx, id)
 		logger.Info("cdpinspect: closed a forgotten conversation's tab", "targetId", id)
 	}
+}
+
+// dropTab forgets the conversation's tab id (key; prev and had are what
+// was remembered) that turned out to be closed: the current one is
+// replaced by the most recently current other, if any.
+func (p *Provider) dropTab(key tabKey, prev convTab, had bool, id string) {
+	if !had {
+		return
+	}
+	if id == "" || id == prev.targetID {
+		if next, ok := prev.promoted(); ok {
+			p.tabs.set(key, next)
+		} else {
+			p.tabs.forget(key)
+		}
+		return
+	}
+	prev.others = prev.without(id)[1:]
+	p.tabs.set(key, prev)
 }
 
 // dialOwn dials a Backend with a socket of its own for conversation, in
@@ -527,7 +549,7 @@ func (p *Provider) dialOwn(ctx context.Context, conversation string, req bb.TabR
 	b, err := dialEndpoint(ctx, ep, s)
 	if err != nil {
 		if e, ok := err.(*bb.Error); ok && e.Code == bb.CodeTargetNotFound {
-			p.tabs.forget(key)
+			p.dropTab(key, prev, had, s.tab.targetID)
 			s.logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", prev.targetID)
 		}
 		return nil, err
@@ -549,11 +571,16 @@ func (p *Provider) tabClosedFunc(key tabKey, conversation string) func(targetID 
 			return
 		}
 		defer unlock()
-		if t, ok := p.tabs.get(key); !ok || t.targetID != targetID {
+		t, ok := p.tabs.get(key)
+		if !ok || t.targetID != targetID {
 			return
 		}
-		p.tabs.forget(key)
 		p.forgetShared(ctx, conversation)
+		if next, ok := t.promoted(); ok {
+			p.tabs.set(key, next) // the next call runs in the tab used before
+		} else {
+			p.tabs.forget(key)
+		}
 		p.settings().logger.Info("cdpinspect: the conversation's tab was closed", "conversationId", conversation, "targetId", targetID)
 	}
 }
@@ -666,14 +693,10 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 	if !ok {
 		return nil, nil
 	}
-	rel := bb.Released{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: t.targetID, Owned: t.owned}}
-	if !t.owned {
-		return []bb.Released{rel}, nil
-	}
-	// Target discovery on this connection reports the tab's destruction,
-	// so the tab is gone when ReleaseConversation returns.
-	gone := make(chan struct{})
-	var once sync.Once
+	// Target discovery on this connection reports each tab's destruction,
+	// so the tabs are gone when ReleaseConversation returns.
+	var mu sync.Mutex
+	gone := map[string]chan struct{}{}
 	onEvent := func(f frame) {
 		if f.Method != "Target.targetDestroyed" {
 			return
@@ -681,9 +704,15 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 		var p struct {
 			TargetID string `json:"targetId"`
 		}
-		if json.Unmarshal(f.Params, &p) == nil && p.TargetID == t.targetID {
-			once.Do(func() { close(gone) })
+		if json.Unmarshal(f.Params, &p) != nil {
+			return
 		}
+		mu.Lock()
+		if ch := gone[p.TargetID]; ch != nil {
+			close(ch)
+			delete(gone, p.TargetID)
+		}
+		mu.Unlock()
 	}
 	c, err := dialConn(ctx, ep, &s, onEvent, nil)
 	if err != nil {
@@ -695,21 +724,41 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 	if _, err := c.call(cctx, "Target.setDiscoverTargets", json.RawMessage(`{"discover":true}`), ""); err != nil {
 		return nil, err
 	}
-	params, _ := json.Marshal(map[string]string{"targetId": t.targetID})
-	if _, err := c.call(cctx, "Target.closeTarget", params, ""); err != nil {
-		var e *bb.Error
-		if errors.As(err, &e) && e.Class == bb.ClassProtocol {
-			rel.Gone = true // no such target: the user closed it already
-			return []bb.Released{rel}, nil
+	tabs := t.all()
+	if infos, err := listTargets(cctx, c); err == nil {
+		if now, ok := adoptPopups(t, infos); ok {
+			tabs = now.all() // its popups close with it
 		}
-		return nil, err
 	}
-	select {
-	case <-gone:
-	case <-cctx.Done():
-		return nil, ctxErr(cctx, "Target.closeTarget", true)
+	var out []bb.Released
+	for _, x := range tabs {
+		rel := bb.Released{Kind: bb.KindCDPInspect, Tab: bb.Tab{ID: x.targetID, Owned: x.owned}}
+		if !x.owned {
+			out = append(out, rel)
+			continue
+		}
+		ch := make(chan struct{})
+		mu.Lock()
+		gone[x.targetID] = ch
+		mu.Unlock()
+		params, _ := json.Marshal(map[string]string{"targetId": x.targetID})
+		if _, err := c.call(cctx, "Target.closeTarget", params, ""); err != nil {
+			var e *bb.Error
+			if errors.As(err, &e) && e.Class == bb.ClassProtocol {
+				rel.Gone = true // no such target: the user closed it already
+				out = append(out, rel)
+				continue
+			}
+			return out, err
+		}
+		select {
+		case <-ch:
+		case <-cctx.Done():
+			return out, ctxErr(cctx, "Target.closeTarget", true)
+		}
+		s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", x.targetID)
+		rel.Closed = true
+		out = append(out, rel)
 	}
-	s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", t.targetID)
-	rel.Closed = true
-	return []bb.Released{rel}, nil
+	return out, nil
 }

@@ -31,12 +31,12 @@ func chooseTab(s *settings, req bb.TabRequest, prev convTab, had bool, others fu
 		}
 		s.tab.open = true
 	case bb.TabByID:
-		if !had || prev.targetID != req.ID {
+		if !had || !prev.holds(req.ID) {
 			return false, &bb.Error{Class: bb.ClassPolicy, Code: bb.CodeTargetNotFound, Backend: bb.KindCDPInspect,
 				Message: fmt.Sprintf("target %q is not a tab of this conversation", req.ID)}
 		}
-		s.tab.targetID = prev.targetID
-		return true, nil
+		s.tab.targetID = req.ID
+		return prev.targetID == req.ID, nil
 	case bb.TabActive:
 		s.tab.exclude = others()
 	default:
@@ -45,12 +45,73 @@ func chooseTab(s *settings, req bb.TabRequest, prev convTab, had bool, others fu
 	return false, nil
 }
 
-// convTab is the tab one conversation works in.
+// convTab is the tab one conversation works in, with its other tabs.
 type convTab struct {
 	targetID string
-	// owned: the agent opened it (Target.createTarget), so closing the
-	// conversation closes it; false for an adopted user tab.
+	// owned: the agent opened it (Target.createTarget) or a tab of the
+	// conversation did (a popup), so closing the conversation closes it;
+	// false for an adopted user tab.
 	owned bool
+	// opener is the conversation's tab that opened it (a popup), or "".
+	opener string
+	// others are the conversation's other tabs in this browser run, least
+	// recently current first; their others are empty.
+	others []convTab
+}
+
+// all returns the current tab then the others.
+func (t convTab) all() []convTab {
+	cur := t
+	cur.others = nil
+	return append([]convTab{cur}, t.others...)
+}
+
+// holds reports whether id is one of the conversation's tabs.
+func (t convTab) holds(id string) bool {
+	for _, x := range t.all() {
+		if x.targetID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// without returns the tabs of t but id, current first, as one list.
+func (t convTab) without(id string) []convTab {
+	var out []convTab
+	for _, x := range t.all() {
+		if x.targetID != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// withCurrent makes cur the current tab of the conversation whose tabs
+// were t (had: t is set): the previous current tab joins the others.
+func (t convTab) withCurrent(cur convTab, had bool) convTab {
+	cur.others = nil
+	if !had {
+		return cur
+	}
+	rest := t.without(cur.targetID)
+	// Least recently current first: the previous current tab goes last.
+	if len(rest) > 0 && rest[0].targetID == t.targetID {
+		rest = append(rest[1:], rest[0])
+	}
+	cur.others = rest
+	return cur
+}
+
+// promoted is t after its current tab went away: the most recently current
+// other tab becomes current; ok is false when none is left.
+func (t convTab) promoted() (convTab, bool) {
+	if len(t.others) == 0 {
+		return convTab{}, false
+	}
+	last := t.others[len(t.others)-1]
+	last.others = append([]convTab(nil), t.others[:len(t.others)-1]...)
+	return last, true
 }
 
 // tabKey is a conversation in one browser run: the browser WebSocket URL
@@ -91,8 +152,10 @@ func newTabRegistry(max int) *tabRegistry {
 	}
 	r := &tabRegistry{}
 	r.tabs, _ = lru.NewWithEvict[tabKey, convTab](max, func(k tabKey, t convTab) { // only fails for size <= 0
-		if !r.removing && t.owned && len(r.evicted) < maxEvicted {
-			r.evicted = append(r.evicted, tabKeyed{k, t})
+		for _, x := range t.all() {
+			if !r.removing && x.owned && len(r.evicted) < maxEvicted {
+				r.evicted = append(r.evicted, tabKeyed{k, x})
+			}
 		}
 	})
 	return r
@@ -161,7 +224,9 @@ func (r *tabRegistry) targetsOf(browser, conversation string) map[string]bool {
 			continue
 		}
 		if t, ok := r.tabs.Peek(k); ok {
-			out[t.targetID] = true
+			for _, x := range t.all() {
+				out[x.targetID] = true
+			}
 		}
 	}
 	return out
@@ -175,7 +240,7 @@ func (r *tabRegistry) of(conversation string) []convTab {
 			continue
 		}
 		if t, ok := r.tabs.Peek(k); ok {
-			out = append(out, t)
+			out = append(out, t.all()...)
 		}
 	}
 	return out

@@ -205,8 +205,7 @@ func TestProviderAdoptsAUserTabOnlyWhenAsked(t *testing.T) {
 	assert.NoError(t, err, "nothing left to close")
 	assert.Empty(t, rel)
 
-	// TabNew replaces the remembered tab and closes the agent's old one.
-	watch := watchDestroyed(t, b)
+	// TabNew adds a tab: the old one stays the conversation's.
 	old := mustBuild(t, p, "conv-new").TargetID()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
@@ -214,19 +213,65 @@ func TestProviderAdoptsAUserTabOnlyWhenAsked(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, old, fresh.TargetID())
 	assert.Equal(t, bb.Tab{ID: fresh.TargetID(), Owned: true}, fresh.Tab())
-	watch.wait(old)
-	assert.NotContains(t, pageIDs(t, b), old)
-
-	// TabByID selects the conversation's tab by the id it reported, and
-	// refuses any other tab.
-	byID, err := buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabByID, ID: fresh.TargetID()})
+	assert.Contains(t, pageIDs(t, b), old, "the previous tab stays open")
+	tabs, err := p.ConversationTabs(ctx2, "conv-new")
 	require.NoError(t, err)
-	assert.Equal(t, fresh.TargetID(), byID.TargetID())
+	require.Len(t, tabs, 2)
+	assert.Equal(t, fresh.TargetID(), tabs[0].ID)
+	assert.True(t, tabs[0].Current)
+	assert.Equal(t, old, tabs[1].ID)
+
+	// TabByID selects any of the conversation's tabs by the id it
+	// reported, and refuses any other tab.
+	byID, err := buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabByID, ID: old})
+	require.NoError(t, err)
+	assert.Equal(t, old, byID.TargetID())
+	again = mustBuild(t, p, "conv-new")
+	assert.Equal(t, old, again.TargetID(), "the selected tab is the current one")
 	_, err = buildTab(t, ctx2, p, "conv-new", bb.TabRequest{Want: bb.TabByID, ID: adopted.TargetID()})
 	var e *bb.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, bb.CodeTargetNotFound, e.Code)
 	assert.Equal(t, bb.ClassPolicy, e.Class, "never failover material")
+
+	// CloseTab closes one; the other becomes current.
+	watch := watchDestroyed(t, b)
+	r, err := p.CloseTab(ctx2, "conv-new", old)
+	require.NoError(t, err)
+	assert.True(t, r.Closed)
+	watch.wait(old)
+	assert.Equal(t, fresh.TargetID(), mustBuild(t, p, "conv-new").TargetID())
+	_, err = p.CloseTab(ctx2, "conv-new", old)
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bb.CodeTargetNotFound, e.Code)
+}
+
+func TestProviderAdoptsPopupsAndClosesThemWithTheConversation(t *testing.T) {
+	b := chromiumtest.Start(t)
+	p := enabledProvider(b.Port)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	be := mustBuild(t, p, "conv-pop")
+	_, err := be.Send(ctx, bb.Command{Method: "Runtime.evaluate", Params: json.RawMessage(`{"expression":"window.open('about:blank#popup'); 1","userGesture":true}`)})
+	require.NoError(t, err)
+	var tabs []bb.TabInfo
+	for len(tabs) < 2 { // the popup's target appears asynchronously; Target.getTargets is asked again
+		tabs, err = p.ConversationTabs(ctx, "conv-pop")
+		require.NoError(t, err)
+		require.NoError(t, ctx.Err())
+	}
+	require.Len(t, tabs, 2)
+	popup := tabs[1]
+	assert.Equal(t, be.TargetID(), popup.Opener, "adopted as a popup of the conversation's tab")
+	assert.True(t, popup.Owned)
+
+	watch := watchDestroyed(t, b)
+	rel, err := p.ReleaseConversation(ctx, "conv-pop", true)
+	require.NoError(t, err)
+	assert.Len(t, rel, 2)
+	watch.wait(popup.ID)
+	watch.wait(be.TargetID())
+	assert.NotContains(t, pageIDs(t, b), popup.ID, "the popup closed with the conversation")
 }
 
 func TestProviderClosedTabIsTargetNotFoundThenANewTab(t *testing.T) {
