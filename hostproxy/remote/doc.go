@@ -21,8 +21,8 @@
 //     it is extension) registered under the device's browser id and actor;
 //     every result and event it sends is bound to that identity.
 //   - Limits (capacity, authorize rate per peer with bounded counters, link
-//     and grant lifetimes), SetupLimit (connections in setup) and
-//     NewHTTPServer (bounded header time and size).
+//     and grant lifetimes), SetupLimit (connections in setup, a share per
+//     peer address) and NewHTTPServer (bounded header time and size).
 //
 // Wiring, with hub an *eventhub.InProcess and proxy its *hostproxy.Proxy:
 //
