@@ -123,7 +123,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		o.endpoint = f.socketURL()
 	}
 	f.srv, err = New(Options{Store: f.store, Proxy: f.proxy, Hub: f.hub, Endpoint: o.endpoint, Limits: o.limits,
-		Logger: f.log, Now: f.clock.Now, ServiceName: "test service"})
+		Logger: f.log, ServiceName: "test service"})
 	require.NoError(t, err)
 	m := http.NewServeMux()
 	f.srv.Mount(m)
