@@ -13,9 +13,9 @@
 //   - Server: the two routes a host app mounts — SocketHandler at the
 //     endpoint's path and AuthorizeHandler at PATH/authorize — plus the
 //     operator API (CreateLink, Devices, Revoke, RevokeAll). Open sockets
-//     re-check their grants every second and close on revocation, expiry
-//     or a failed read, failing their in-flight commands with a transport
-//     error.
+//     re-check their grants every 250 ms and close on revocation (by the
+//     CLI too), expiry or a failed read, failing their in-flight commands
+//     with a transport error.
 //   - The socket is a hub transport: a connected device is an ordinary hub
 //     client (interface chrome-extension, so the selector's candidate for
 //     it is extension) registered under the device's browser id and actor;

@@ -19,8 +19,14 @@ import (
 )
 
 // DefaultCheckInterval is how often open sockets re-check their grants in
-// the store; the grant check must run at least once a second.
-const DefaultCheckInterval = time.Second
+// the store: a revocation written by another process (the operator's CLI)
+// closes its socket within this interval plus the read, which fails (and
+// closes every socket) after 500 ms: well within a second.
+const DefaultCheckInterval = 250 * time.Millisecond
+
+// grantReadTimeout bounds one re-check's read of the store; a read that
+// takes longer fails, closing every socket.
+const grantReadTimeout = 500 * time.Millisecond
 
 // DefaultPingInterval is how often the server pings an idle socket; a pong
 // counts as the client's activity.
@@ -60,7 +66,8 @@ type Options struct {
 	// slog.Default(). The server's clock is the Store's (StoreOptions.Now):
 	// link and grant expiries and the authorize rate limit follow it.
 	Logger *slog.Logger
-	// CheckInterval is the grant re-check period; 0 means 1 s.
+	// CheckInterval is the grant re-check period; 0 means
+	// DefaultCheckInterval (250 ms).
 	CheckInterval time.Duration
 	// PingInterval is the liveness ping period; 0 means 7 s.
 	PingInterval time.Duration
@@ -240,7 +247,7 @@ func (s *Server) checkGrants() {
 		if len(ids) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.check)
+		ctx, cancel := context.WithTimeout(context.Background(), grantReadTimeout)
 		valid, err := s.store.Valid(ctx, ids)
 		cancel()
 		if err != nil {

@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -21,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
@@ -812,4 +815,55 @@ func TestSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge(t *testing.T) {
 	}, got, "the cut result fails typed, the other command as its socket's end")
 	assert.NotEqual(t, big.RequestID, other.RequestID)
 	assert.Contains(t, f.logs.String(), "payload_too_large")
+}
+
+// TestRevoke_FromAnotherStoreHandleClosesWithinOneCheckInterval: a
+// revocation written by another handle on the store file (the CLI's
+// process) ends the device's connection at the first re-check after it,
+// DefaultCheckInterval (250 ms) later at most, on the bubble's clock
+// (REM-5).
+func TestRevoke_FromAnotherStoreHandleClosesWithinOneCheckInterval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grants.db")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		quiet := slog.New(slog.DiscardHandler)
+		const endpoint = "ws://127.0.0.1:1/extension"
+		store, err := OpenStore(path, StoreOptions{})
+		require.NoError(t, err)
+		defer store.Close()
+		hub := eventhub.New(eventhub.WithLogger(quiet))
+		defer hub.Close()
+		proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: quiet})
+		defer proxy.Close()
+		srv, err := New(Options{Store: store, Proxy: proxy, Hub: hub, Endpoint: endpoint, Logger: quiet})
+		require.NoError(t, err)
+		defer srv.Close()
+
+		link, err := store.CreateLink(ctx, endpoint, "u", time.Minute)
+		require.NoError(t, err)
+		u, _ := url.Parse(link.URL)
+		token := NewToken()
+		_, err = store.Pair(ctx, endpoint, u.Fragment, token, "laptop", DefaultDeviceTTL, DefaultRenewAfter)
+		require.NoError(t, err)
+		dev, err := store.Authenticate(ctx, endpoint, token)
+		require.NoError(t, err)
+		c, _, err := srv.claim(dev) // the connection, as an upgrade holds it
+		require.NoError(t, err)
+		defer srv.release(c)
+
+		cli, err := OpenStore(path, StoreOptions{})
+		require.NoError(t, err)
+		defer cli.Close()
+		require.NoError(t, cli.Revoke(ctx, dev.DeviceID))
+		time.Sleep(DefaultCheckInterval - time.Millisecond)
+		synctest.Wait()
+		require.False(t, c.ended(), "no re-check yet")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.True(t, c.ended())
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		assert.Equal(t, endRevoked, c.kind)
+	})
+	assert.Less(t, DefaultCheckInterval+grantReadTimeout, time.Second, "the worst case, a re-check's read failing, stays within a second")
 }
