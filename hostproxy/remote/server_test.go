@@ -206,7 +206,7 @@ func TestSocket_AnotherDevicesIDGetsNoneOfItsWork(t *testing.T) {
 	b.send(map[string]any{"type": wire.SocketResult, "requestId": req.RequestID, "content": `{"stolen":true}`})
 	fr = b.next()
 	assert.Equal(t, wire.SocketError, fr.Type)
-	assert.Equal(t, "wrong_client", fr.Code)
+	assert.Equal(t, "client_mismatch", fr.Code, "answering another device's work is refused as naming it is")
 	b.send(map[string]any{"type": wire.SocketResult, "clientId": a.clientID, "requestId": req.RequestID, "content": `{"stolen":true}`})
 	assert.Equal(t, "client_mismatch", b.next().Code)
 	// Each refused frame is one log line (written before its reply), not

@@ -227,8 +227,9 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // route's status and code), {"type":"host_browser_event","method","params",
 // "sessionId"?} and {"type":"host_browser_session_invalidated",…} (answered
 // only when refused). Every result, event and invalidation is bound to the
-// device's client id and actor; a frame whose clientId names another client
-// is refused with client_mismatch. A frame without a type is the answer to
+// device's client id and actor: a frame whose clientId names another
+// client, and a result answering another client's request, are refused
+// with 403 client_mismatch. A frame without a type is the answer to
 // a UI channel request (see UICall); one nobody waits for is dropped. The
 // socket closes, failing its commands in flight with a transport error, on
 // revocation or expiry (status 4401),
