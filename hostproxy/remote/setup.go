@@ -34,22 +34,15 @@ const (
 const setupWarnInterval = 10 * time.Second
 
 // SetupLimit bounds the connections in setup (accepted, TLS handshake and
-// request headers not yet done): at most max at once, and at most a
-// quarter of max (at least 1) from one peer address, an IPv6 peer's whole
-// /64 being one address. Over a bound it makes room instead of refusing
-// the newcomer: a connection over its address's share closes that
-// address's oldest connection in setup, one over max closes the oldest
-// connection of the address holding the most. Connections that hold a
-// slot without finishing (half a request line, a stalled handshake) so
-// cannot keep anyone out, a paired device reconnecting included: its
-// connection, young and from an address holding few slots, is the last to
-// go, and it leaves setup as soon as its headers are read. A share
-// reserved for credentialed devices is not possible: the credential
-// travels in those headers, the moment a connection leaves setup anyway.
-// Every connection closed over a bound is counted (Dropped) and reported
-// by a warning at most once every 10 s. Behind a reverse proxy every
-// connection comes from the proxy's address: size max so that its quarter
-// covers the proxy's connections in setup at once. Install both halves:
+// request headers not yet done): max at once, a quarter of max (at least
+// 1) from one peer address, an IPv6 /64 counting as one. Over a bound it
+// closes the oldest connection in setup of the newcomer's address (over
+// its share) or of the address holding the most (over max), never the
+// newcomer: connections idling in setup cannot keep a paired device out.
+// (No share can be reserved by credential: it arrives with the headers,
+// as the connection leaves setup.) Closed connections are counted
+// (Dropped) and warned about at most once every 10 s. Behind a reverse
+// proxy every connection has the proxy's address. Install both halves:
 // Listener around the listener and ConnState as the http.Server's
 // ConnState (NewHTTPServer does). Safe for concurrent use.
 type SetupLimit struct {
