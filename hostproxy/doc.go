@@ -83,7 +83,7 @@
 //	  {"type":"result","requestId","content","isError"}
 //	server → client, one per result:
 //	  {"type":"accepted","requestId"}
-//	  {"type":"error","requestId","status":403,"code":"wrong_client","error":"…"}
+//	  {"type":"error","requestId","status":403,"code":"client_mismatch","error":"…"}
 //
 // A missing, late or refused auth message closes the socket with status
 // 1008 (policy violation); a message larger than Options.MaxBodyBytes with

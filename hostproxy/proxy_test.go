@@ -226,7 +226,7 @@ func TestResultRoute_RejectionsLeaveRequestPending(t *testing.T) {
 		{"unknown request", "ext", "alice", ResultBody{RequestID: "nope", Content: "{}"}, 404, "unknown_request"},
 		{"wrong kind", "ext", "alice", ResultBody{RequestID: "bash-1", Content: "{}"}, 409, "wrong_kind"},
 		{"missing client header", "", "alice", ok, 400, "missing_client_id"},
-		{"another client", "ext-2", "alice", ok, 403, "wrong_client"},
+		{"another client", "ext-2", "alice", ok, 403, "client_mismatch"},
 		{"another actor", "ext", "mallory", ok, 403, "wrong_actor"},
 		{"no actor", "ext", "", ok, 403, "wrong_actor"},
 		// An oversized result of another actor's client names the request

@@ -72,8 +72,9 @@ func (p *Proxy) acceptResult(body ResultBody, clientID, actor string, tr Transpo
 //     nobody waits for it here;
 //   - 409 wrong_kind: the interaction is not host_browser;
 //   - 400 missing_client_id: no client named for a targeted request;
-//   - 403 wrong_client, wrong_actor: another client or actor than the
-//     request's target.
+//   - 403 client_mismatch, wrong_actor: another client or actor than the
+//     request's target (client_mismatch is also the code of a body or
+//     frame naming another client than its credential's).
 //
 // An accepted result counts as activity of the client when touch is set
 // (false leaves that to the replica that relayed it).
@@ -93,7 +94,7 @@ func (p *Proxy) acceptChecked(body ResultBody, clientID, actor string, tr Transp
 				fmt.Sprintf("%s header is required for a targeted request", wire.HeaderClientID)}
 		}
 		if clientID != in.TargetClientID {
-			return &refusal{http.StatusForbidden, "wrong_client",
+			return &refusal{http.StatusForbidden, "client_mismatch",
 				fmt.Sprintf("request %q was not sent to this client", body.RequestID)}
 		}
 	}

@@ -157,8 +157,8 @@ func TestResultSocket_ResultFromAnotherClientOrActorIs403AndTheRightClientStillC
 	id := msg["requestId"].(string)
 
 	for _, tc := range []struct{ token, client, code string }{
-		{"tok-alice", "other", "wrong_client"}, // another client of the same actor
-		{"tok-mallory", "ext", "wrong_actor"},  // the right client id, another actor's token
+		{"tok-alice", "other", "client_mismatch"}, // another client of the same actor
+		{"tok-mallory", "ext", "wrong_actor"},     // the right client id, another actor's token
 	} {
 		c := f.connect(t, tc.token, tc.client)
 		send(t, c, result(id, `{"frameId":"EVIL"}`))

@@ -44,7 +44,7 @@ func addRemoteFlags(fs *flag.FlagSet, r *remoteConfig) {
 	fs.DurationVar(&r.limits.RenewAfter, "renew-after", remote.DefaultRenewAfter, "time after which the extension renews; less than -device-ttl")
 	fs.IntVar(&r.limits.MaxConnections, "max-connections", remote.DefaultMaxConnections, "online browser capacity, 1-1000 (a device may replace its own connection)")
 	fs.IntVar(&r.limits.AuthorizeRate, "authorize-rate-limit", remote.DefaultAuthorizeRate, "pairing/renewal exchanges per minute per peer IP, 1-60000")
-	fs.IntVar(&r.maxSetup, "max-setup", remote.DefaultMaxSetup, "connections in TCP/TLS/HTTP setup at once; more are dropped")
+	fs.IntVar(&r.maxSetup, "max-setup", remote.DefaultMaxSetup, "connections in TCP/TLS/HTTP setup at once, a quarter of them from one address; over a bound the oldest in setup is closed")
 }
 
 // check validates the remote flags when -remote-listen is set:

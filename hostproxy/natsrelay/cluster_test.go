@@ -221,7 +221,7 @@ func TestResultPostedToWrongReplicaReachesCallerAndForeignPostsAreRefused(t *tes
 	// decided on A where the request waits, and the request stays pending.
 	code, ec := postResult(t, c, "ext-2", actor, id, `{"result":{}}`)
 	require.Equal(t, http.StatusForbidden, code)
-	require.Equal(t, "wrong_client", ec)
+	require.Equal(t, "client_mismatch", ec)
 	code, ec = postResult(t, c, "ext-1", "mallory", id, `{"result":{}}`)
 	require.Equal(t, http.StatusForbidden, code)
 	require.Equal(t, "wrong_actor", ec)

@@ -13,16 +13,16 @@
 //   - Server: the two routes a host app mounts — SocketHandler at the
 //     endpoint's path and AuthorizeHandler at PATH/authorize — plus the
 //     operator API (CreateLink, Devices, Revoke, RevokeAll). Open sockets
-//     re-check their grants every second and close on revocation, expiry
-//     or a failed read, failing their in-flight commands with a transport
-//     error.
+//     re-check their grants every 250 ms and close on revocation (by the
+//     CLI too), expiry or a failed read, failing their in-flight commands
+//     with a transport error.
 //   - The socket is a hub transport: a connected device is an ordinary hub
 //     client (interface chrome-extension, so the selector's candidate for
 //     it is extension) registered under the device's browser id and actor;
 //     every result and event it sends is bound to that identity.
 //   - Limits (capacity, authorize rate per peer with bounded counters, link
-//     and grant lifetimes), SetupLimit (connections in setup) and
-//     NewHTTPServer (bounded header time and size).
+//     and grant lifetimes), SetupLimit (connections in setup, a share per
+//     peer address) and NewHTTPServer (bounded header time and size).
 //
 // Wiring, with hub an *eventhub.InProcess and proxy its *hostproxy.Proxy:
 //

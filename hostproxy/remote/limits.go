@@ -26,6 +26,10 @@ const (
 	globalAuthorizeMultiplier = 16
 )
 
+// MaxAuthorizeBurst bounds the exchanges one peer may make at once, before
+// Limits.AuthorizeRate paces it.
+const MaxAuthorizeBurst = 10
+
 // Limits are the server's limits, fixed at start. A zero field takes
 // its default; Validate reports a value outside its bounds.
 type Limits struct {
@@ -41,7 +45,8 @@ type Limits struct {
 	// MaxConnections is the online browser capacity: default 64, 1–1000.
 	MaxConnections int
 	// AuthorizeRate is the pair/renew exchanges per minute per peer IP:
-	// default 60, 1–60000. The global budget is 16 times it.
+	// default 60, 1–60000, of which at most MaxAuthorizeBurst at once. The
+	// global budget is 16 times a peer's, rate and burst.
 	AuthorizeRate int
 	// MaxPeerCounters bounds the per-peer counters kept (default 1024);
 	// further peers share one overflow counter with the per-peer rate, and
@@ -98,8 +103,9 @@ func (l Limits) Validate() error {
 
 // peerLimiter is the authorize route's rate limit: one token bucket
 // (golang.org/x/time/rate) per peer IP, refilled at perMinute/60 a second
-// with a burst of perMinute; at most maxPeers buckets, further peers
-// sharing one overflow bucket; and a global bucket 16 times a peer's. A
+// with a burst of perMinute but at most MaxAuthorizeBurst; at most
+// maxPeers buckets, further peers sharing one overflow bucket; and a
+// global bucket 16 times a peer's, rate and burst. A
 // bucket is forgotten only when it is full again (so forgetting it loses
 // nothing): new peers never evict a counter in use.
 type peerLimiter struct {
@@ -117,13 +123,14 @@ func newPeerLimiter(perMinute, maxPeers int, now func() time.Time) *peerLimiter 
 	return &peerLimiter{
 		perMinute: perMinute, maxPeers: maxPeers, now: now,
 		peers:    make(map[netip.Addr]*rate.Limiter),
-		overflow: newBucket(perMinute),
-		global:   newBucket(perMinute * globalAuthorizeMultiplier),
+		overflow: newBucket(perMinute, 1),
+		global:   newBucket(perMinute, globalAuthorizeMultiplier),
 	}
 }
 
-func newBucket(perMinute int) *rate.Limiter {
-	return rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)
+// newBucket is a bucket of times a peer's rate and burst.
+func newBucket(perMinute, times int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(float64(perMinute*times)/60), min(perMinute, MaxAuthorizeBurst)*times)
 }
 
 // peerAddr is the limiter's key of a RemoteAddr: its IP (never a forwarding
@@ -146,7 +153,8 @@ func peerAddr(remote string) netip.Addr {
 }
 
 // allow charges one exchange to remote's bucket and the global one; when
-// refused it returns how long until one would be allowed.
+// refused it charges neither and returns how long until both would allow
+// one.
 func (l *peerLimiter) allow(remote string) (bool, time.Duration) {
 	now := l.now()
 	key := peerAddr(remote)
@@ -158,19 +166,14 @@ func (l *peerLimiter) allow(remote string) (bool, time.Duration) {
 			l.forgetFull(now)
 		}
 		if len(l.peers) < l.maxPeers {
-			b = newBucket(l.perMinute)
+			b = newBucket(l.perMinute, 1)
 			l.peers[key] = b
 		} else {
 			b = l.overflow
 		}
 	}
-	rp := b.ReserveN(now, 1)
-	if d := rp.DelayFrom(now); d > 0 {
-		rp.CancelAt(now)
-		return false, d
-	}
-	rg := l.global.ReserveN(now, 1)
-	if d := rg.DelayFrom(now); d > 0 {
+	rp, rg := b.ReserveN(now, 1), l.global.ReserveN(now, 1)
+	if d := max(rp.DelayFrom(now), rg.DelayFrom(now)); d > 0 {
 		rg.CancelAt(now)
 		rp.CancelAt(now)
 		return false, d

@@ -80,6 +80,9 @@ type fixtureOpts struct {
 	// peer, when set, is a fixture whose clock time and remembered secrets
 	// this one shares (a second server on the same store).
 	peer *fixture
+	// setup, when set, serves the routes as production does: the
+	// http.Server of NewHTTPServer on a listener wrapped by this limit.
+	setup *SetupLimit
 }
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
@@ -105,16 +108,22 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		f.logRequest(r)
 		mux.Load().ServeHTTP(w, r)
 	})
-	if o.tls {
+	switch {
+	case o.setup != nil:
+		f.http = httptest.NewUnstartedServer(record)
+		f.http.Config = NewHTTPServer(record, o.setup, nil, f.log)
+		f.http.Listener = o.setup.Listener(f.http.Listener)
+		f.http.Start()
+	case o.tls:
 		f.http = httptest.NewTLSServer(record)
-	} else {
+	default:
 		f.http = httptest.NewServer(record)
 	}
 	if o.endpoint == "" {
 		o.endpoint = f.socketURL()
 	}
 	f.srv, err = New(Options{Store: f.store, Proxy: f.proxy, Hub: f.hub, Endpoint: o.endpoint, Limits: o.limits,
-		Logger: f.log, Now: f.clock.Now, ServiceName: "test service"})
+		Logger: f.log, ServiceName: "test service"})
 	require.NoError(t, err)
 	m := http.NewServeMux()
 	f.srv.Mount(m)

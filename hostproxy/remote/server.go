@@ -19,8 +19,14 @@ import (
 )
 
 // DefaultCheckInterval is how often open sockets re-check their grants in
-// the store; the grant check must run at least once a second.
-const DefaultCheckInterval = time.Second
+// the store: a revocation written by another process (the operator's CLI)
+// closes its socket within this interval plus the read, which fails (and
+// closes every socket) after 500 ms: well within a second.
+const DefaultCheckInterval = 250 * time.Millisecond
+
+// grantReadTimeout bounds one re-check's read of the store; a read that
+// takes longer fails, closing every socket.
+const grantReadTimeout = 500 * time.Millisecond
 
 // DefaultPingInterval is how often the server pings an idle socket; a pong
 // counts as the client's activity.
@@ -57,12 +63,11 @@ type Options struct {
 	// Limits are the server's limits; zero fields take the defaults.
 	Limits Limits
 	// Logger receives structured logs, never a credential; nil means
-	// slog.Default().
+	// slog.Default(). The server's clock is the Store's (StoreOptions.Now):
+	// link and grant expiries and the authorize rate limit follow it.
 	Logger *slog.Logger
-	// Now is the authorize rate limit's clock; nil means time.Now. Grant
-	// and link expiries follow the Store's clock (StoreOptions.Now).
-	Now func() time.Time
-	// CheckInterval is the grant re-check period; 0 means 1 s.
+	// CheckInterval is the grant re-check period; 0 means
+	// DefaultCheckInterval (250 ms).
 	CheckInterval time.Duration
 	// PingInterval is the liveness ping period; 0 means 7 s.
 	PingInterval time.Duration
@@ -82,7 +87,6 @@ type Server struct {
 	service  string
 	limits   Limits
 	log      *slog.Logger
-	now      func() time.Time
 	check    time.Duration
 	ping     time.Duration
 	rate     *peerLimiter
@@ -116,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		store: opts.Store, proxy: opts.Proxy, hub: opts.Hub,
 		endpoint: opts.Endpoint, path: cmpPath(u.Path), service: opts.ServiceName,
-		limits: opts.Limits.withDefaults(), log: opts.Logger, now: opts.Now,
+		limits: opts.Limits.withDefaults(), log: opts.Logger,
 		check: opts.CheckInterval, ping: opts.PingInterval,
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		slots: make(map[string]*conn),
@@ -125,16 +129,13 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.log = s.log.With("module", "remote")
-	if s.now == nil {
-		s.now = time.Now
-	}
 	if s.check <= 0 {
 		s.check = DefaultCheckInterval
 	}
 	if s.ping <= 0 {
 		s.ping = DefaultPingInterval
 	}
-	s.rate = newPeerLimiter(s.limits.AuthorizeRate, s.limits.MaxPeerCounters, s.now)
+	s.rate = newPeerLimiter(s.limits.AuthorizeRate, s.limits.MaxPeerCounters, s.store.now)
 	s.wg.Add(1)
 	go s.checkGrants()
 	return s, nil
@@ -246,7 +247,7 @@ func (s *Server) checkGrants() {
 		if len(ids) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.check)
+		ctx, cancel := context.WithTimeout(context.Background(), grantReadTimeout)
 		valid, err := s.store.Valid(ctx, ids)
 		cancel()
 		if err != nil {

@@ -6,20 +6,24 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/hostproxytest"
@@ -202,7 +206,7 @@ func TestSocket_AnotherDevicesIDGetsNoneOfItsWork(t *testing.T) {
 	b.send(map[string]any{"type": wire.SocketResult, "requestId": req.RequestID, "content": `{"stolen":true}`})
 	fr = b.next()
 	assert.Equal(t, wire.SocketError, fr.Type)
-	assert.Equal(t, "wrong_client", fr.Code)
+	assert.Equal(t, "client_mismatch", fr.Code, "answering another device's work is refused as naming it is")
 	b.send(map[string]any{"type": wire.SocketResult, "clientId": a.clientID, "requestId": req.RequestID, "content": `{"stolen":true}`})
 	assert.Equal(t, "client_mismatch", b.next().Code)
 	// Each refused frame is one log line (written before its reply), not
@@ -410,7 +414,8 @@ func TestCapacity_AFailedUpgradeLeavesTheDevicesSocketItsSlot(t *testing.T) {
 	assert.Equal(t, StatusRevoked, d.closed())
 }
 
-// TestAuthorize_OverItsRate429RetryAfter (REM-6).
+// TestAuthorize_OverItsRate429RetryAfter: the 429's Retry-After is the
+// limiter's wait, on the one clock the server takes from its store (REM-6).
 func TestAuthorize_OverItsRate429RetryAfter(t *testing.T) {
 	f := newFixture(t, fixtureOpts{limits: Limits{AuthorizeRate: 2}})
 	for range 2 {
@@ -431,18 +436,25 @@ func TestAuthorize_OverItsRate429RetryAfter(t *testing.T) {
 func TestPeerLimiter_1100PeersDoNotEvictTheFirst1024Counters(t *testing.T) {
 	clock := &testClock{t: time.Unix(0, 0)}
 	l := newPeerLimiter(60000, DefaultMaxPeerCounters, clock.Now)
+	l.global = rate.NewLimiter(rate.Inf, 0) // the global budget is another test's
 	peer := func(i int) string { return fmt.Sprintf("10.%d.%d.1:4000", i/256, i%256) }
-	// The first peer spends its whole budget.
-	for range 60000 {
+	// The first peer spends its whole burst.
+	for range MaxAuthorizeBurst {
 		ok, _ := l.allow(peer(0))
 		require.True(t, ok)
 	}
 	ok, _ := l.allow(peer(0))
 	require.False(t, ok)
+	overflow := 0
 	for i := 1; i < 1100; i++ {
 		ok, _ := l.allow(peer(i))
-		require.True(t, ok, "peer %d", i)
+		if i < DefaultMaxPeerCounters {
+			require.True(t, ok, "peer %d", i)
+		} else if ok {
+			overflow++
+		}
 	}
+	assert.Equal(t, MaxAuthorizeBurst, overflow, "the 76 peers beyond the bound share one bucket")
 	assert.Equal(t, DefaultMaxPeerCounters, l.counters())
 	ok, _ = l.allow(peer(0))
 	assert.False(t, ok, "the first peer's counter survived")
@@ -452,6 +464,48 @@ func TestPeerLimiter_1100PeersDoNotEvictTheFirst1024Counters(t *testing.T) {
 		l.mu.Unlock()
 		require.True(t, kept, "peer %d", i)
 	}
+}
+
+// TestPeerLimiter_BurstIsAtMost10: at the default 60 a minute, one peer's
+// 11th guess in the same instant is refused, and a guess a second is
+// allowed from then on (REM-6).
+func TestPeerLimiter_BurstIsAtMost10(t *testing.T) {
+	clock := &testClock{t: time.Unix(0, 0)}
+	l := newPeerLimiter(DefaultAuthorizeRate, DefaultMaxPeerCounters, clock.Now)
+	for i := range MaxAuthorizeBurst {
+		ok, _ := l.allow("192.0.2.1:1")
+		require.True(t, ok, "guess %d", i)
+	}
+	ok, wait := l.allow("192.0.2.1:1")
+	require.False(t, ok)
+	assert.Equal(t, time.Second, wait)
+	for range 3 {
+		clock.Add(time.Second)
+		ok, _ = l.allow("192.0.2.1:1")
+		assert.True(t, ok)
+		ok, _ = l.allow("192.0.2.1:1")
+		assert.False(t, ok)
+	}
+}
+
+// TestPeerLimiter_RetryAfterIsTheLongerRealWaitInWholeSeconds: a refusal
+// waits for both the peer's and the global bucket, rounded up to whole
+// seconds (REM-6).
+func TestPeerLimiter_RetryAfterIsTheLongerRealWaitInWholeSeconds(t *testing.T) {
+	clock := &testClock{t: time.Unix(0, 0)}
+	l := newPeerLimiter(1, 2000, clock.Now) // one a minute, globally 16 a minute
+	for i := range 16 {
+		ok, _ := l.allow(fmt.Sprintf("192.0.2.%d:1", i))
+		require.True(t, ok)
+	}
+	ok, wait := l.allow("192.0.2.100:1") // its own bucket is full, the global one empty
+	require.False(t, ok)
+	assert.Equal(t, 3750*time.Millisecond, wait)
+	assert.Equal(t, "4", retryAfter(wait))
+	ok, wait = l.allow("192.0.2.0:1") // both empty: its own refills last
+	require.False(t, ok)
+	assert.Equal(t, "60", retryAfter(wait))
+	assert.Equal(t, "1", retryAfter(time.Millisecond))
 }
 
 // TestPeerLimiter_GlobalBudgetIs16TimesThePeerRate (REM-6).
@@ -761,4 +815,55 @@ func TestSocket_AFrameOverTheCapFailsItsCommandAsPayloadTooLarge(t *testing.T) {
 	}, got, "the cut result fails typed, the other command as its socket's end")
 	assert.NotEqual(t, big.RequestID, other.RequestID)
 	assert.Contains(t, f.logs.String(), "payload_too_large")
+}
+
+// TestRevoke_FromAnotherStoreHandleClosesWithinOneCheckInterval: a
+// revocation written by another handle on the store file (the CLI's
+// process) ends the device's connection at the first re-check after it,
+// DefaultCheckInterval (250 ms) later at most, on the bubble's clock
+// (REM-5).
+func TestRevoke_FromAnotherStoreHandleClosesWithinOneCheckInterval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grants.db")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		quiet := slog.New(slog.DiscardHandler)
+		const endpoint = "ws://127.0.0.1:1/extension"
+		store, err := OpenStore(path, StoreOptions{})
+		require.NoError(t, err)
+		defer store.Close()
+		hub := eventhub.New(eventhub.WithLogger(quiet))
+		defer hub.Close()
+		proxy := hostproxy.New(hostproxy.Options{Hub: hub, Logger: quiet})
+		defer proxy.Close()
+		srv, err := New(Options{Store: store, Proxy: proxy, Hub: hub, Endpoint: endpoint, Logger: quiet})
+		require.NoError(t, err)
+		defer srv.Close()
+
+		link, err := store.CreateLink(ctx, endpoint, "u", time.Minute)
+		require.NoError(t, err)
+		u, _ := url.Parse(link.URL)
+		token := NewToken()
+		_, err = store.Pair(ctx, endpoint, u.Fragment, token, "laptop", DefaultDeviceTTL, DefaultRenewAfter)
+		require.NoError(t, err)
+		dev, err := store.Authenticate(ctx, endpoint, token)
+		require.NoError(t, err)
+		c, _, err := srv.claim(dev) // the connection, as an upgrade holds it
+		require.NoError(t, err)
+		defer srv.release(c)
+
+		cli, err := OpenStore(path, StoreOptions{})
+		require.NoError(t, err)
+		defer cli.Close()
+		require.NoError(t, cli.Revoke(ctx, dev.DeviceID))
+		time.Sleep(DefaultCheckInterval - time.Millisecond)
+		synctest.Wait()
+		require.False(t, c.ended(), "no re-check yet")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.True(t, c.ended())
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		assert.Equal(t, endRevoked, c.kind)
+	})
+	assert.Less(t, DefaultCheckInterval+grantReadTimeout, time.Second, "the worst case, a re-check's read failing, stays within a second")
 }

@@ -227,9 +227,13 @@ func deviceToken(r *http.Request) (proto, token string, ok bool) {
 // route's status and code), {"type":"host_browser_event","method","params",
 // "sessionId"?} and {"type":"host_browser_session_invalidated",…} (answered
 // only when refused). Every result, event and invalidation is bound to the
-// device's client id and actor; a frame whose clientId names another client
-// is refused with client_mismatch. A frame without a type is the answer to
-// a UI channel request (see UICall); one nobody waits for is dropped. The
+// device's client id and actor: a frame whose clientId names another
+// client, and a result answering another client's request, are refused
+// with 403 client_mismatch. A frame without a type is the answer to
+// a UI channel request (see UI.Call), {"id","result"|"error"}: one without
+// an id is refused with 400 missing_type, a malformed one with 400
+// malformed_body, and one nobody waits for (an unknown id, or a call that
+// already ended) with 404 unknown_request naming the id. The
 // socket closes, failing its commands in flight with a transport error, on
 // revocation or expiry (status 4401),
 // a failed grant read (1011), a newer socket of the device (4409), or Close
@@ -473,13 +477,30 @@ func (c *conn) handle(data []byte) (serverFrame, bool) {
 		Type string `json:"type"`
 	}
 	if json.Unmarshal(data, &probe) == nil && probe.Type == "" {
-		// No type: the answer to a UI channel request.
-		c.ui.answer(data)
-		return serverFrame{}, false
+		return c.uiAnswer(data)
 	}
 	// ClientFrames.Handle logs its own refusals (client_mismatch among them).
 	r, ok := c.s.proxy.ClientFrames().Handle(c.dev.BrowserID, c.dev.Actor, hostproxy.TransportRemote, data)
 	return serverFrame{Type: r.Type, RequestID: r.RequestID, Status: r.Status, Code: r.Code, Error: r.Error}, ok
+}
+
+// uiAnswer hands a frame without a type, a UI channel answer, to its
+// waiting call, and returns the error reply due when there is none.
+func (c *conn) uiAnswer(data []byte) (serverFrame, bool) {
+	var a uiAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		return serverFrame{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "malformed_body",
+			Error: "remote: a frame without a type must be a UI channel answer {\"id\",\"result\"|\"error\"}"}, true
+	}
+	if a.ID == "" {
+		return serverFrame{Type: wire.SocketError, Status: http.StatusBadRequest, Code: "missing_type",
+			Error: "remote: a frame needs a type; only a UI channel answer, which has an id, has none"}, true
+	}
+	if !c.ui.answer(a) {
+		return serverFrame{Type: wire.SocketError, RequestID: a.ID, Status: http.StatusNotFound, Code: "unknown_request",
+			Error: fmt.Sprintf("remote: no UI channel request %.64q waits for an answer (unknown, or its call ended)", a.ID)}, true
+	}
+	return serverFrame{}, false
 }
 
 func loopbackPeer(host string) bool {

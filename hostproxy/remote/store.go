@@ -454,7 +454,7 @@ func (s *Store) Authenticate(ctx context.Context, endpoint, token string) (Devic
 }
 
 // Valid returns which of deviceIDs hold an unrevoked, unexpired grant now
-// (the once-a-second re-check of open sockets). A read failure is an
+// (the server's periodic re-check of open sockets). A read failure is an
 // error: the caller closes every socket (fail closed).
 func (s *Store) Valid(ctx context.Context, deviceIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(deviceIDs))
@@ -522,7 +522,8 @@ func (s *Store) Devices(ctx context.Context) ([]Device, error) {
 
 // Revoke ends one device's grant: its token opens no new socket,
 // renewals and their retries fail, and open sockets close at the server's
-// next re-check (within a second). Unknown or already revoked: ErrNoDevice.
+// next re-check (Options.CheckInterval, 250 ms by default). Unknown or
+// already revoked: ErrNoDevice.
 func (s *Store) Revoke(ctx context.Context, deviceID string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE remote_devices SET revoked_ms = ? WHERE device_id = ? AND revoked_ms = 0`, ms(s.now()), deviceID)

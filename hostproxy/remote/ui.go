@@ -244,18 +244,15 @@ func (u *uiCalls) drop(id string) {
 	u.mu.Unlock()
 }
 
-// answer delivers one answer frame to its waiting call; an answer nobody
-// waits for (late, unknown id, not JSON) is dropped.
-func (u *uiCalls) answer(data []byte) {
-	var a uiAnswer
-	if json.Unmarshal(data, &a) != nil || a.ID == "" {
-		return
-	}
+// answer delivers a to its waiting call and reports whether one waited.
+func (u *uiCalls) answer(a uiAnswer) bool {
 	u.mu.Lock()
 	ch := u.waiting[a.ID]
 	delete(u.waiting, a.ID)
 	u.mu.Unlock()
-	if ch != nil {
-		ch <- a // buffered, one answer per id
+	if ch == nil {
+		return false
 	}
+	ch <- a // buffered, one answer per id
+	return true
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -53,9 +54,14 @@ func TestUI_RequestsGoToTheDeviceAndAnswersAreMatchedByID(t *testing.T) {
 	assert.Equal(t, wire.UITaskPreview, req.Method)
 	assert.JSONEq(t, `{"session_id":"conv-1"}`, string(req.Params))
 	require.NotEmpty(t, req.ID)
-	// An answer for an id nobody waits for, and one without an id, are dropped.
+	// An answer for an id nobody waits for, and one without an id, are
+	// refused; the call still waits for its own.
 	d.send(map[string]any{"id": "ui-unknown", "result": map[string]any{"image_base64": "AAAA"}})
+	fr := d.next()
+	assert.Equal(t, "unknown_request", fr.Code)
+	assert.Equal(t, "ui-unknown", fr.RequestID)
 	d.send(map[string]any{"result": map[string]any{"image_base64": "AAAA"}})
+	assert.Equal(t, "missing_type", d.next().Code)
 	d.send(map[string]any{"id": req.ID, "result": map[string]any{"image_base64": "/9j/", "format": "jpeg",
 		"tab_id": "17", "title": "Example", "captured_at": "2026-03-01T12:00:00.000Z"}})
 	r := <-res
@@ -151,4 +157,41 @@ func TestUI_ACallWhoseFrameWaitsToBeWrittenEndsAtItsContext(t *testing.T) {
 	_, _ = hold.Write([]byte(`{"type":"noop"}`))
 	require.NoError(t, hold.Close())
 	assert.Equal(t, wire.UITaskFocus, d.nextUI().Method, "the frame went out once the socket wrote again")
+}
+
+// TestSocket_AFrameWithoutATypeGetsAnErrorFrame: a frame without a type
+// that is no awaited UI channel answer is answered with an error frame,
+// never dropped in silence; an awaited answer gets none (REM-9).
+func TestSocket_AFrameWithoutATypeGetsAnErrorFrame(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	token, deviceID := f.pair("u")
+	d := f.dial(token)
+
+	for _, tc := range []struct {
+		frame  any
+		status int
+		code   string
+	}{
+		{map[string]any{"requestId": "r-1", "content": "{}"}, http.StatusBadRequest, "missing_type"},
+		{map[string]any{}, http.StatusBadRequest, "missing_type"},
+		{map[string]any{"id": 7, "result": map[string]any{}}, http.StatusBadRequest, "malformed_body"},
+		{map[string]any{"id": "ui-late", "result": map[string]any{}}, http.StatusNotFound, "unknown_request"},
+	} {
+		d.send(tc.frame)
+		fr := d.next()
+		assert.Equal(t, wire.SocketError, fr.Type, "%v", tc.frame)
+		assert.Equal(t, tc.status, fr.Status, "%v", tc.frame)
+		assert.Equal(t, tc.code, fr.Code, "%v", tc.frame)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() { errs <- f.srv.UI().TaskFocus(ctx, deviceID, "conv-1") }()
+	req := d.nextUI()
+	d.send(map[string]any{"id": req.ID, "result": map[string]any{"focused": true}})
+	require.NoError(t, <-errs)
+	// The next frame answers the next refused frame: the awaited answer got none.
+	d.send(map[string]any{})
+	assert.Equal(t, "missing_type", d.next().Code)
 }
