@@ -149,6 +149,10 @@ type Browser struct {
 	launch *launchCall // the current or last launch; nil before the first
 	st     *state      // the live browser; nil when not launched or dead
 	pages  map[string]*pageEntry
+	// tabs holds the conversations with more than one page (see convTabs).
+	tabs map[string]*convTabs
+	// popupNoted is closed, and replaced, when a popup is noted.
+	popupNoted chan struct{}
 	// lost holds the conversations whose page MaxPages closed
 	// (CodePageEvicted) or that went away under them (CodePageLost: crashed,
 	// closed, its browser gone) and which have not been told yet, with that
@@ -250,8 +254,11 @@ func New(opts Options) *Browser {
 		log:   lg.With("backend", string(browserbackend.KindLocal)),
 		done:  make(chan struct{}),
 		pages: make(map[string]*pageEntry),
-		lost:  make(map[string]string),
-		tune:  defaultTuning,
+		tabs:  make(map[string]*convTabs),
+
+		popupNoted: make(chan struct{}),
+		lost:       make(map[string]string),
+		tune:       defaultTuning,
 	}
 }
 
@@ -621,14 +628,33 @@ func (b *Browser) Close() error {
 // conversation is detached or closed.
 func (b *Browser) CloseConversation(conversationID string) error {
 	b.mu.Lock()
-	p := b.pages[conversationID]
-	delete(b.pages, conversationID)
-	delete(b.lost, conversationID) // closed on purpose: nothing to report
-	b.mu.Unlock()
-	if p == nil {
-		return nil
+	keys := []string{conversationID}
+	var popups []popup
+	if ct := b.tabs[conversationID]; ct != nil {
+		keys, popups = ct.keys, ct.popups
+		delete(b.tabs, conversationID)
 	}
-	return p.close()
+	var ps []*pageEntry
+	for _, k := range keys {
+		if p := b.pages[k]; p != nil {
+			ps = append(ps, p)
+		}
+		delete(b.pages, k)
+		delete(b.lost, k) // closed on purpose: nothing to report
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, pp := range popups {
+		if !pp.page.IsClosed() {
+			_ = pp.page.Close()
+		}
+	}
+	for _, p := range ps {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Conversations returns the conversation ids that hold a page, sorted.
@@ -637,7 +663,9 @@ func (b *Browser) Conversations() []string {
 	defer b.mu.Unlock()
 	ids := make([]string, 0, len(b.pages))
 	for id := range b.pages {
-		ids = append(ids, id)
+		if !strings.Contains(id, "\x00") {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids

@@ -101,6 +101,8 @@ func (p *pageEntry) open(spare *spareTab) {
 	// user's own Chrome.
 	page.OnDialog(p.onDialog)
 	page.OnDialogClosed(func(d playwright.Dialog) { p.dialogClosed(d) })
+	// A popup joins the conversation's tabs when they are next listed.
+	page.OnPopup(func(pp playwright.Page) { p.b.notePopup(p, pp) })
 }
 
 // onDialog records the dialog the page opened and tells the attached

@@ -3,7 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"slices"
 
 	"github.com/browserchain/browserchain/browserbackend"
 )
@@ -60,22 +60,18 @@ func (c *Client) resolveTab(ctx context.Context) error {
 }
 
 // build is the Build of an invocation of conversation asking for req: TabNew
-// replaces the conversation's page with a new one, TabActive and TabCurrent
-// use its page (the local browser has no user tabs), TabByID must name it.
+// opens a new page of the conversation (its other pages stay open),
+// TabByID selects one of its pages, TabActive and TabCurrent use the
+// current one (the local browser has no user tabs).
 func (b *Browser) build(ctx context.Context, conversation string, req browserbackend.TabRequest) (browserbackend.ScopedClient, error) {
-	if req.Want == browserbackend.TabNew {
-		if err := b.CloseConversation(conversation); err != nil {
-			b.log.Debug("local: closing the page a new tab replaces failed", "conversationId", conversation, "error", err)
-		}
+	key, err := b.pageKey(conversation, req)
+	if err != nil {
+		return nil, err
 	}
-	cl := b.Client(conversation)
-	err := cl.Open(ctx)
+	cl := b.Client(key)
+	err = cl.Open(ctx)
 	if err == nil {
 		err = cl.resolveTab(ctx)
-	}
-	if err == nil && req.Want == browserbackend.TabByID && cl.Tab().ID != req.ID {
-		err = &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeTargetNotFound,
-			Backend: browserbackend.KindLocal, Message: fmt.Sprintf("target %q is not a tab of this conversation", req.ID)}
 	}
 	if err != nil {
 		_ = cl.Close()
@@ -85,24 +81,28 @@ func (b *Browser) build(ctx context.Context, conversation string, req browserbac
 }
 
 // ReleaseConversation implements browserbackend.ConversationReleaser: with
-// close it closes the conversation's page; without, it keeps the page (a
-// page of the local browser is nobody else's to hand back). Safe for
-// concurrent use.
-func (p provider) ReleaseConversation(_ context.Context, conversationID string, close bool) ([]browserbackend.Released, error) {
+// close it closes the conversation's pages; without, it keeps them (a page
+// of the local browser is nobody else's to hand back). Safe for concurrent
+// use.
+func (p provider) ReleaseConversation(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error) {
 	if !close {
 		return nil, nil
 	}
+	_ = p.b.adoptPopups(ctx, conversationID) // popups close with the conversation
 	p.b.mu.Lock()
-	pe := p.b.pages[conversationID]
-	p.b.mu.Unlock()
-	if pe == nil {
-		return nil, p.b.CloseConversation(conversationID)
+	keys := []string{conversationID}
+	if ct := p.b.tabs[conversationID]; ct != nil {
+		keys = slices.Clone(ct.keys)
 	}
-	pe.mu.Lock()
-	tab := browserbackend.Tab{ID: pe.targetID, Owned: true}
-	pe.mu.Unlock()
+	var rel []browserbackend.Released
+	for _, k := range keys {
+		if pe := p.b.pages[k]; pe != nil {
+			rel = append(rel, browserbackend.Released{Kind: browserbackend.KindLocal, Tab: browserbackend.Tab{ID: pe.tabID(), Owned: true}, Closed: true})
+		}
+	}
+	p.b.mu.Unlock()
 	if err := p.b.CloseConversation(conversationID); err != nil {
 		return nil, err
 	}
-	return []browserbackend.Released{{Kind: browserbackend.KindLocal, Tab: tab, Closed: true}}, nil
+	return rel, nil
 }

@@ -72,6 +72,7 @@ func TestPageToolsOnEveryBackend(t *testing.T) {
 		{"network requests of the current document", networkRequests},
 		{"fill form and drag", fillFormAndDrag},
 		{"pdf and resize", pdfAndResize},
+		{"the conversation's tabs", tabsOfAConversation},
 	}
 	for name, start := range dialogBackends(t) {
 		t.Run(name, func(t *testing.T) {

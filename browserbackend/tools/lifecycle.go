@@ -69,13 +69,7 @@ func (t *Tools) Close(ctx context.Context, inv browserbackend.Invocation, in Rel
 }
 
 func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in ReleaseInput, op string, closing bool) (ReleaseResult, error) {
-	if err := checkInvocation(op, inv); err != nil {
-		return ReleaseResult{}, err
-	}
-	if _, err := parseMode(t.sel, op, in.BrowserMode, inv); err != nil {
-		return ReleaseResult{}, err
-	}
-	ctx, cancel, err := deadline(ctx, op, in.TimeoutMs, DefaultActionTimeout)
+	ctx, cancel, inv, err := t.prepare(ctx, op, inv, in.BrowserMode, in.TimeoutMs)
 	if err != nil {
 		return ReleaseResult{}, err
 	}

@@ -250,3 +250,67 @@ func pdfAndResize(t *testing.T, name string, tl *tools.Tools, inv browserbackend
 	evalJSON(t, tl, inv, `() => [innerWidth, innerHeight]`, &w)
 	assert.NotEqual(t, []int{412, 300}, w, "0 × 0 restores the window's size")
 }
+
+func tabsOfAConversation(t *testing.T, name string, tl *tools.Tools, inv browserbackend.Invocation) {
+	page := dialogSite(t)
+	ctx := stepCtx(t)
+	list, err := tl.Tabs().List(ctx, inv, tools.TabsInput{})
+	require.NoError(t, err)
+	assert.Empty(t, list.Tabs, "nothing is opened to list tabs")
+
+	first, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: page(`<b>first</b><button id=pop onclick="window.open(location.href + '&popup=1')">pop</button>`)})
+	require.NoError(t, err)
+	if name == "extension" || name == "host-bridge" {
+		_, err = tl.Tabs().List(ctx, inv, tools.TabsInput{})
+		require.ErrorIs(t, err, browserbackend.ErrNotSupported, "a backend with one tab per conversation says so")
+		return
+	}
+	second, err := tl.Tabs().Open(ctx, inv, tools.OpenTabInput{URL: page(`<b>second</b>`)})
+	require.NoError(t, err)
+	assert.NotEqual(t, first.TabID, second.TabID)
+	list, err = tl.Tabs().List(ctx, inv, tools.TabsInput{})
+	require.NoError(t, err)
+	require.Len(t, list.Tabs, 2, "the first tab stays the conversation's")
+	assert.Equal(t, second.TabID, list.Tabs[0].ID)
+	assert.True(t, list.Tabs[0].Current)
+	assert.Contains(t, list.Tabs[0].URL, "second")
+	assert.Equal(t, first.TabID, list.Tabs[1].ID)
+
+	sel, err := tl.Tabs().Select(ctx, inv, tools.SelectTabInput{TabID: first.TabID})
+	require.NoError(t, err)
+	assert.Equal(t, first.URL, sel.URL)
+	ex, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{})
+	require.NoError(t, err)
+	assert.Contains(t, ex.Text, "first", "later calls run in the selected tab")
+
+	click, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
+	require.NoError(t, err)
+	require.Len(t, click.Opened, 1, "the click reports the popup")
+	list, err = tl.Tabs().List(ctx, inv, tools.TabsInput{})
+	require.NoError(t, err)
+	require.Len(t, list.Tabs, 3, "the popup is adopted")
+	var popup browserbackend.TabInfo
+	for _, tb := range list.Tabs {
+		if tb.Opener != "" {
+			popup = tb
+		}
+	}
+	require.NotEmpty(t, popup.ID)
+	assert.Equal(t, first.TabID, popup.Opener)
+	_, err = tl.Tabs().Select(ctx, inv, tools.SelectTabInput{TabID: popup.ID})
+	require.NoError(t, err)
+	var u string
+	evalJSON(t, tl, inv, `() => location.href`, &u)
+	assert.Contains(t, u, "popup=1", "the popup can be driven")
+
+	cl, err := tl.Tabs().Close(ctx, inv, tools.CloseTabInput{TabID: popup.ID})
+	require.NoError(t, err)
+	assert.True(t, cl.Released.Closed)
+	require.Len(t, cl.Tabs, 2)
+	_, err = tl.Tabs().Select(ctx, inv, tools.SelectTabInput{TabID: popup.ID})
+	require.ErrorIs(t, err, browserbackend.ErrPolicy, "a closed tab cannot be selected")
+
+	rel, err := tl.Close(ctx, inv, tools.ReleaseInput{})
+	require.NoError(t, err)
+	assert.Len(t, rel.Tabs, 2, "closing the conversation closes every tab it holds")
+}

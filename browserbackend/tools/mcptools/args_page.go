@@ -78,3 +78,11 @@ type DragArgs struct {
 	To   Element `json:"to" jsonschema:"The element to drop on: ref or selector."`
 	Common
 }
+
+// TabsArgs is the browser_tabs input.
+type TabsArgs struct {
+	Action string `json:"action,omitempty" jsonschema:"list (the default), new, select or close."`
+	TabID  string `json:"tab_id,omitempty" jsonschema:"For select and close: a tab id from list."`
+	URL    string `json:"url,omitempty" jsonschema:"For new: a URL to load in the new tab."`
+	Common
+}

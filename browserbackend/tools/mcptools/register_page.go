@@ -15,7 +15,7 @@ import (
 var pageToolNames = []string{
 	"browser_navigate_back", "browser_navigate_forward", "browser_reload", "browser_evaluate",
 	"browser_console_messages", "browser_network_requests", "browser_fill_form", "browser_drag",
-	"browser_pdf_save", "browser_resize",
+	"browser_pdf_save", "browser_resize", "browser_tabs",
 }
 
 func historyText(verb string) func(tools.HistoryResult) string {
@@ -136,6 +136,26 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 		},
 		backend: func(r tools.PDFResult) browserbackend.Kind { return r.Backend },
 	})
+	add(s, srv, toolDef[TabsArgs, tools.TabsResult]{
+		name: "browser_tabs", title: "Tabs",
+		desc: "List the conversation's tabs (popups its pages opened included), open a new one, select one for the next calls, or close one.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a TabsArgs) (tools.TabsResult, error) {
+			return s.tabs(ctx, inv, a)
+		},
+		text: func(r tools.TabsResult) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%d tabs (backend %s):\n", len(r.Tabs), r.Backend)
+			for _, t := range r.Tabs {
+				mark := " "
+				if t.Current {
+					mark = "*"
+				}
+				fmt.Fprintf(&b, "%s %s %q %s\n", mark, t.ID, t.Title, t.URL)
+			}
+			return b.String()
+		},
+		backend: func(r tools.TabsResult) browserbackend.Kind { return r.Backend },
+	})
 	add(s, srv, toolDef[ResizeArgs, tools.ViewportResult]{
 		name: "browser_resize", title: "Resize viewport",
 		desc: "Set the page's viewport size (and optionally device pixel ratio and mobile emulation) for the rest of the conversation; width and height 0 restore the window's size.",
@@ -148,4 +168,25 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 		},
 		backend: func(r tools.ViewportResult) browserbackend.Kind { return r.Backend },
 	})
+}
+
+// tabs runs one browser_tabs action and lists the tabs after it.
+func (s *Server) tabs(ctx context.Context, inv browserbackend.Invocation, a TabsArgs) (tools.TabsResult, error) {
+	tt := s.opts.Tools.Tabs()
+	var err error
+	switch a.Action {
+	case "", "list":
+	case "new":
+		_, err = tt.Open(ctx, inv, tools.OpenTabInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, URL: a.URL})
+	case "select":
+		_, err = tt.Select(ctx, inv, tools.SelectTabInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, TabID: a.TabID})
+	case "close":
+		_, err = tt.Close(ctx, inv, tools.CloseTabInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, TabID: a.TabID})
+	default:
+		return tools.TabsResult{}, &tools.Error{Op: "tabs", Code: tools.CodeInvalidInput, Message: "action must be list, new, select or close"}
+	}
+	if err != nil {
+		return tools.TabsResult{}, err
+	}
+	return tt.List(ctx, inv, tools.TabsInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
 }
