@@ -24,11 +24,11 @@ type NavigateInput struct {
 	URL string `json:"url"`
 	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
 	TimeoutMs int `json:"timeout_ms,omitempty"`
-	// NewTab (extension and cdp-inspect backends) opens a fresh
-	// dedicated tab and pins it instead of reusing the conversation's tab;
-	// on the extension the previous tab stays open, on cdp-inspect a
-	// previous tab the agent opened is closed. Ignored by the other
-	// backends.
+	// NewTab opens a new tab of the conversation's own and makes it the
+	// current one. On local and cdp-inspect the previous tabs stay the
+	// conversation's (Tabs lists, selects and closes them); on the
+	// extension a previous tab the conversation opened is closed. Ignored
+	// by backends without browserbackend.CapTabs.
 	NewTab bool `json:"new_tab,omitempty"`
 	// UseActiveTab (extension and cdp-inspect backends) pins the
 	// user's tab instead of opening a dedicated one (on cdp-inspect: the
