@@ -68,6 +68,11 @@ const (
 	// CapDialogs: the backend is a DialogWatcher; Page.javascriptDialogOpening
 	// reaches its subscribers and Page.handleJavaScriptDialog answers.
 	CapDialogs
+	// CapDownloads: the browser is the runtime's own, so
+	// Browser.setDownloadBehavior may save the page's downloads in a
+	// directory the runtime chooses. Without it a download stays the
+	// browser user's (it is only observed).
+	CapDownloads
 )
 
 // Has reports whether c holds every capability of x.

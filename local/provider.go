@@ -43,7 +43,7 @@ var Descriptor = browserbackend.Descriptor{
 	Mode:        "local",
 	Aliases:     []string{"playwright"},
 	Transport:   "playwright",
-	Caps:        browserbackend.CapTabs | browserbackend.CapDialogs,
+	Caps:        browserbackend.CapTabs | browserbackend.CapDialogs | browserbackend.CapDownloads,
 	Remediation: remediation,
 }
 

@@ -73,6 +73,7 @@ func TestPageToolsOnEveryBackend(t *testing.T) {
 		{"fill form and drag", fillFormAndDrag},
 		{"pdf and resize", pdfAndResize},
 		{"the conversation's tabs", tabsOfAConversation},
+		{"a download is reported to the action that started it", downloadsAreReported},
 	}
 	for name, start := range dialogBackends(t) {
 		t.Run(name, func(t *testing.T) {

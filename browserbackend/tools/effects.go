@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
@@ -31,6 +32,9 @@ type Effects struct {
 	// Opened lists the URLs of the windows and tabs the action opened
 	// (window.open, target=_blank).
 	Opened []string `json:"opened,omitempty"`
+	// Downloads are the downloads the action started, awaited to their end
+	// (bounded by the call's deadline) and saved where the backend can.
+	Downloads []Download `json:"downloads,omitempty"`
 }
 
 // effects watches the page for what an input action causes. Open it before
@@ -42,6 +46,15 @@ type effects struct {
 	// window stretches with it (a loaded machine answers, and runs the
 	// page's tasks, slower).
 	rtt time.Duration
+
+	// Downloads (see watchDownloads): the event streams (nil when the
+	// backend does not report downloads), whether they are saved, where,
+	// and whether the browser is the runtime's own; begun collects them.
+	dlBegin, dlProgress <-chan jsonv2.Value
+	saveDownloads       bool
+	downloadDir         string
+	ownBrowser          bool
+	begun               []browser.EventDownloadWillBegin
 }
 
 func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
@@ -69,7 +82,19 @@ func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
 		return nil, wrap(op, err)
 	}
 	e.rtt = time.Since(start)
+	p.watchDownloads(ctx, e)
 	return e, nil
+}
+
+// downloadBegan records a download the page started; it reports whether
+// one of frames started it (any frame when frames is nil).
+func (e *effects) downloadBegan(raw jsonv2.Value, frames map[cdp.FrameID]bool) bool {
+	var ev browser.EventDownloadWillBegin
+	if decodeValue(raw, &ev) != nil {
+		return false
+	}
+	e.begun = append(e.begun, ev)
+	return frames == nil || frames[ev.FrameID]
 }
 
 func (e *effects) close() {
@@ -96,8 +121,10 @@ func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, erro
 	frames := map[cdp.FrameID]bool{}
 	window := time.NewTimer(settleWindow + 4*e.rtt)
 	defer window.Stop()
-	for len(frames) == 0 && len(out.Opened) == 0 {
+	for len(frames) == 0 && len(out.Opened) == 0 && len(e.begun) == 0 {
 		select {
+		case raw := <-e.dlBegin:
+			e.downloadBegan(raw, nil)
 		case raw := <-e.requested:
 			var ev page.EventFrameRequestedNavigation
 			if decodeValue(raw, &ev) == nil && ev.Disposition == page.ClientNavigationDispositionCurrentTab {
@@ -114,11 +141,13 @@ func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, erro
 			return out, nil
 		}
 	}
-	if len(frames) == 0 {
-		return out, nil
+	var err error
+	if len(frames) > 0 {
+		out.Navigated, err = e.await(ctx, p, op, frames)
 	}
-	nav, err := e.await(ctx, p, op, frames)
-	out.Navigated = nav
+	if len(e.begun) > 0 {
+		out.Downloads = e.finishDownloads(ctx, e.begun)
+	}
 	return out, err
 }
 
@@ -141,6 +170,10 @@ func (e *effects) await(ctx context.Context, p *Page, op string, frames map[cdp.
 			return w.atDeadline(ctx)
 		case <-w.abandon:
 			return nil, nil // no new document: the page is as it was
+		case raw := <-e.dlBegin:
+			if e.downloadBegan(raw, frames) && w.main == "" {
+				return nil, nil // the navigation became a download
+			}
 		case raw, ok := <-e.navigated:
 			if !ok {
 				return nil, closedWhileWaiting(op)

@@ -35,6 +35,10 @@ type PageOptions struct {
 	// ScreenshotDir is where Screenshot writes its files; "" means
 	// DefaultScreenshotDir().
 	ScreenshotDir string
+
+	// downloads is the calling Tools' download handling (nil: downloads
+	// are not watched).
+	downloads *pageDownloads
 }
 
 // NewPage returns a Page over s.

@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -313,4 +317,52 @@ func tabsOfAConversation(t *testing.T, name string, tl *tools.Tools, inv browser
 	rel, err := tl.Close(ctx, inv, tools.ReleaseInput{})
 	require.NoError(t, err)
 	assert.Len(t, rel.Tabs, 2, "closing the conversation closes every tab it holds")
+}
+
+func downloadsAreReported(t *testing.T, name string, tl *tools.Tools, inv browserbackend.Invocation) {
+	payload := bytes.Repeat([]byte("browserchain\x00"), 4000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file.bin" {
+			w.Header().Set("Content-Disposition", `attachment; filename="../report 1.bin"`)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = w.Write(payload)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<title>dl</title><a id=dl href="/file.bin">get</a>`)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	dtl := tools.New(tools.Options{Selector: tl.Selector(), DownloadDir: dir, Logger: quietLogger()})
+	ctx := stepCtx(t)
+	_, err := dtl.Navigate(ctx, inv, tools.NavigateInput{URL: srv.URL})
+	require.NoError(t, err)
+	res, err := dtl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#dl"}})
+	require.NoError(t, err)
+	assert.Nil(t, res.Navigated, "a download is no navigation")
+	switch name {
+	case "local":
+		require.Len(t, res.Downloads, 1)
+		d := res.Downloads[0]
+		assert.Equal(t, "completed", d.State)
+		assert.True(t, strings.HasPrefix(d.Path, dir), "saved under the download directory: %s", d.Path)
+		assert.True(t, strings.HasSuffix(d.Path, "report_1.bin"), "under its suggested name, made safe: %s", d.Path)
+		assert.Equal(t, dir, filepath.Dir(filepath.Dir(d.Path)), "in the conversation's directory, never outside")
+		b, err := os.ReadFile(d.Path)
+		require.NoError(t, err)
+		assert.Equal(t, payload, b)
+		sum := sha256.Sum256(payload)
+		assert.Equal(t, hex.EncodeToString(sum[:]), d.SHA256)
+		assert.Equal(t, int64(len(payload)), d.Size)
+		assert.Equal(t, "application/octet-stream", d.MediaType)
+	case "cdp-inspect", "host-bridge":
+		require.Len(t, res.Downloads, 1, "the user's browser's download is reported")
+		assert.Empty(t, res.Downloads[0].Path)
+		assert.NotEmpty(t, res.Downloads[0].NotSaved, "and the agent is told it cannot have the file")
+	default:
+		assert.Empty(t, res.Downloads, "a backend that does not report downloads")
+	}
+	ex, err := dtl.Read().Extract(ctx, inv, tools.ExtractInput{})
+	require.NoError(t, err)
+	assert.Equal(t, "get", ex.Text, "the page is as it was")
 }

@@ -122,6 +122,14 @@ type Options struct {
 	// attempts of every call are those of that selection). Default false:
 	// a Client per call.
 	KeepClients bool
+	// DownloadDir is where downloads that input actions start are saved,
+	// each conversation in a directory of its own under it, when the
+	// browser is the runtime's own (browserbackend.CapDownloads); "" makes
+	// such a browser refuse downloads. On the user's own browser a
+	// download is reported, never saved here. The directory is created
+	// (0700) as needed; the host application removes what it no longer
+	// wants.
+	DownloadDir string
 	// UploadDir is the directory FileUpload reads files from (nothing
 	// outside it, no symlink out of it); "" makes FileUpload fail
 	// feature_not_configured.
@@ -161,6 +169,7 @@ type Tools struct {
 	dialogs     DialogPolicy
 	uploadDir   string
 	viewports   *lru.Cache[string, ViewportInput]
+	downloads   *downloads
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -186,6 +195,7 @@ func New(opts Options) *Tools {
 		dialogs:     opts.Dialogs,
 		uploadDir:   opts.UploadDir,
 		viewports:   newViewports(),
+		downloads:   &downloads{root: opts.DownloadDir},
 	}
 }
 
@@ -322,7 +332,12 @@ func run[R any, PR interface {
 	var callErr error
 	defer func() { client.done(callErr) }()
 	var session cdp.Session = client.Client
-	page := NewPage(session, t.pageOpts)
+	popts := t.pageOpts
+	popts.downloads = &pageDownloads{downloads: t.downloads}
+	if t.downloads.root != "" {
+		popts.downloads.dir = t.downloads.conversationDir(inv.ConversationID)
+	}
+	page := NewPage(session, popts)
 	call1 := func(ctx context.Context) (R, error) {
 		t.restoreViewport(ctx, s.op, inv, page)
 		if g == nil {

@@ -67,7 +67,16 @@ func effectsText(e tools.Effects) string {
 		b.WriteString(".")
 	}
 	for _, u := range e.Opened {
-		fmt.Fprintf(&b, " It opened a new window: %s.", u)
+		fmt.Fprintf(&b, " It opened a new window: %s (browser_tabs lists it).", u)
+	}
+	for _, d := range e.Downloads {
+		fmt.Fprintf(&b, " It started a download of %q (%s)", d.FileName, d.State)
+		if d.Path != "" {
+			fmt.Fprintf(&b, ", saved as %s (%d bytes, %s, sha256 %s)", d.Path, d.Size, d.MediaType, d.SHA256)
+		} else if d.NotSaved != "" {
+			b.WriteString(": " + d.NotSaved)
+		}
+		b.WriteString(".")
 	}
 	b.WriteString(" Take a new browser_snapshot if the page changed.")
 	return b.String()
