@@ -108,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.screenshots, "screenshots", "image", "screenshot delivery: image (inline PNG) or link (resource link)")
 	fs.StringVar(&c.shotDir, "screenshot-dir", "", "directory screenshots are written to (default: $TMPDIR/browserchain-screenshots)")
 	fs.StringVar(&c.uploadDir, "upload-dir", "", "directory browser_file_upload may read files from (\"\": uploads off)")
+	fs.StringVar(&c.downloadDir, "download-dir", "", "directory where downloads in the private Chromium are saved, one directory per conversation (\"\": that browser refuses downloads)")
 	fs.StringVar(&c.vault, "vault", "", "JSON file of browser_login credentials (mode 0600): {\"name\": {\"username\": …, \"password\": …}}")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	guardFlags := runtime.AddGuardFlags(fs)
@@ -208,7 +209,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// Each MCP session's conversation keeps its Client between calls: no
 	// new connection or target attachment per tool call.
 	// Closing a conversation closes what it opened on every provider.
-	tl := tools.New(tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, UploadDir: c.uploadDir, Logger: log, Guard: g,
+	tl := tools.New(tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, UploadDir: c.uploadDir, DownloadDir: c.downloadDir, Logger: log, Guard: g,
 		Vault: vault, KeepClients: true})
 	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
 	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
