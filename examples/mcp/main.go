@@ -81,7 +81,7 @@ func main() {
 }
 
 type config struct {
-	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir, uploadDir string
+	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir, uploadDir, downloadDir string
 	sessionTimeout                                                                             time.Duration
 	inspect, useLocal, verbose                                                                 bool
 	cdpPort                                                                                    int
