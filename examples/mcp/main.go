@@ -82,11 +82,11 @@ func main() {
 
 type config struct {
 	httpAddr, listen, keyFile, origins, actor, mode, chromium, screenshots, shotDir, uploadDir, downloadDir string
-	sessionTimeout                                                                             time.Duration
-	inspect, useLocal, verbose                                                                 bool
-	cdpPort                                                                                    int
-	guard                                                                                      *guard.Policy
-	vault                                                                                      string
+	sessionTimeout                                                                                          time.Duration
+	inspect, useLocal, verbose                                                                              bool
+	cdpPort                                                                                                 int
+	guard                                                                                                   *guard.Policy
+	vault                                                                                                   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
