@@ -31,10 +31,10 @@ func listTargets(ctx context.Context, c *conn) ([]targetInfo, error) {
 // popups) join as owned tabs, tabs no longer listed are dropped (the
 // current one replaced by the most recently current other). ok is false
 // when no tab of the conversation is left.
-func adoptPopups(t convTab, infos []targetInfo) (convTab, bool) {
+func adoptPopups(t convTab, infos []targetInfo, closed func(id string) bool) (convTab, bool) {
 	live := make(map[string]bool, len(infos))
 	for _, in := range infos {
-		if in.Type == "page" {
+		if in.Type == "page" && !closed(in.TargetID) {
 			live[in.TargetID] = true
 		}
 	}
@@ -55,7 +55,7 @@ func adoptPopups(t convTab, infos []targetInfo) (convTab, bool) {
 	for added := true; added; {
 		added = false
 		for _, in := range infos {
-			if in.Type == "page" && in.OpenerID != "" && !t.holds(in.TargetID) && t.holds(in.OpenerID) {
+			if live[in.TargetID] && in.OpenerID != "" && !t.holds(in.TargetID) && t.holds(in.OpenerID) {
 				t.others = append(t.others, convTab{targetID: in.TargetID, owned: true, opener: in.OpenerID})
 				added = true
 			}
@@ -116,7 +116,7 @@ func (p *Provider) liveTabs(ctx context.Context, conversation string) (convTab, 
 	if err != nil {
 		return convTab{}, tabKey{}, nil, err
 	}
-	now, ok := adoptPopups(t, infos)
+	now, ok := adoptPopups(t, infos, p.tabs.wasClosed)
 	if !ok {
 		p.tabs.forget(key)
 		p.forgetShared(ctx, conversation)
@@ -172,6 +172,7 @@ func (p *Provider) CloseTab(ctx context.Context, conversationID, tabID string) (
 		switch {
 		case err == nil:
 			rel.Closed = true
+			p.tabs.closed.Add(tabID, struct{}{})
 		case errors.As(err, &e) && e.Class == bb.ClassProtocol:
 			rel.Gone = true
 		default:
@@ -191,3 +192,6 @@ func (p *Provider) CloseTab(ctx context.Context, conversationID, tabID string) (
 	p.tabs.set(key, t)
 	return rel, nil
 }
+
+// wasClosed reports whether CloseTab closed the target id.
+func (r *tabRegistry) wasClosed(id string) bool { return r.closed.Contains(id) }

@@ -726,7 +726,7 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 	}
 	tabs := t.all()
 	if infos, err := listTargets(cctx, c); err == nil {
-		if now, ok := adoptPopups(t, infos); ok {
+		if now, ok := adoptPopups(t, infos, p.tabs.wasClosed); ok {
 			tabs = now.all() // its popups close with it
 		}
 	}

@@ -135,6 +135,10 @@ type tabRegistry struct {
 	// removing is set while forget and forgetAll remove entries: a removal
 	// is not an eviction.
 	removing bool
+	// closed holds tabs CloseTab closed: the browser may list a target for
+	// a moment after Target.closeTarget answered, and such a popup must
+	// not be adopted again.
+	closed *lru.Cache[string, struct{}]
 }
 
 // tabKeyed is an evicted entry.
@@ -151,6 +155,7 @@ func newTabRegistry(max int) *tabRegistry {
 		max = DefaultMaxConversations
 	}
 	r := &tabRegistry{}
+	r.closed, _ = lru.New[string, struct{}](maxEvicted)
 	r.tabs, _ = lru.NewWithEvict[tabKey, convTab](max, func(k tabKey, t convTab) { // only fails for size <= 0
 		for _, x := range t.all() {
 			if !r.removing && x.owned && len(r.evicted) < maxEvicted {

@@ -29,6 +29,57 @@ type tabPin struct {
 	// must reach.
 	inv  browserbackend.Invocation
 	used uint64
+	// others are the conversation's other tabs at this client (opened by
+	// new_tab, or adopted), least recently current first.
+	others []tabRef
+}
+
+// tabRef is one of a pin's other tabs.
+type tabRef struct {
+	id    tabs.ID
+	owned bool
+}
+
+// refs returns the pin's tabs, current first.
+func (p tabPin) refs() []tabRef {
+	if p.id == 0 {
+		return append([]tabRef(nil), p.others...)
+	}
+	return append([]tabRef{{p.id, p.owned}}, p.others...)
+}
+
+// becomes returns the pin with r current; the previous current tab joins
+// the others, last.
+func (p tabPin) becomes(r tabRef) tabPin {
+	var rest []tabRef
+	for _, x := range p.others {
+		if x.id != r.id {
+			rest = append(rest, x)
+		}
+	}
+	if p.id != 0 && p.id != r.id {
+		rest = append(rest, tabRef{p.id, p.owned})
+	}
+	return tabPin{id: r.id, owned: r.owned, inv: p.inv, others: rest}
+}
+
+// without returns the pin without tab id; when it was current the most
+// recently current other becomes current (id 0 when none is left).
+func (p tabPin) without(id tabs.ID) tabPin {
+	var rest []tabRef
+	for _, x := range p.others {
+		if x.id != id {
+			rest = append(rest, x)
+		}
+	}
+	p.others = rest
+	if p.id == id {
+		p.id, p.owned = 0, false
+		if n := len(rest); n > 0 {
+			p.id, p.owned, p.others = rest[n-1].id, rest[n-1].owned, rest[:n-1]
+		}
+	}
+	return p
 }
 
 type pinKey struct{ conversation, client string }
@@ -228,7 +279,9 @@ func (t *tabPins) pinTab(ctx context.Context, b *ExtensionBackend, inv browserba
 	return &tabBackend{ExtensionBackend: b, pins: t, key: pinKeyOf(inv), inv: inv, tab: pin}, nil
 }
 
-// resolve is pinTab on any sender of the extension's commands.
+// resolve is pinTab on any sender of the extension's commands. A tab the
+// conversation had before (new_tab, use_active_tab, a selection) stays one
+// of its tabs, closed with it when it opened it.
 func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, inv browserbackend.Invocation) (tabPin, error) {
 	key := pinKeyOf(inv)
 	unlock, err := t.lock(ctx, key)
@@ -239,22 +292,33 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 	prev, had := t.get(key)
 	var next tabPin
 	switch inv.Tab.Want {
-	case browserbackend.TabCurrent, browserbackend.TabByID:
-		if inv.Tab.Want == browserbackend.TabByID && (!had || strconv.Itoa(int(prev.id)) != inv.Tab.ID) {
+	case browserbackend.TabByID:
+		r, ok := prev.holds(inv.Tab.ID)
+		if !had || !ok {
 			return tabPin{}, notConversationTab(inv.Tab.ID)
 		}
-		if had {
+		if err := tabs.Attach(ctx, b, r.id); err != nil {
+			if tabGone(err) {
+				t.set(key, prev.without(r.id))
+			}
+			return tabPin{}, t.attachFailed(key, tabPin{}, err)
+		}
+		next = prev.becomes(r)
+		t.set(key, next)
+		return next, nil
+	case browserbackend.TabCurrent:
+		for had && prev.id != 0 {
 			err := tabs.Attach(ctx, b, prev.id)
 			if err == nil {
 				return prev, nil
 			}
-			if !tabGone(err) || inv.Tab.Want == browserbackend.TabByID {
+			if !tabGone(err) {
 				return tabPin{}, t.attachFailed(key, prev, err)
 			}
-			// Closed by the user or with the browser: the conversation
-			// gets a new tab of its own.
-			t.del(key)
-			had = false
+			// Closed by the user or with the browser: the tab used
+			// before it, or a new tab of the conversation's own.
+			prev = prev.without(prev.id)
+			t.set(key, prev)
 		}
 		next, err = openTab(ctx, b, log)
 	case browserbackend.TabActive:
@@ -265,15 +329,20 @@ func (t *tabPins) resolve(ctx context.Context, b tabs.Sender, log *slog.Logger, 
 	if err != nil {
 		return tabPin{}, err
 	}
-	next.inv = inv
+	prev.inv = inv
+	next = prev.becomes(tabRef{next.id, next.owned})
 	t.set(key, next)
-	if had && prev.owned && prev.id != next.id {
-		// Replaced: nobody would use or close the old tab otherwise.
-		if err := tabs.Close(ctx, b, prev.id); err != nil && !tabGone(err) {
-			log.Warn("hostproxy: closing the tab a new one replaced failed", "tabId", prev.id, "error", err)
+	return next, nil
+}
+
+// holds returns the pin's tab named by id (a decimal tab id).
+func (p tabPin) holds(id string) (tabRef, bool) {
+	for _, r := range p.refs() {
+		if strconv.Itoa(int(r.id)) == id {
+			return r, true
 		}
 	}
-	return next, nil
+	return tabRef{}, false
 }
 
 func (p tabPin) tab() browserbackend.Tab {
@@ -288,7 +357,9 @@ func (t *tabPins) attachFailed(key pinKey, prev tabPin, err error) error {
 	if !tabGone(err) {
 		return err
 	}
-	t.del(key)
+	if prev.id != 0 {
+		t.del(key)
+	}
 	return &browserbackend.Error{Class: browserbackend.ClassProtocol, Code: browserbackend.CodeTargetNotFound,
 		Method: wire.MethodAttach, Backend: browserbackend.KindExtension, Dispatched: true,
 		Message: "the conversation's tab was closed; the next call opens a new tab", Err: err}
@@ -351,23 +422,132 @@ func (t *tabPins) release(ctx context.Context, newSender func(browserbackend.Inv
 	var errs []error
 	for _, pin := range t.takeConversation(conversation) {
 		b := newSender(pin.inv)
-		r := browserbackend.Released{Kind: browserbackend.KindExtension, Tab: pin.tab()}
-		var err error
-		if closing && pin.owned {
-			err = tabs.Close(ctx, b, pin.id)
-			r.Closed = err == nil
-		} else {
-			err = tabs.Detach(ctx, b, pin.id)
-		}
-		if tabGone(err) {
-			err, r.Gone = nil, true
+		for _, ref := range pin.refs() {
+			r := browserbackend.Released{Kind: browserbackend.KindExtension, Tab: tabPin{id: ref.id, owned: ref.owned}.tab()}
+			var err error
+			if closing && ref.owned {
+				err = tabs.Close(ctx, b, ref.id)
+				r.Closed = err == nil
+			} else {
+				err = tabs.Detach(ctx, b, ref.id)
+			}
+			if tabGone(err) {
+				err, r.Gone = nil, true
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, r)
 		}
 		_ = b.Close()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// pinsOf returns the keys and pins of conversation.
+func (t *tabPins) pinsOf(conversation string) map[pinKey]tabPin {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[pinKey]tabPin{}
+	for k, p := range t.m {
+		if k.conversation == conversation {
+			out[k] = *p
+		}
+	}
+	return out
+}
+
+// list returns the conversation's tabs at every extension client, current
+// first, forgetting those the extension no longer has (Vellum.listTabs).
+func (t *tabPins) list(ctx context.Context, newSender func(browserbackend.Invocation) browserbackend.ScopedClient, conversation string) ([]browserbackend.TabInfo, error) {
+	var out []browserbackend.TabInfo
+	for key := range t.pinsOf(conversation) {
+		tabsOf, err := t.listKey(ctx, newSender, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tabsOf...)
+	}
+	return out, nil
+}
+
+func (t *tabPins) listKey(ctx context.Context, newSender func(browserbackend.Invocation) browserbackend.ScopedClient, key pinKey) ([]browserbackend.TabInfo, error) {
+	unlock, err := t.lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	pin, ok := t.get(key)
+	if !ok {
+		return nil, nil
+	}
+	b := newSender(pin.inv)
+	all, err := tabs.List(ctx, b)
+	_ = b.Close()
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[tabs.ID]tabs.Tab, len(all))
+	for _, tb := range all {
+		byID[tb.ID] = tb
+	}
+	for _, r := range pin.refs() {
+		if _, open := byID[r.id]; !open {
+			pin = pin.without(r.id)
+		}
+	}
+	if pin.id == 0 {
+		t.del(key)
+		return nil, nil
+	}
+	t.set(key, pin)
+	var out []browserbackend.TabInfo
+	for i, r := range pin.refs() {
+		tb := byID[r.id]
+		out = append(out, browserbackend.TabInfo{Tab: tabPin{id: r.id, owned: r.owned}.tab(), URL: tb.URL, Title: tb.Title, Current: i == 0})
+	}
+	return out, nil
+}
+
+// closeTab closes the conversation's tab id (Vellum.closeTab) when the
+// conversation opened it, else detaches it, and forgets it.
+func (t *tabPins) closeTab(ctx context.Context, newSender func(browserbackend.Invocation) browserbackend.ScopedClient, conversation, id string) (browserbackend.Released, error) {
+	for key, pin := range t.pinsOf(conversation) {
+		if _, ok := pin.holds(id); !ok {
+			continue
+		}
+		unlock, err := t.lock(ctx, key)
+		if err != nil {
+			return browserbackend.Released{}, err
+		}
+		defer unlock()
+		pin, _ = t.get(key)
+		r, ok := pin.holds(id)
+		if !ok {
+			break
+		}
+		b := newSender(pin.inv)
+		rel := browserbackend.Released{Kind: browserbackend.KindExtension, Tab: tabPin{id: r.id, owned: r.owned}.tab()}
+		if r.owned {
+			err = tabs.Close(ctx, b, r.id)
+			rel.Closed = err == nil
+		} else {
+			err = tabs.Detach(ctx, b, r.id)
+		}
+		_ = b.Close()
+		if tabGone(err) {
+			err, rel.Gone = nil, true
+		}
+		if err != nil {
+			return browserbackend.Released{}, err
+		}
+		if pin = pin.without(r.id); pin.id == 0 {
+			t.del(key)
+		} else {
+			t.set(key, pin)
+		}
+		return rel, nil
+	}
+	return browserbackend.Released{}, notConversationTab(id)
 }

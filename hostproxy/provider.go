@@ -109,6 +109,10 @@ type HubProvider struct {
 	desc    browserbackend.Descriptor
 	propose func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error)
 	release func(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error)
+	// list and closeTab serve TabLister; nil for a kind that keeps one tab
+	// per conversation here.
+	list     func(ctx context.Context, conversationID string) ([]browserbackend.TabInfo, error)
+	closeTab func(ctx context.Context, conversationID, tabID string) (browserbackend.Released, error)
 }
 
 // Describe implements browserbackend.Provider.
@@ -134,7 +138,34 @@ func (h *HubProvider) ReleaseConversation(ctx context.Context, conversationID st
 	return h.release(ctx, conversationID, close)
 }
 
+// ConversationTabs implements browserbackend.TabLister: on the extension
+// the tabs the conversation opened or adopted, current first
+// (Vellum.listTabs; popups are not reported by the extension, so they are
+// not adopted). The host-bridge provider answers not_supported.
+func (h *HubProvider) ConversationTabs(ctx context.Context, conversationID string) ([]browserbackend.TabInfo, error) {
+	if h.list == nil {
+		return nil, h.oneTab()
+	}
+	return h.list(ctx, conversationID)
+}
+
+// CloseTab implements browserbackend.TabLister: on the extension it closes
+// a tab the conversation opened (Vellum.closeTab) or detaches an adopted
+// one. The host-bridge provider answers not_supported.
+func (h *HubProvider) CloseTab(ctx context.Context, conversationID, tabID string) (browserbackend.Released, error) {
+	if h.closeTab == nil {
+		return browserbackend.Released{}, h.oneTab()
+	}
+	return h.closeTab(ctx, conversationID, tabID)
+}
+
+func (h *HubProvider) oneTab() error {
+	return &browserbackend.Error{Class: browserbackend.ClassPolicy, Code: browserbackend.CodeNotSupported, Backend: h.desc.Kind,
+		Message: "this backend keeps one tab per conversation; it cannot list, select or close tabs"}
+}
+
 var (
+	_ browserbackend.TabLister            = (*HubProvider)(nil)
 	_ browserbackend.Provider             = (*HubProvider)(nil)
 	_ browserbackend.Watcher              = (*HubProvider)(nil)
 	_ browserbackend.ConversationReleaser = (*HubProvider)(nil)
@@ -257,11 +288,17 @@ func HostBridgeRule(roster []eventhub.ClientInfo, inv browserbackend.Invocation,
 func (p *Proxy) ExtensionProvider(opts ProviderOptions) *HubProvider {
 	h := &HubProvider{p: p, desc: ExtensionDescriptor}
 	pins := newTabPins(opts.MaxTabPins)
+	newSender := func(inv browserbackend.Invocation) browserbackend.ScopedClient {
+		return p.NewExtensionBackend(inv, opts.Backend)
+	}
 	h.release = func(ctx context.Context, conversationID string, close bool) ([]browserbackend.Released, error) {
-		newSender := func(inv browserbackend.Invocation) browserbackend.ScopedClient {
-			return p.NewExtensionBackend(inv, opts.Backend)
-		}
 		return pins.release(ctx, newSender, conversationID, close)
+	}
+	h.list = func(ctx context.Context, conversationID string) ([]browserbackend.TabInfo, error) {
+		return pins.list(ctx, newSender, conversationID)
+	}
+	h.closeTab = func(ctx context.Context, conversationID, tabID string) (browserbackend.Released, error) {
+		return pins.closeTab(ctx, newSender, conversationID, tabID)
 	}
 	h.propose = func(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
 		cand, _, err := ExtensionRule(p.rosterOf(inv.ActorPrincipalID), inv)

@@ -25,10 +25,9 @@ type NavigateInput struct {
 	// TimeoutMs bounds the whole call; 0 means DefaultNavigateTimeout.
 	TimeoutMs int `json:"timeout_ms,omitempty"`
 	// NewTab opens a new tab of the conversation's own and makes it the
-	// current one. On local and cdp-inspect the previous tabs stay the
-	// conversation's (Tabs lists, selects and closes them); on the
-	// extension a previous tab the conversation opened is closed. Ignored
-	// by backends without browserbackend.CapTabs.
+	// current one; the previous tabs stay the conversation's (Tabs lists,
+	// selects and closes them). Ignored by backends without
+	// browserbackend.CapTabs.
 	NewTab bool `json:"new_tab,omitempty"`
 	// UseActiveTab (extension and cdp-inspect backends) pins the
 	// user's tab instead of opening a dedicated one (on cdp-inspect: the

@@ -86,7 +86,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a3.TabID, ex.TabID, "and makes it the conversation's tab")
 	tabs := listTabs(t, h)
-	assert.NotContains(t, tabs, a1.TabID, "the tab it replaced, the conversation's own, is closed")
+	assert.Contains(t, tabs, a1.TabID, "the previous tab stays open, still the conversation's")
 
 	// Any tool opens the conversation's tab on its first call, as on every
 	// backend.
@@ -110,7 +110,8 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 	// Close closes the tab the conversation opened; Detach leaves it open.
 	cl, err := tl.Close(ctx, convA, tools.ReleaseInput{})
 	require.NoError(t, err)
-	assert.Equal(t, []browserbackend.Released{{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: a3.TabID, Owned: true}, Closed: true}}, cl.Tabs)
+	assert.Equal(t, []browserbackend.Released{{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: a3.TabID, Owned: true}, Closed: true},
+		{Kind: browserbackend.KindExtension, Tab: browserbackend.Tab{ID: a1.TabID, Owned: true}, Closed: true}}, cl.Tabs, "every tab it opened")
 	assert.Equal(t, browserbackend.KindExtension, cl.Forgot)
 	de, err := tl.Detach(ctx, convB, tools.ReleaseInput{})
 	require.NoError(t, err)
@@ -121,6 +122,7 @@ func TestExtensionTabIsPinnedPerConversation(t *testing.T) {
 		"the user's active tab is only detached")
 	tabs = listTabs(t, h)
 	assert.NotContains(t, tabs, a3.TabID, "closed")
+	assert.NotContains(t, tabs, a1.TabID, "closed")
 	assert.Contains(t, tabs, b2.TabID, "detached, still open")
 	assert.Contains(t, tabs, active, "the user's tab stays open")
 	again, err := tl.Close(ctx, convA, tools.ReleaseInput{})
