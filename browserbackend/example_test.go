@@ -69,7 +69,7 @@ func ExampleSelectionError_Report() {
 	//   1. cdp-inspect — stage construction, code unreachable, discovery version_fetch_failed: GET http://localhost:9222/json/version: connection refused
 	// To fix:
 	//   - Start Chrome with --remote-debugging-port=9222 (and a dedicated --user-data-dir), or enable remote debugging at chrome://inspect/#remote-debugging.
-	//   - Nothing answered on localhost:9222: check that cdp-inspect's port (the examples' -cdp-port flag; Config.Port) matches the running Chrome.
+	//   - Nothing answered on localhost:9222: check that cdp-inspect's port (the -cdp-port flag) matches the running Chrome.
 }
 
 // A Client is a cdproto cdp.Session, so typed commands run on whichever

@@ -116,15 +116,15 @@ func remediation(cfg Config, a bb.Attempt) []string {
 	switch code {
 	case bb.CodeNotConfigured:
 		return []string{
-			"cdp-inspect is off for this turn: turn it on (the examples' -cdp-inspect flag; Config.Enabled), use a macos turn with desktop-auto on, or pin browser_mode \"cdp-inspect\".",
+			"cdp-inspect is off for this turn: turn it on (the -cdp-inspect flag of examples/mcp and examples/server), use a macos turn with desktop-auto on, or pin browser_mode \"cdp-inspect\".",
 			fmt.Sprintf("It connects to a Chrome started with --remote-debugging-port=%d on %s.", cfg.Port, cfg.Host),
 		}
 	case bb.CodeNonLoopback:
-		return []string{fmt.Sprintf("cdp-inspect only connects to this machine, but its host is %q: use localhost or 127.0.0.1 (Config.Host).", cfg.Host)}
+		return []string{fmt.Sprintf("cdp-inspect only connects to this machine, but its host is %q: use localhost or 127.0.0.1.", cfg.Host)}
 	case bb.CodeNonChrome, bb.CodeInvalidResponse:
-		return []string{fmt.Sprintf("Something other than Chrome answers on %s: give cdp-inspect Chrome's DevTools port (the examples' -cdp-port flag; Config.Port), or free the port for Chrome.", addr)}
+		return []string{fmt.Sprintf("Something other than Chrome answers on %s: give cdp-inspect Chrome's DevTools port (the -cdp-port flag), or free the port for Chrome.", addr)}
 	case bb.CodeUnresponsive:
-		return []string{fmt.Sprintf("Chrome on %s did not answer within %v: check that it is not hung, or raise the probe timeout (Config.ProbeTimeoutMs).", addr, cfg.ProbeTimeout())}
+		return []string{fmt.Sprintf("Chrome on %s did not answer within %v: check that it is not hung.", addr, cfg.ProbeTimeout())}
 	case bb.CodeNoTargets:
 		return []string{fmt.Sprintf("Chrome on %s has no page open that can be attached to: open a tab.", addr)}
 	case bb.CodeCooldown:
@@ -132,7 +132,7 @@ func remediation(cfg Config, a bb.Attempt) []string {
 	}
 	return []string{
 		fmt.Sprintf("Start Chrome with --remote-debugging-port=%d (and a dedicated --user-data-dir), or enable remote debugging at chrome://inspect/#remote-debugging.", cfg.Port),
-		fmt.Sprintf("Nothing answered on %s: check that cdp-inspect's port (the examples' -cdp-port flag; Config.Port) matches the running Chrome.", addr),
+		fmt.Sprintf("Nothing answered on %s: check that cdp-inspect's port (the -cdp-port flag) matches the running Chrome.", addr),
 	}
 }
 

@@ -21,6 +21,10 @@
 #      independent MCP client the tests of examples/mcp run, installed with
 #      npm into $HOME/.cache/browserchain/mcp-inspector/<version> (no global
 #      install). Its 1.x line runs on Node 20; 2.x needs Node 22.19.
+#   4b. The MCP conformance suite (@modelcontextprotocol/conformance, pinned)
+#      and the Node 22 it needs, both from npm (Node as the node-linux-<arch>
+#      package), into $HOME/.cache/browserchain/mcp-conformance/<version>;
+#      examples/mcp's tests run it against the server over streamable HTTP.
 #   5. A nats-server binary for the distributed hub's tests (DHUB-7), built
 #      from its Go module at a pinned version with `go install` into
 #      $NATS_SERVER_DIR (default $HOME/.cache/browserchain/nats-server-<ver>);
@@ -128,6 +132,36 @@ if [ "$installed_inspector" != "$inspector_version" ]; then
 	[ -x "$inspector_dir/node_modules/.bin/mcp-inspector" ] || die "the MCP Inspector install has no mcp-inspector binary"
 fi
 
+# ---- 4b. MCP conformance suite ------------------------------------------------
+# @modelcontextprotocol/conformance (pinned), which the tests of examples/mcp
+# run against the server, needs Node >= 22 (it imports fs.globSync). Node 22
+# comes from the npm registry too: the package node-linux-<arch> at a pinned
+# 22.x ships the official node binary (bin/node), installed next to the suite
+# in $HOME/.cache/browserchain/mcp-conformance/<version> (no global install,
+# the system node untouched).
+conformance_version=0.1.16 # keep in step with examples/mcp/conformance_test.go
+conformance_node=22.23.5
+case "$(uname -m)" in
+	x86_64 | amd64) node_arch=x64 ;;
+	aarch64 | arm64) node_arch=arm64 ;;
+	*) die "no node-linux package for $(uname -m): install Node 22 and the conformance suite by hand" ;;
+esac
+conformance_dir="$HOME/.cache/browserchain/mcp-conformance/$conformance_version"
+conformance_pkg="$conformance_dir/node_modules/@modelcontextprotocol/conformance/package.json"
+installed_conformance=""
+if [ -f "$conformance_pkg" ] && [ -x "$conformance_dir/node_modules/node-linux-$node_arch/bin/node" ]; then
+	installed_conformance="$("$conformance_dir/node_modules/node-linux-$node_arch/bin/node" -p \
+		"require(process.argv[1]).version + ' ' + process.versions.node" "$conformance_pkg" 2>/dev/null || true)"
+fi
+if [ "$installed_conformance" != "$conformance_version $conformance_node" ]; then
+	log "installing the MCP conformance suite $conformance_version with Node $conformance_node in $conformance_dir"
+	mkdir -p "$conformance_dir"
+	npm install --prefix "$conformance_dir" --no-audit --no-fund --omit=dev --ignore-scripts --loglevel=error \
+		"@modelcontextprotocol/conformance@$conformance_version" "node-linux-$node_arch@$conformance_node" </dev/null >/dev/null
+	[ -x "$conformance_dir/node_modules/node-linux-$node_arch/bin/node" ] || die "the node-linux-$node_arch install has no bin/node"
+fi
+ln -sfn "node_modules/node-linux-$node_arch/bin/node" "$conformance_dir/node"
+
 # ---- 5. nats-server (distributed hub tests) ---------------------------------
 nats_version=v2.15.2 # keep in step with internal/natstest.Version
 nats_dir="${NATS_SERVER_DIR:-$HOME/.cache/browserchain/nats-server-$nats_version}"
@@ -158,4 +192,4 @@ if [ "${BROWSERCHAIN_SETUP_BENCH:-}" = 1 ]; then
 	install_peer @playwright/mcp 0.0.83 playwright-mcp
 fi
 
-log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version, nats-server $nats_version"
+log "ok: chromium $( [ -x /usr/bin/chromium ] && echo /usr/bin/chromium || echo '(custom)' ), node $(node --version), playwright driver $pw_version at $driver_dir, mcp-inspector $inspector_version, mcp conformance $conformance_version (node $conformance_node), nats-server $nats_version"

@@ -134,7 +134,8 @@ func TestInspectorCLIOverStreamableHTTP(t *testing.T) {
 		"--tool-arg", "browser_mode=chrome"), &bad)
 	assert.True(t, bad.IsError)
 	require.NotEmpty(t, bad.Content)
-	assert.Contains(t, bad.Content[0].Text, "accepted values are auto, extension, cdp-inspect, local")
+	assert.Contains(t, bad.Content[0].Text, "browser_mode")
+	assert.Contains(t, bad.Content[0].Text, "auto extension cdp-inspect cdp-debugger local playwright", "the schema's values")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, <-exited, "SIGTERM is a clean exit")

@@ -258,8 +258,9 @@ func serveReference(ctx context.Context, rt *runtime.Runtime, addr string, log *
 // endSessions cancels the calls in flight and ends the MCP sessions (and
 // their event streams) before the HTTP server shuts down.
 func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, endSessions func() error) error {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
-		&mcp.StreamableHTTPOptions{SessionTimeout: c.sessionTimeout, Logger: log})
+	// Resumable streams: event ids, a priming event, retry, replay on
+	// Last-Event-ID.
+	h := mcptools.StreamableHTTPHandler(ms, &mcp.StreamableHTTPOptions{SessionTimeout: c.sessionTimeout, Logger: log})
 	mux := http.NewServeMux()
 	// The SDK refuses a non-loopback Host on a loopback listener (DNS
 	// rebinding); cross-origin protection refuses a web page's requests.

@@ -2,25 +2,28 @@ package mcptools
 
 import "github.com/browserchain/browserchain/browserbackend/tools"
 
-// The argument types below are the tools' input schemas: the SDK
-// derives each tool's JSON Schema from the struct, with the jsonschema tag as
-// the property's description and every field without omitempty required.
+// The argument types below are the tools' input schemas: each tool's JSON
+// Schema is inferred from the struct, with the jsonschema tag as the
+// property's description, every field without omitempty required, and an
+// enum on the properties that take one of a fixed set (closedSets).
 // Their JSON names are those of the tools package's input structs, so a call
 // reads the same whether it comes over MCP or from Go.
 
-// Common holds the properties every browser tool accepts.
+// Common holds the properties every browser tool accepts. Their
+// descriptions are short; the server's instructions and browser_status's
+// description explain them once, at length.
 type Common struct {
-	BrowserMode    string `json:"browser_mode,omitempty" jsonschema:"Which browser serves the call. auto (the default) tries the user's Chrome through the paired extension or desktop bridge, then a Chrome with a debugging port (cdp-inspect), then a private Chromium (local), and fails over on connection errors. extension, cdp-inspect (alias cdp-debugger) and local (alias playwright) pin that one backend and never fall back; when it is unavailable the error lists what was tried and how to fix it. Omit it unless the user asked for a particular browser."`
-	TimeoutMs      int    `json:"timeout_ms,omitempty" jsonschema:"Deadline of the whole call in milliseconds, 0 to 300000; 0 or omitted uses the tool's default (navigate 30000, wait_for 10000, others 15000)."`
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Names the conversation whose page or tab this call acts in. Omit it: each MCP session has a conversation of its own. Calls that pass the same conversation_id share one page, also across sessions."`
+	BrowserMode    string `json:"browser_mode,omitempty" jsonschema:"Browser to use; omit for auto (see browser_status)."`
+	TimeoutMs      int    `json:"timeout_ms,omitempty" jsonschema:"Deadline in ms; omit for the tool's default."`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Omit: each session has its own page."`
 }
 
 func (c Common) common() Common { return c }
 
 // Element names the element a tool acts on.
 type Element struct {
-	Ref      string `json:"ref,omitempty" jsonschema:"Element ref from the latest browser_snapshot, e.g. e42. Preferred over selector."`
-	Selector string `json:"selector,omitempty" jsonschema:"CSS selector of the element in the main document, used when no ref is given."`
+	Ref      string `json:"ref,omitempty" jsonschema:"Ref from the latest browser_snapshot (e42); preferred."`
+	Selector string `json:"selector,omitempty" jsonschema:"CSS selector (main document), when no ref is given."`
 }
 
 func (e Element) target() tools.Target { return tools.Target{Ref: e.Ref, Selector: e.Selector} }
@@ -30,14 +33,14 @@ type NavigateArgs struct {
 	URL          string `json:"url" jsonschema:"URL to load: http, https, about:blank or data:. The call returns once the page has loaded."`
 	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation instead of reusing its tab (the previous tab stays open)."`
 	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: work in the tab the user has in front instead of a tab of the conversation's own. Only when the user asks for it."`
-	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"What to wait for after the page commits: load (default: every image and script), domcontentloaded (the document is parsed) or none. A page still loading at the deadline is returned with stillLoading true."`
+	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"What to wait for after the commit: load (default; every image and script), domcontentloaded (parsed) or none. A page still loading at the deadline returns stillLoading true."`
 	Common
 }
 
 // SnapshotArgs is the browser_snapshot input.
 type SnapshotArgs struct {
 	MaxNodes int    `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
-	Source   string `json:"source,omitempty" jsonschema:"Where roles and names come from: dom (default: computed from one read of the DOM, fast on large pages) or accessibility (Chromium's own accessibility tree, exact, several times slower on a large page)."`
+	Source   string `json:"source,omitempty" jsonschema:"Roles and names from dom (default; fast) or accessibility (Chromium's own tree; exact, slower on large pages)."`
 	Common
 }
 
@@ -141,7 +144,7 @@ type ReleaseArgs struct {
 
 // StatusArgs is the browser_status input.
 type StatusArgs struct {
-	Probe bool `json:"probe,omitempty" jsonschema:"Actively check each backend (a short connection attempt) instead of reporting the cheap preflight only."`
+	Probe *bool `json:"probe,omitempty" jsonschema:"Check each backend with a short connection attempt (the default); false reports the cheap preflight only."`
 	Common
 }
 

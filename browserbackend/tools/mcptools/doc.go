@@ -14,19 +14,24 @@
 // browser_press_key, browser_select_option, browser_wait_for,
 // browser_extract, browser_links, browser_attach, browser_detach,
 // browser_close, browser_status and browser_login (ToolNames). Each input schema is
-// generated from an argument type of this package (its jsonschema tags are
-// the property descriptions) and has browser_mode, timeout_ms and
-// conversation_id. A result is a short text for the model plus the tools
-// package's result as structured content, except that browser_snapshot and
-// browser_extract send their tree or text once, as the text, and a small
-// summary (SnapshotSummary, ExtractSummary) as structured content;
-// browser_screenshot adds the PNG as
-// image content or, with ScreenshotResourceLink, a resource link the client
-// reads with resources/read.
+// inferred from an argument type of this package (its jsonschema tags are
+// the property descriptions), with an enum on every closed set, and has
+// browser_mode, timeout_ms and conversation_id, described in a line each and
+// at length once, in the server's instructions and browser_status's
+// description. A result is a short text for the model plus the tools
+// package's result as structured content (no output schema), except that
+// browser_snapshot and browser_extract send their tree or text once, as the
+// text, and a small summary (SnapshotSummary, ExtractSummary) as structured
+// content; browser_screenshot adds the PNG as image content or, with
+// ScreenshotResourceLink, a resource link. Every file a call writes is a
+// resource of its MCP session: resources/list lists the session's own,
+// resources/read reads them, and no other session sees them.
+// StreamableHTTPHandler serves the tools over streamable HTTP with
+// resumable event streams.
 //
-// A failure is a tool error (IsError) whose text says what to do: an invalid
-// browser_mode lists the accepted values and is refused before any CDP
-// command; a selection failure carries SelectionError.Report() — every
+// A failure is a tool error (IsError) whose text says what to do: a value
+// outside an enum (an unknown browser_mode) is refused by the schema before
+// any CDP command; a selection failure carries SelectionError.Report() — every
 // backend tried and the remediation.
 //
 // Each MCP session has its own conversation (its own page or tab) unless a

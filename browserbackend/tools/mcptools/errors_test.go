@@ -15,6 +15,8 @@ import (
 	"github.com/browserchain/browserchain/cdpinspect"
 )
 
+// A browser_mode outside the schema's enum is refused by the schema, as a
+// tool error that lists the accepted values.
 func TestInvalidBrowserModeIsAToolErrorBeforeAnyCDPCommand(t *testing.T) {
 	for _, mode := range []string{"chrome", "host-bridge", "cdp", " auto2 "} {
 		t.Run(mode, func(t *testing.T) {
@@ -25,9 +27,8 @@ func TestInvalidBrowserModeIsAToolErrorBeforeAnyCDPCommand(t *testing.T) {
 				res := call(t, cs, name, with(validArgs[name], "browser_mode", mode))
 				require.True(t, res.IsError, name)
 				txt := text(res)
-				assert.Contains(t, txt, "accepted values are auto, extension, cdp-inspect, local", name)
-				assert.Contains(t, txt, "cdp-debugger = cdp-inspect", "%s: the aliases are listed", name)
-				assert.Contains(t, txt, "Omit browser_mode", "%s: the text says what to do", name)
+				assert.Contains(t, txt, "browser_mode", name)
+				assert.Contains(t, txt, "auto extension cdp-inspect cdp-debugger local playwright", "%s: the values and aliases are listed", name)
 			}
 			for _, p := range provs {
 				assert.Zero(t, p.Proposed(), "%s: no provider was even asked", p.K)
@@ -122,4 +123,36 @@ func TestAURLOverChromiumsLimitIsRefused(t *testing.T) {
 	for _, p := range provs {
 		assert.Zero(t, p.Proposed(), "%s: no provider was asked", p.K)
 	}
+}
+
+// browser_status reports what a probe finds: cdp-inspect with nothing on
+// its port is unavailable, even when only a pinned mode would propose it,
+// and the remediation names the server's flags, not configuration keys.
+func TestStatusProbesAndReportsCDPInspectWithNothingOnItsPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	cfg := cdpinspect.DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	cfg.Port = port
+	log := browserbackendtest.DiscardLogger()
+	local := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)}
+	sel := browserbackend.NewSelector(browserbackend.Options{Logger: log,
+		Providers: []browserbackend.Provider{cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log)), local}})
+	_, ms := serve(t, mcptools.Options{Tools: tools.New(tools.Options{Selector: sel, Logger: log})})
+	cs := connect(t, ms, nil)
+
+	rep, res := ok[tools.StatusReport](t, cs, "browser_status", nil)
+	ci, found := rep.Backend(browserbackend.KindCDPInspect)
+	require.True(t, found)
+	assert.False(t, ci.Available, "nothing listens on %d", port)
+	assert.Equal(t, tools.VerifiedProbe, ci.VerifiedBy)
+	txt := text(res)
+	assert.Contains(t, txt, "- cdp-inspect: unavailable")
+	assert.Contains(t, txt, "-cdp-port")
+	assert.NotContains(t, txt, "Config.")
+	assert.NotContains(t, txt, "cdpInspect.")
+	assert.Zero(t, local.Builds(), "a status builds nothing")
 }

@@ -41,9 +41,6 @@ const (
 	// DefaultReleaseTimeout bounds closing one conversation when its session
 	// ends.
 	DefaultReleaseTimeout = 10 * time.Second
-	// maxScreenshotLinks bounds the screenshots resources/read can serve; the
-	// oldest link stops resolving first.
-	maxScreenshotLinks = 256
 )
 
 // SupportedProtocolVersions are the MCP protocol versions NewMCPServer
@@ -114,7 +111,9 @@ type Server struct {
 	wg       sync.WaitGroup  // session watchers
 	inflight map[*inflightCall]struct{}
 
-	shots shotLinks
+	// enums are the closed sets of the input schemas, browser_mode's
+	// included.
+	enums map[string][]string
 }
 
 // inflightCall is one tool call running; Close cancels it.
@@ -125,6 +124,7 @@ type session struct {
 	conversationID string
 	calls          sync.WaitGroup
 	logger         *slog.Logger // slog plus the session's MCP logging
+	files          sessionFiles // guarded by Server.mu
 }
 
 // New returns a Server over opts.Tools; it panics when Tools is nil (a
@@ -146,20 +146,25 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	enums := map[string][]string{"browser_mode": modesOf(opts.Tools.Selector())}
+	for k, v := range closedSets {
+		enums[k] = v
+	}
 	return &Server{
+		enums:    enums,
 		opts:     opts,
 		base:     log,
 		log:      log.With("module", "browser-mcp"),
 		sessions: map[*mcp.ServerSession]*session{},
 		named:    map[string]bool{},
 		inflight: map[*inflightCall]struct{}{},
-		shots:    shotLinks{paths: map[string]string{}},
 	}
 }
 
 // NewMCPServer returns an MCP server named impl (nil: "browserchain") that
-// offers SupportedProtocolVersions, the logging capability and the browser
-// tools (Register). Serve it with Run(ctx, StdioTransport(os.Stdin, os.Stdout, nil)) or
+// offers SupportedProtocolVersions, the logging and resources capabilities,
+// the browser tools and their files as resources (Register), and
+// instructions that explain the properties every tool shares. Serve it with Run(ctx, StdioTransport(os.Stdin, os.Stdout, nil)) or
 // mcp.NewStreamableHTTPHandler.
 func (s *Server) NewMCPServer(impl *mcp.Implementation) *mcp.Server {
 	if impl == nil {
@@ -168,8 +173,12 @@ func (s *Server) NewMCPServer(impl *mcp.Implementation) *mcp.Server {
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: "Browser tools over the user's Chrome (paired extension or desktop bridge), a Chrome with a " +
 			"debugging port, or a private Chromium. Start with browser_navigate, read the page with browser_snapshot " +
-			"and act on elements by their ref. browser_status says which browsers are available.",
-		Capabilities:              &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
+			"and act on elements by their ref. browser_status says which browsers are available. " +
+			sharedText(s.opts.Tools.Selector()),
+		// Resources without listChanged: a session's list grows with its
+		// own calls' files, which the session learns of from the results.
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{},
+			Resources: &mcp.ResourceCapabilities{}},
 		SupportedProtocolVersions: SupportedProtocolVersions,
 		Logger:                    s.log,
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -36,23 +35,28 @@ type toolDef[A args, R any] struct {
 	progress func(A) string
 	call     func(ctx context.Context, inv browserbackend.Invocation, a A) (R, error)
 	// content renders the result for the model; text is the default.
-	content func(s *Server, r R) ([]mcp.Content, error)
+	content func(s *Server, st *session, r R) ([]mcp.Content, error)
 	text    func(R) string
 	backend func(R) browserbackend.Kind
 }
 
-// Register adds the browser tools (ToolNames) to srv, and, when Screenshots
-// is ScreenshotResourceLink, the screenshot resource template. Register a
+// Register adds the browser tools (ToolNames) to srv, the screenshot
+// resource template, and the resources of each session: every file a tool
+// call wrote (a screenshot) is listed by that session's resources/list and
+// read by its resources/read, and by no other session's. Register a
 // Server on any number of MCP servers; their sessions share its
 // conversations bookkeeping.
 //
-// Every tool's input schema is generated from its argument type and has
-// browser_mode, timeout_ms and conversation_id; its output schema from the
-// tools package's result type (structured content), or for browser_snapshot
-// and browser_extract from SnapshotSummary and ExtractSummary (the tree or
-// text is the text content, sent once). A failure is a tool
-// error (IsError) whose text says what to do (errorText); an invalid
-// browser_mode is refused before any CDP command is sent.
+// Every tool's input schema is inferred from its argument type, with an
+// enum on each closed set (browser_mode: the Selector's modes and aliases;
+// wait_until; source), and has browser_mode, timeout_ms and
+// conversation_id with short descriptions; browser_status's description
+// explains them at length. The structured content is the tools package's
+// result, or for browser_snapshot and browser_extract SnapshotSummary and
+// ExtractSummary (the tree or text is the text content, sent once); no tool
+// has an output schema. A failure is a tool error (IsError) whose text says
+// what to do (errorText); a value outside an enum is refused by the schema,
+// before any CDP command is sent.
 func (s *Server) Register(srv *mcp.Server) {
 	add(s, srv, toolDef[NavigateArgs, tools.NavigateResult]{
 		name: "browser_navigate", title: "Navigate",
@@ -259,9 +263,11 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[StatusArgs, tools.StatusReport]{
 		name: "browser_status", title: "Browser status", readOnly: true,
-		desc: "Report which browsers are available (the user's Chrome through the extension or desktop bridge, a Chrome with a debugging port, a private Chromium), in which order auto tries them, the browser_mode to use, and what the user can do to make a better one available.",
+		desc: "Report which browsers are available (the user's Chrome through the extension or desktop bridge, a Chrome with a debugging port, a private Chromium), in which order auto tries them, the browser_mode to use, and what the user can do to make a better one available. " +
+			sharedText(s.opts.Tools.Selector()),
 		call: func(ctx context.Context, inv browserbackend.Invocation, a StatusArgs) (tools.StatusReport, error) {
-			return s.opts.Tools.Status(ctx, inv, tools.StatusInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Probe: a.Probe})
+			return s.opts.Tools.Status(ctx, inv, tools.StatusInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
+				Probe: a.Probe == nil || *a.Probe})
 		},
 		text:    statusText,
 		backend: func(r tools.StatusReport) browserbackend.Kind { return "" },
@@ -278,13 +284,12 @@ func (s *Server) Register(srv *mcp.Server) {
 		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
 	s.registerPageTools(srv)
-	if s.opts.Screenshots == ScreenshotResourceLink {
-		srv.AddResourceTemplate(&mcp.ResourceTemplate{
-			Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
-			Description: "A PNG taken by browser_screenshot.",
-			URITemplate: ScreenshotURIPrefix + "{name}",
-		}, s.readScreenshot)
-	}
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
+		Description: "A PNG taken by browser_screenshot in this session.",
+		URITemplate: ScreenshotURIPrefix + "{name}",
+	}, notProduced)
+	srv.AddReceivingMiddleware(s.resourcesMiddleware)
 }
 
 // add registers one tool whose structured content is the whole result.
@@ -294,15 +299,23 @@ func add[A args, R any](s *Server, srv *mcp.Server, d toolDef[A, R]) {
 
 // addSummarized registers one tool: the handler enters the session, reports
 // progress when asked, runs the call, logs it and renders the result, with
-// summary(result) as its structured content (and output schema).
+// summary(result) as its structured content.
 func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R], summary func(R) O) {
-	t := &mcp.Tool{Name: d.name, Title: d.title, Description: d.desc,
-		Annotations: &mcp.ToolAnnotations{Title: d.title, ReadOnlyHint: d.readOnly, OpenWorldHint: ptr(true)}}
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, O, error) {
-		var zero O
+	in, err := inputSchema[A](s.enums)
+	if err != nil {
+		panic(err) // an argument type the schema inference cannot take: a wiring bug
+	}
+	t := &mcp.Tool{Name: d.name, Title: d.title, Description: d.desc, InputSchema: in}
+	if d.readOnly { // the defaults (no annotations) say: may change the page, open world
+		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+	}
+	// The output type is any: the structured content is sent without an
+	// output schema, which would add as much again to tools/list as the
+	// input schemas for what the result's text already says.
+	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, any, error) {
 		ctx, inv, st, done, err := s.enter(ctx, req.Session, a.common())
 		if err != nil {
-			return nil, zero, err
+			return nil, nil, err
 		}
 		defer done()
 		start := time.Now()
@@ -317,14 +330,14 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 		if err != nil {
 			st.logger.Warn("browser tool failed", "tool", d.name, "conversationId", inv.ConversationID,
 				"code", errorCode(err), "durationMs", ms, "error", err)
-			return nil, zero, toolError{err}
+			return nil, nil, toolError{err}
 		}
 		st.logger.Info("browser tool done", "tool", d.name, "conversationId", inv.ConversationID,
 			"backend", d.backend(r), "durationMs", ms)
 		var content []mcp.Content
 		if d.content != nil {
-			if content, err = d.content(s, r); err != nil {
-				return nil, zero, toolError{err}
+			if content, err = d.content(s, st, r); err != nil {
+				return nil, nil, toolError{err}
 			}
 		} else {
 			content = []mcp.Content{&mcp.TextContent{Text: d.text(r)}}
@@ -335,8 +348,6 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 		return &mcp.CallToolResult{Content: content}, summary(r), nil
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // reportProgress sends a progress notification now and then every
 // ProgressInterval until stop is called; stop returns once no notification
@@ -372,15 +383,13 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 	return func() { close(quit); <-finished }
 }
 
-// screenshotContent returns the caption and the image or its resource link.
-func screenshotContent(s *Server, r tools.ScreenshotResult) ([]mcp.Content, error) {
+// screenshotContent makes the screenshot a resource of the session and
+// returns the caption and the image or its resource link.
+func screenshotContent(s *Server, st *session, r tools.ScreenshotResult) ([]mcp.Content, error) {
 	caption := &mcp.TextContent{Text: screenshotText(r)}
+	link := s.addFile(st, ScreenshotURIPrefix, r.Path, r.MediaType, "Screenshot of "+r.URL, r.Size)
 	if s.opts.Screenshots == ScreenshotResourceLink {
-		name := filepath.Base(r.Path)
-		s.shots.add(name, r.Path)
-		size := r.Size
-		return []mcp.Content{caption, &mcp.ResourceLink{URI: ScreenshotURIPrefix + name, Name: name,
-			Title: "Screenshot of " + r.URL, MIMEType: r.MediaType, Size: &size}}, nil
+		return []mcp.Content{caption, link}, nil
 	}
 	data, err := os.ReadFile(r.Path)
 	if err != nil {

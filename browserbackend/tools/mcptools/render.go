@@ -1,14 +1,9 @@
 package mcptools
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
@@ -135,13 +130,16 @@ func statusText(r tools.StatusReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "browser_mode %s; auto tries %v.\n", r.Mode, r.AutoOrder)
 	for _, bs := range r.Backends {
-		state := "unavailable"
-		if bs.Available {
-			state = "available"
+		state, why := "available", bs.Reason
+		if !bs.Available {
+			state = "unavailable"
+			if bs.Message != "" { // what the preflight or the probe found
+				why = bs.Message
+			}
 		}
 		fmt.Fprintf(&b, "- %s: %s", bs.Kind, state)
-		if bs.Reason != "" {
-			fmt.Fprintf(&b, " (%s)", bs.Reason)
+		if why != "" {
+			fmt.Fprintf(&b, " (%s)", why)
 		}
 		b.WriteString("\n")
 	}
@@ -240,49 +238,6 @@ func errorCode(err error) string {
 		return te.Code
 	}
 	return "error"
-}
-
-// shotLinks maps the file names of linked screenshots to their paths, so
-// resources/read serves only files this Server linked; the oldest of more
-// than maxScreenshotLinks is forgotten.
-type shotLinks struct {
-	mu    sync.Mutex
-	paths map[string]string
-	order []string
-}
-
-func (l *shotLinks) add(name, path string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.paths[name]; !ok {
-		l.order = append(l.order, name)
-	}
-	l.paths[name] = path
-	for len(l.order) > maxScreenshotLinks {
-		delete(l.paths, l.order[0])
-		l.order = l.order[1:]
-	}
-}
-
-func (l *shotLinks) get(name string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok := l.paths[name]
-	return p, ok
-}
-
-// readScreenshot serves resources/read of a screenshot link.
-func (s *Server) readScreenshot(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	uri := req.Params.URI
-	path, ok := s.shots.get(strings.TrimPrefix(uri, ScreenshotURIPrefix))
-	if !ok || !strings.HasPrefix(uri, ScreenshotURIPrefix) {
-		return nil, mcp.ResourceNotFoundError(uri)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, mcp.ResourceNotFoundError(uri)
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: data}}}, nil
 }
 
 // SnapshotSummary is the structured content of browser_snapshot: the tree

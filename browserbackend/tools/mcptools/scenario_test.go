@@ -132,6 +132,12 @@ func TestScenarioOverMCPOnLocal(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, shot.Width, cfg.Width)
 		assert.Equal(t, shot.Height, cfg.Height)
+		list, err := cs.ListResources(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, list.Resources, 1, "an inline screenshot is a resource of the session too")
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: list.Resources[0].URI})
+		require.NoError(t, err)
+		assert.Equal(t, img.Data, rr.Contents[0].Blob)
 
 		st, res := ok[tools.StatusReport](t, cs, "browser_status", nil)
 		lb, found := st.Backend(browserbackend.KindLocal)
@@ -161,6 +167,21 @@ func TestScenarioOverMCPOnLocal(t *testing.T) {
 
 		_, err = cs.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: mcptools.ScreenshotURIPrefix + "..%2F..%2Fetc%2Fpasswd"})
 		require.Error(t, err, "only linked screenshots are served")
+
+		list, err := cs.ListResources(testCtx(t), nil)
+		require.NoError(t, err)
+		require.Len(t, list.Resources, 1, "the session lists its screenshot")
+		assert.Equal(t, link.URI, list.Resources[0].URI)
+		assert.Equal(t, "image/png", list.Resources[0].MIMEType)
+		assert.Equal(t, shot.Size, list.Resources[0].Size)
+
+		other := connect(t, ms, nil)
+		ok[tools.StatusReport](t, other, "browser_status", nil)
+		list, err = other.ListResources(testCtx(t), nil)
+		require.NoError(t, err)
+		assert.Empty(t, list.Resources, "another session lists none of it")
+		_, err = other.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: link.URI})
+		require.Error(t, err, "nor reads it")
 	})
 }
 

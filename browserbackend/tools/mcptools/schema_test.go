@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,19 +39,13 @@ func TestClientListsEveryToolWithValidSchemas(t *testing.T) {
 		for _, p := range []string{"browser_mode", "timeout_ms", "conversation_id"} {
 			require.Contains(t, in.Properties, p, tool.Name)
 		}
-		assert.Contains(t, in.Properties["browser_mode"].Description, "cdp-inspect (alias cdp-debugger)", tool.Name)
+		assert.Equal(t, []any{"auto", "extension", "cdp-inspect", "cdp-debugger", "local", "playwright"},
+			in.Properties["browser_mode"].Enum, "%s: browser_mode's values are the providers' modes and aliases", tool.Name)
 		for name, p := range in.Properties {
 			assert.NotEmpty(t, p.Description, "%s.%s has a description a model can act on", tool.Name, name)
 		}
 		assert.NotContains(t, in.Required, "browser_mode", tool.Name)
-
-		raw, err = json.Marshal(tool.OutputSchema)
-		require.NoError(t, err)
-		var out jsonschema.Schema
-		require.NoError(t, json.Unmarshal(raw, &out), tool.Name)
-		_, err = out.Resolve(nil)
-		require.NoError(t, err, "%s: the output schema resolves", tool.Name)
-		assert.Equal(t, "object", out.Type, tool.Name)
+		assert.Nil(t, tool.OutputSchema, "%s: the structured content goes without an output schema", tool.Name)
 	}
 	assert.ElementsMatch(t, mcptools.ToolNames, names)
 
@@ -66,6 +61,78 @@ func TestClientListsEveryToolWithValidSchemas(t *testing.T) {
 	assert.ElementsMatch(t, []string{"values"}, byName("browser_select_option").Required)
 	assert.ElementsMatch(t, []string{"key"}, byName("browser_press_key").Required)
 	assert.ElementsMatch(t, []string{"credential", "fields"}, byName("browser_login").Required)
+	assert.Equal(t, []any{tools.WaitLoad, tools.WaitDOMContentLoaded, tools.WaitNone}, byName("browser_navigate").Properties["wait_until"].Enum)
+	assert.Equal(t, []any{tools.SnapshotSourceDOM, tools.SnapshotSourceAccessibility}, byName("browser_snapshot").Properties["source"].Enum)
+}
+
+// A value outside a closed set is refused by the schema, as a tool error,
+// before any provider is asked.
+func TestValueOutsideAnEnumIsAToolError(t *testing.T) {
+	tl, provs := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	cs := connect(t, ms, nil)
+	for _, c := range []struct{ tool, prop, value string }{
+		{"browser_navigate", "wait_until", "networkidle"},
+		{"browser_snapshot", "source", "html"},
+	} {
+		res := call(t, cs, c.tool, with(validArgs[c.tool], c.prop, c.value))
+		require.True(t, res.IsError, c.tool)
+		assert.Contains(t, text(res), c.prop, c.tool)
+	}
+	for _, p := range provs {
+		assert.Zero(t, p.Proposed(), p.K)
+	}
+}
+
+// maxToolsListBytes is the budget of the whole tools/list answer: what
+// every client loads into its model's context before the first call.
+const maxToolsListBytes = 25 << 10
+
+func TestToolsListFitsItsBudget(t *testing.T) {
+	tl, _ := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	cs := connect(t, ms, nil)
+	res, err := cs.ListTools(testCtx(t), nil)
+	require.NoError(t, err)
+	raw, err := json.Marshal(res)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(raw), maxToolsListBytes, "tools/list is %d bytes", len(raw))
+}
+
+// internalID matches requirement ids (SEL-1, TOOL-12) and issue or stop
+// numbers; standards' names (UTF-16, SHA-256) are not ids.
+var (
+	internalID = regexp.MustCompile(`\b[A-Z]{2,5}-[0-9]+\b|(?i)\b(issue|stop)\s+#?[0-9]+`)
+	standard   = regexp.MustCompile(`^(UTF|SHA|ISO|RFC)-`)
+)
+
+// What a client shows or a model reads — every tool as listed, the
+// instructions, the resource templates — carries no internal id.
+func TestDescriptionsCarryNoInternalIDs(t *testing.T) {
+	tl, _ := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl, Screenshots: mcptools.ScreenshotResourceLink})
+	cs := connect(t, ms, nil)
+	check := func(where, s string) {
+		t.Helper()
+		for _, m := range internalID.FindAllString(s, -1) {
+			if !standard.MatchString(m) {
+				t.Errorf("%s carries the internal id %q: %s", where, m, s)
+			}
+		}
+	}
+	check("instructions", cs.InitializeResult().Instructions)
+	list, err := cs.ListTools(testCtx(t), nil)
+	require.NoError(t, err)
+	for _, tool := range list.Tools {
+		raw, err := json.Marshal(tool)
+		require.NoError(t, err)
+		check(tool.Name, string(raw))
+	}
+	tmpl, err := cs.ListResourceTemplates(testCtx(t), nil)
+	require.NoError(t, err)
+	for _, rt := range tmpl.ResourceTemplates {
+		check("resource template "+rt.Name, rt.Title+" "+rt.Description)
+	}
 }
 
 // jsonNames returns the JSON property names of a struct type, embedded
@@ -120,15 +187,36 @@ func TestDescriptionsStateTheToolsLimits(t *testing.T) {
 		return f.Tag.Get("jsonschema")
 	}
 	itoa := strconv.Itoa
-	ms := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	assert.Contains(t, desc(mcptools.SnapshotArgs{}, "MaxNodes"), itoa(tools.MaxSnapshotNodes))
 	assert.Contains(t, desc(mcptools.SnapshotArgs{}, "MaxNodes"), itoa(tools.DefaultSnapshotMaxNodes))
 	assert.Contains(t, desc(mcptools.ExtractArgs{}, "MaxChars"), itoa(tools.MaxExtractChars))
 	assert.Contains(t, desc(mcptools.ExtractArgs{}, "MaxChars"), itoa(tools.DefaultExtractMaxChars))
 	assert.Contains(t, desc(mcptools.LinksArgs{}, "Limit"), itoa(tools.MaxLinksLimit))
 	assert.Contains(t, desc(mcptools.LinksArgs{}, "Limit"), itoa(tools.DefaultLinksLimit))
-	timeout := desc(mcptools.Common{}, "TimeoutMs")
-	for _, d := range []interface{ Milliseconds() int64 }{tools.MaxTimeout, tools.DefaultNavigateTimeout, tools.DefaultWaitTimeout, tools.DefaultActionTimeout} {
-		assert.Contains(t, timeout, ms(d))
+}
+
+// The shared properties are explained once, in the instructions and in
+// browser_status's description: every mode with its aliases, the timeout
+// limits.
+func TestSharedPropertiesAreExplainedOnce(t *testing.T) {
+	tl, _ := fakeChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	cs := connect(t, ms, nil)
+	list, err := cs.ListTools(testCtx(t), nil)
+	require.NoError(t, err)
+	var status string
+	for _, tool := range list.Tools {
+		if tool.Name == "browser_status" {
+			status = tool.Description
+		}
+	}
+	msText := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	for _, text := range []string{cs.InitializeResult().Instructions, status} {
+		assert.Contains(t, text, "auto, extension, cdp-inspect (alias cdp-debugger), local (alias playwright)")
+		assert.Contains(t, text, "never fall back")
+		for _, d := range []interface{ Milliseconds() int64 }{tools.MaxTimeout, tools.DefaultNavigateTimeout, tools.DefaultWaitTimeout, tools.DefaultActionTimeout} {
+			assert.Contains(t, text, msText(d))
+		}
+		assert.Contains(t, text, "conversation_id")
 	}
 }
