@@ -9,13 +9,13 @@ import "github.com/browserchain/browserchain/browserbackend/tools"
 // Their JSON names are those of the tools package's input structs, so a call
 // reads the same whether it comes over MCP or from Go.
 
-// Common holds the properties every browser tool accepts. Their
-// descriptions are short; the server's instructions and browser_status's
-// description explain them once, at length.
+// Common holds the properties every browser tool accepts. They are
+// described once, at length, in the server's instructions and
+// browser_status's description; each tool's schema only names them.
 type Common struct {
-	BrowserMode    string `json:"browser_mode,omitempty" jsonschema:"Browser to use; omit for auto (see browser_status)."`
-	TimeoutMs      int    `json:"timeout_ms,omitempty" jsonschema:"Deadline in ms; omit for the tool's default."`
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Omit: each session has its own page."`
+	BrowserMode    string `json:"browser_mode,omitempty" jsonschema:"Omit for auto."`
+	TimeoutMs      int    `json:"timeout_ms,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 func (c Common) common() Common { return c }
@@ -31,8 +31,8 @@ func (e Element) target() tools.Target { return tools.Target{Ref: e.Ref, Selecto
 // NavigateArgs is the browser_navigate input.
 type NavigateArgs struct {
 	URL          string `json:"url" jsonschema:"URL to load: http, https, about:blank or data:. The call returns once the page has loaded."`
-	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation instead of reusing its tab (the previous tab stays open)."`
-	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: work in the tab the user has in front instead of a tab of the conversation's own. Only when the user asks for it."`
+	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Load it in a new tab of the conversation's (browser_tabs lists them)."`
+	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Work in the user's active tab; only when the user asks."`
 	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"What to wait for after the commit: load (default; every image and script), domcontentloaded (parsed) or none. A page still loading at the deadline returns stillLoading true."`
 	Common
 }
@@ -132,8 +132,8 @@ type LinksArgs struct {
 
 // AttachArgs is the browser_attach input.
 type AttachArgs struct {
-	NewTab       bool `json:"new_tab,omitempty" jsonschema:"Extension backend only: open a fresh tab for this conversation."`
-	UseActiveTab bool `json:"use_active_tab,omitempty" jsonschema:"Extension backend only: use the tab the user has in front. Only when the user asks for it."`
+	NewTab       bool `json:"new_tab,omitempty" jsonschema:"Open a new tab of the conversation's."`
+	UseActiveTab bool `json:"use_active_tab,omitempty" jsonschema:"Work in the user's active tab; only when the user asks."`
 	Common
 }
 
@@ -156,8 +156,8 @@ type LoginField struct {
 
 // LoginArgs is the browser_login input.
 type LoginArgs struct {
-	Credential string       `json:"credential" jsonschema:"Name of the vault entry to sign in with, as the user or host named it (e.g. login:app.example.com). The server fetches it; its username and password never appear in any result."`
-	Fields     []LoginField `json:"fields" jsonschema:"The form fields to fill, in order, each an element (ref or selector) and its value: usually the user field with %username% and the password field with %password%."`
+	Credential string       `json:"credential" jsonschema:"Vault entry name, e.g. login:app.example.com."`
+	Fields     []LoginField `json:"fields" jsonschema:"Fields in order, each an element and its value (%username%, %password%)."`
 	Submit     *Element     `json:"submit,omitempty" jsonschema:"Optional: the button (ref or selector) clicked after the fields are filled; the call waits for the navigation it starts."`
 	Common
 }

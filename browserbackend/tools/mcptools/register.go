@@ -274,9 +274,8 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[LoginArgs, tools.LoginResult]{
 		name: "browser_login", title: "Sign in",
-		desc: "Sign in on the current page with a credential from the server's vault: fill each field with %username% or %password%, " +
-			"which the server replaces with the vault entry, then optionally click submit. Use it instead of browser_type for passwords " +
-			"(browser_type refuses password fields). The credential itself is never returned. Fails feature_not_configured when the server has no vault.",
+		desc: "Sign in with a credential from the server's vault: fields take %username% or %password%, which the server fills in; " +
+			"optionally click submit. Use it for passwords (browser_type refuses them); the credential is never returned.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a LoginArgs) (tools.LoginResult, error) {
 			return s.opts.Tools.Login(ctx, inv, a.input())
 		},

@@ -13,44 +13,43 @@ import (
 
 // pageToolNames are the tools registerPageTools adds, in order.
 var pageToolNames = []string{
-	"browser_navigate_back", "browser_navigate_forward", "browser_reload", "browser_evaluate",
+	"browser_history", "browser_evaluate",
 	"browser_console_messages", "browser_network_requests", "browser_fill_form", "browser_drag",
 	"browser_pdf_save", "browser_resize", "browser_tabs",
 }
 
-func historyText(verb string) func(tools.HistoryResult) string {
-	return func(r tools.HistoryResult) string {
-		s := fmt.Sprintf("Done: %s; the page is %s (%q, backend %s)", verb, r.URL, r.Title, r.Backend)
-		if r.StillLoading {
-			s += ", still loading"
-		}
-		return s + ". Take a new browser_snapshot to read it."
+func historyText(r tools.HistoryResult) string {
+	s := fmt.Sprintf("Done: the page is %s (%q, backend %s)", r.URL, r.Title, r.Backend)
+	if r.StillLoading {
+		s += ", still loading"
 	}
+	return s + ". Take a new browser_snapshot to read it."
 }
 
 // registerPageTools adds history, evaluate, console, network, forms, drag,
 // PDF and viewport tools.
 func (s *Server) registerPageTools(srv *mcp.Server) {
-	for _, h := range []struct {
-		name, title, desc, verb string
-		call                    func(tools.ActTools, context.Context, browserbackend.Invocation, tools.HistoryInput) (tools.HistoryResult, error)
-	}{
-		{"browser_navigate_back", "Go back", "Go back one page in the conversation's tab's history and wait until that page has loaded.", "went back", tools.ActTools.GoBack},
-		{"browser_navigate_forward", "Go forward", "Go forward one page in the conversation's tab's history and wait until that page has loaded.", "went forward", tools.ActTools.GoForward},
-		{"browser_reload", "Reload", "Reload the conversation's page and wait until it has loaded.", "reloaded", tools.ActTools.Reload},
-	} {
-		add(s, srv, toolDef[HistoryArgs, tools.HistoryResult]{
-			name: h.name, title: h.title, desc: h.desc,
-			call: func(ctx context.Context, inv browserbackend.Invocation, a HistoryArgs) (tools.HistoryResult, error) {
-				return h.call(s.opts.Tools.Act(), ctx, inv, tools.HistoryInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs})
-			},
-			text:    historyText(h.verb),
-			backend: func(r tools.HistoryResult) browserbackend.Kind { return r.Backend },
-		})
-	}
+	add(s, srv, toolDef[HistoryArgs, tools.HistoryResult]{
+		name: "browser_history", title: "Back, forward, reload",
+		desc: "Go back or forward in the tab's history, or reload; waits for the page to load.",
+		call: func(ctx context.Context, inv browserbackend.Invocation, a HistoryArgs) (tools.HistoryResult, error) {
+			in := tools.HistoryInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs}
+			switch a.Step {
+			case "back":
+				return s.opts.Tools.Act().GoBack(ctx, inv, in)
+			case "forward":
+				return s.opts.Tools.Act().GoForward(ctx, inv, in)
+			case "reload":
+				return s.opts.Tools.Act().Reload(ctx, inv, in)
+			}
+			return tools.HistoryResult{}, &tools.Error{Op: "history", Code: tools.CodeInvalidInput, Message: "step must be back, forward or reload"}
+		},
+		text:    historyText,
+		backend: func(r tools.HistoryResult) browserbackend.Kind { return r.Backend },
+	})
 	add(s, srv, toolDef[EvaluateArgs, tools.EvaluateResult]{
 		name: "browser_evaluate", title: "Evaluate JavaScript",
-		desc: "Run a JavaScript function in the page (or on one element) and return its value as JSON. Refused when the server's browser policy does not allow scripts.",
+		desc: "Run a JavaScript function in the page (or on an element) and return its value as JSON.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a EvaluateArgs) (tools.EvaluateResult, error) {
 			return s.opts.Tools.Dev().Evaluate(ctx, inv, tools.EvaluateInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Function: a.Function, Target: a.target(), MaxChars: a.MaxChars})
@@ -65,7 +64,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[ConsoleArgs, tools.ConsoleResult]{
 		name: "browser_console_messages", title: "Console messages", readOnly: true,
-		desc: "List the console messages, uncaught errors and browser warnings of the current page (since it loaded), oldest first.",
+		desc: "Console messages, uncaught errors and browser warnings of the current page.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ConsoleArgs) (tools.ConsoleResult, error) {
 			return s.opts.Tools.Dev().Console(ctx, inv, tools.ConsoleInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Level: a.Level, Search: a.Search, Limit: a.Limit})
@@ -86,7 +85,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[NetworkArgs, tools.NetworkResult]{
 		name: "browser_network_requests", title: "Network requests", readOnly: true,
-		desc: "List the requests the current page made since it loaded (URL, type, HTTP status, timing, size), oldest first.",
+		desc: "Requests of the current page: URL, type, status, timing, size.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a NetworkArgs) (tools.NetworkResult, error) {
 			return s.opts.Tools.Dev().Network(ctx, inv, tools.NetworkInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Type: a.Type, URLContains: a.URLContains, Limit: a.Limit})
@@ -103,7 +102,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[FillFormArgs, tools.FillFormResult]{
 		name: "browser_fill_form", title: "Fill form",
-		desc: "Fill several form fields in one call, in order: text fields and text areas (replacing their content), selects, checkboxes and radio buttons, each by ref or CSS selector.",
+		desc: "Fill text fields, selects, checkboxes and radios in one call.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a FillFormArgs) (tools.FillFormResult, error) {
 			return s.opts.Tools.Act().FillForm(ctx, inv, a.input())
 		},
@@ -114,7 +113,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[DragArgs, tools.DragResult]{
 		name: "browser_drag", title: "Drag and drop",
-		desc: "Drag one element onto another (each by ref or CSS selector); works for HTML drag and drop and for pointer-driven drags.",
+		desc: "Drag one element onto another (HTML drag and drop or pointer drag).",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a DragArgs) (tools.DragResult, error) {
 			return s.opts.Tools.Act().Drag(ctx, inv, tools.DragInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				From: a.From.target(), To: a.To.target()})
@@ -126,7 +125,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[PDFArgs, tools.PDFResult]{
 		name: "browser_pdf_save", title: "Save as PDF", readOnly: true,
-		desc: "Print the page to a PDF file on the server and return its path and SHA-256.",
+		desc: "Save the page as a PDF file on the server.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a PDFArgs) (tools.PDFResult, error) {
 			return s.opts.Tools.Dev().PDF(ctx, inv, tools.PDFInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Landscape: a.Landscape,
 				PrintBackground: a.PrintBackground, Scale: a.Scale, PaperWidth: a.PaperWidth, PaperHeight: a.PaperHeight, PageRanges: a.PageRanges})
@@ -138,7 +137,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[TabsArgs, tools.TabsResult]{
 		name: "browser_tabs", title: "Tabs",
-		desc: "List the conversation's tabs (popups its pages opened included), open a new one, select one for the next calls, or close one.",
+		desc: "List the conversation's tabs (its popups too), open, select or close one.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a TabsArgs) (tools.TabsResult, error) {
 			return s.tabs(ctx, inv, a)
 		},
@@ -158,7 +157,7 @@ func (s *Server) registerPageTools(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[ResizeArgs, tools.ViewportResult]{
 		name: "browser_resize", title: "Resize viewport",
-		desc: "Set the page's viewport size (and optionally device pixel ratio and mobile emulation) for the rest of the conversation; width and height 0 restore the window's size.",
+		desc: "Set the viewport size for the rest of the conversation.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ResizeArgs) (tools.ViewportResult, error) {
 			return s.opts.Tools.Dev().Resize(ctx, inv, tools.ViewportInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Width: a.Width, Height: a.Height, DeviceScale: a.DeviceScale, Mobile: a.Mobile})

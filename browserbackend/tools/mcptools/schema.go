@@ -17,6 +17,9 @@ import (
 var closedSets = map[string][]string{
 	"wait_until": {tools.WaitLoad, tools.WaitDOMContentLoaded, tools.WaitNone},
 	"source":     {tools.SnapshotSourceDOM, tools.SnapshotSourceAccessibility},
+	"level":      {"debug", "info", "warning", "error"},
+	"action":     {"list", "new", "select", "close"}, // browser_tabs
+	"step":       {"back", "forward", "reload"},      // browser_history
 }
 
 // modesOf returns every browser_mode value sel accepts: auto, then each
