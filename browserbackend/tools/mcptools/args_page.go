@@ -4,7 +4,7 @@ import "github.com/browserchain/browserchain/browserbackend/tools"
 
 // HistoryArgs is the browser_history input.
 type HistoryArgs struct {
-	Step string `json:"step"`
+	Step string `json:"step" jsonschema:"Which way."`
 	Common
 }
 
@@ -34,8 +34,8 @@ type NetworkArgs struct {
 
 // PDFArgs is the browser_pdf_save input.
 type PDFArgs struct {
-	Landscape       bool    `json:"landscape,omitempty"`
-	PrintBackground bool    `json:"print_background,omitempty"`
+	Landscape       bool    `json:"landscape,omitempty" jsonschema:"Landscape pages."`
+	PrintBackground bool    `json:"print_background,omitempty" jsonschema:"Print backgrounds."`
 	Scale           float64 `json:"scale,omitempty" jsonschema:"0.1 to 2 (default 1)."`
 	PaperWidth      float64 `json:"paper_width,omitempty" jsonschema:"Inches (default 8.5)."`
 	PaperHeight     float64 `json:"paper_height,omitempty" jsonschema:"Inches (default 11)."`
@@ -48,7 +48,7 @@ type ResizeArgs struct {
 	Width       int     `json:"width" jsonschema:"CSS pixels, 1 to 16384; width and height 0 restore the window's size."`
 	Height      int     `json:"height" jsonschema:"CSS pixels, 1 to 16384."`
 	DeviceScale float64 `json:"device_scale,omitempty" jsonschema:"Device pixel ratio (default: the browser's)."`
-	Mobile      bool    `json:"mobile,omitempty"`
+	Mobile      bool    `json:"mobile,omitempty" jsonschema:"Emulate a phone."`
 	Common
 }
 

@@ -42,12 +42,19 @@ func TestClientListsEveryToolWithValidSchemas(t *testing.T) {
 		assert.Equal(t, []any{"auto", "extension", "cdp-inspect", "cdp-debugger", "local", "playwright"},
 			in.Properties["browser_mode"].Enum, "%s: browser_mode's values are the providers' modes and aliases", tool.Name)
 		for name, p := range in.Properties {
+			if name == "timeout_ms" || name == "conversation_id" {
+				continue // described once, in the instructions (checked below)
+			}
 			assert.NotEmpty(t, p.Description, "%s.%s has a description a model can act on", tool.Name, name)
 		}
 		assert.NotContains(t, in.Required, "browser_mode", tool.Name)
 		assert.Nil(t, tool.OutputSchema, "%s: the structured content goes without an output schema", tool.Name)
 	}
 	assert.ElementsMatch(t, mcptools.ToolNames, names)
+	init := cs.InitializeResult()
+	require.NotNil(t, init)
+	assert.Contains(t, init.Instructions, "timeout_ms is the deadline")
+	assert.Contains(t, init.Instructions, "conversation_id names the conversation")
 
 	byName := func(n string) *jsonschema.Schema {
 		i := slices.Index(names, n)
