@@ -216,7 +216,7 @@ func (a ActTools) HandleDialog(ctx context.Context, inv browserbackend.Invocatio
 	return run(a.t, ctx, inv, spec{op: "handle_dialog", mode: in.BrowserMode, timeoutMs: in.TimeoutMs,
 		def: DefaultActionTimeout, dialogOK: true},
 		func(ctx context.Context, p *Page) (HandleDialogResult, error) {
-			c, _ := p.s.(*browserbackend.Client)
+			c, _ := p.base.(*browserbackend.Client)
 			var open browserbackend.Dialog
 			known := false
 			if c != nil {

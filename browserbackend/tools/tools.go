@@ -11,6 +11,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -127,6 +128,11 @@ type Options struct {
 	// Dialogs is what calls do with a JavaScript dialog the page opens;
 	// WithDialogPolicy overrides it for one call. Default DialogReport.
 	Dialogs DialogPolicy
+	// Recorder, optional, records every tool call (selection, CDP commands,
+	// guard decisions, dialogs, screenshots) per conversation; a ctx made
+	// with recorder.NewContext overrides it for one call. nil: nothing is
+	// recorded.
+	Recorder *recorder.Recorder
 }
 
 // Tools runs the browser tools for a host application: each method is one
@@ -158,6 +164,7 @@ type Tools struct {
 	kept        keptClients
 	dialogs     DialogPolicy
 	uploadDir   string
+	rec         *recorder.Recorder
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -182,6 +189,7 @@ func New(opts Options) *Tools {
 		keepClients: opts.KeepClients,
 		dialogs:     opts.Dialogs,
 		uploadDir:   opts.UploadDir,
+		rec:         opts.Recorder,
 	}
 }
 
@@ -251,6 +259,9 @@ type spec struct {
 	input bool
 	// dialogOK: the call runs with a dialog open (it answers it).
 	dialogOK bool
+	// secret: the call's commands carry a credential; a recorder keeps none
+	// of their params.
+	secret bool
 }
 
 type callResult interface {
@@ -270,15 +281,34 @@ func CallOf(result any) (Call, bool) {
 }
 
 // run validates, opens the call's client, runs fn on the conversation's tab
-// and fills in the Call record.
+// and fills in the Call record; the call's recorder, if any, records it.
 func run[R any, PR interface {
 	*R
 	callResult
 }](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
-	var zero R
 	if err := checkInvocation(s.op, inv); err != nil {
+		var zero R
 		return zero, err
 	}
+	ctx, rc := t.recorderFor(ctx).Begin(ctx, inv.ConversationID, s.op)
+	if rc == nil {
+		return runCall[R, PR](t, ctx, inv, s, nil, fn)
+	}
+	if s.secret || s.typed != nil {
+		rc.Sensitive()
+	}
+	res, err := runCall[R, PR](t, ctx, inv, s, rc, fn)
+	recordEnd(rc, t.guardFor(ctx) != nil, err)
+	return res, err
+}
+
+// runCall is run once the invocation is checked; rc, possibly nil, records
+// the call.
+func runCall[R any, PR interface {
+	*R
+	callResult
+}](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, rc *recorder.Call, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+	var zero R
 	mode, err := parseMode(t.sel, s.op, s.mode, inv)
 	if err != nil {
 		return zero, err
@@ -312,6 +342,7 @@ func run[R any, PR interface {
 	defer func() { client.done(callErr) }()
 	var session cdp.Session = client.Client
 	page := NewPage(session, t.pageOpts)
+	page.s = rc.Session(session) // session itself when not recording
 	call1 := func(ctx context.Context) (R, error) {
 		if g == nil {
 			return fn(ctx, page)
@@ -334,6 +365,9 @@ func run[R any, PR interface {
 	if tab, ok := client.Tab(); ok {
 		call.TabID = tab.ID
 	}
+	if rc != nil {
+		recordServed(rc, call)
+	}
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
@@ -348,6 +382,9 @@ func run[R any, PR interface {
 		return zero, err
 	}
 	PR(&res).setCall(call)
+	if r, ok := any(PR(&res)).(recordedResult); ok && rc != nil {
+		r.record(rc)
+	}
 	t.log.Debug("browser tool done", "op", s.op, "mode", mode, "backend", call.Backend,
 		"conversationId", inv.ConversationID)
 	return res, nil
