@@ -52,11 +52,11 @@ type Entry struct {
 
 	Attempt *browserbackend.Attempt `json:"attempt,omitempty"`
 	// Failover marks an attempt that failed and was followed by another.
-	Failover bool          `json:"failover,omitempty"`
-	Command  *Command      `json:"cdp,omitempty"`
+	Failover bool           `json:"failover,omitempty"`
+	Command  *Command       `json:"cdp,omitempty"`
 	Guard    *GuardDecision `json:"guard,omitempty"`
-	Event    *PageEvent    `json:"event,omitempty"`
-	Shot     *Shot         `json:"shot,omitempty"`
+	Event    *PageEvent     `json:"event,omitempty"`
+	Shot     *Shot          `json:"shot,omitempty"`
 }
 
 // Command is a recorded CDP command.

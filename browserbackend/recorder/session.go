@@ -30,7 +30,9 @@ type session struct {
 	s cdp.Session
 }
 
-func (rs *session) Subscribe(method string) (<-chan jsonv2.Value, func()) { return rs.s.Subscribe(method) }
+func (rs *session) Subscribe(method string) (<-chan jsonv2.Value, func()) {
+	return rs.s.Subscribe(method)
+}
 
 func (rs *session) Call(ctx context.Context, method string, params, result any) error {
 	c := rs.c
