@@ -108,14 +108,14 @@ func group(entries []Entry) []*callView {
 		cv.Items = append(cv.Items, e)
 	}
 	for _, cv := range calls {
-		// Attempts are recorded once the call is served, stamped when the
-		// first command (the one they served) started: they go before it.
+		// Attempts are recorded once the call is served; the selection
+		// ran inside its first command: they go first, in their order.
 		sort.SliceStable(cv.Items, func(i, j int) bool {
 			a, b := cv.Items[i], cv.Items[j]
-			if a.Time.Equal(b.Time) {
-				return a.Type == TypeAttempt && b.Type != TypeAttempt
+			if (a.Type == TypeAttempt) != (b.Type == TypeAttempt) {
+				return a.Type == TypeAttempt
 			}
-			return a.Time.Before(b.Time)
+			return a.Type != TypeAttempt && a.Time.Before(b.Time)
 		})
 	}
 	return calls
