@@ -18,6 +18,9 @@ func (t *Tools) recorderFor(ctx context.Context) *recorder.Recorder {
 	return t.rec
 }
 
+// Recorder returns Options.Recorder (nil when the tools do not record).
+func (t *Tools) Recorder() *recorder.Recorder { return t.rec }
+
 // recordServed records how the call was served: its selection and the
 // dialog it met.
 func recordServed(rc *recorder.Call, call Call) {

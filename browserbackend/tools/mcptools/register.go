@@ -275,6 +275,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		text:    loginText,
 		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
+	s.registerTrace(srv) // browser_trace, when the Tools records (trace.go)
 	if s.opts.Screenshots == ScreenshotResourceLink {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
 			Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
