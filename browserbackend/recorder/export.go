@@ -2,12 +2,17 @@ package recorder
 
 import (
 	"bufio"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -119,4 +124,60 @@ func group(entries []Entry) []*callView {
 		})
 	}
 	return calls
+}
+
+// maxFileStem bounds the file name WriteFiles derives from a conversation
+// id, below the usual 255-byte limit of a file name.
+const maxFileStem = 200
+
+// FileStem is the file name WriteFiles gives conversation conv's trace,
+// without its extension: the path-escaped id, or, when that is longer than
+// 200 bytes, its first 100 bytes and the id's SHA-256.
+func FileStem(conv string) string {
+	stem := url.PathEscape(conv)
+	if stem == "" || stem == "." || stem == ".." {
+		stem = "_" + stem
+	}
+	if len(stem) > maxFileStem {
+		sum := sha256.Sum256([]byte(conv))
+		stem = stem[:100] + "-" + hex.EncodeToString(sum[:]) // escaped: ASCII only
+	}
+	return stem
+}
+
+// WriteFiles writes conversation conv's record into dir (created 0700) as
+// FileStem(conv)+".jsonl" and +".html", mode 0600, replacing earlier
+// ones. A conversation without a record writes nothing.
+func (r *Recorder) WriteFiles(dir, conv string) error {
+	if _, ok := r.Stats(conv); !ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("recorder: %w", err)
+	}
+	stem := filepath.Join(dir, FileStem(conv))
+	for ext, write := range map[string]func(io.Writer) error{
+		".jsonl": func(w io.Writer) error { return r.WriteJSONL(w, conv) },
+		".html":  func(w io.Writer) error { return r.WriteHTML(w, conv) },
+	} {
+		if err := writeFile(stem+ext, write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("recorder: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("recorder: %w", err)
+	}
+	return nil
 }

@@ -349,3 +349,27 @@ func TestNoTracerProviderMakesNoSpans(t *testing.T) {
 	c.End("", nil)
 	_ = attribute.Key("")
 }
+
+func TestWriteFilesWritesJSONLinesAndHTMLUnderASafeName(t *testing.T) {
+	r := recorder.New(recorder.Options{})
+	for _, conv := range []string{"../up/and away", strings.Repeat("é", 150)} {
+		_, c := r.Begin(t.Context(), conv, "scroll")
+		c.End("", nil)
+		dir := filepath.Join(t.TempDir(), "traces")
+		require.NoError(t, r.WriteFiles(dir, conv))
+		names, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, names, 2)
+		for _, n := range names {
+			assert.LessOrEqual(t, len(n.Name()), 255)
+			assert.False(t, strings.ContainsAny(n.Name(), "/"))
+			info, err := n.Info()
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, recorder.FileStem(conv)+".jsonl"))
+		require.NoError(t, err)
+		assert.Contains(t, string(raw), `"type":"call"`)
+	}
+	require.NoError(t, r.WriteFiles(t.TempDir(), "never-recorded"))
+}
