@@ -22,7 +22,9 @@
 // summary (SnapshotSummary, ExtractSummary) as structured content;
 // browser_screenshot adds the PNG as
 // image content or, with ScreenshotResourceLink, a resource link the client
-// reads with resources/read.
+// reads with resources/read. When the Tools record (tools.Options.Recorder),
+// browser_trace is added too: a conversation's record as structured
+// content, or a resource link (TraceURIPrefix) to its HTML page.
 //
 // A failure is a tool error (IsError) whose text says what to do: an invalid
 // browser_mode lists the accepted values and is refused before any CDP
