@@ -21,10 +21,18 @@ func (t *Tools) recorderFor(ctx context.Context) *recorder.Recorder {
 // Recorder returns Options.Recorder (nil when the tools do not record).
 func (t *Tools) Recorder() *recorder.Recorder { return t.rec }
 
-// recordServed records how the call was served: its selection and the
-// dialog it met.
-func recordServed(rc *recorder.Call, call Call) {
-	rc.Served(call.Backend, call.TabID, call.Attempts)
+// recordServed records how the call was served: its selection (none when
+// kept, a Client an earlier call selected) and the dialog it met. A nil rc
+// records nothing.
+func recordServed(rc *recorder.Call, call Call, kept bool) {
+	if rc == nil {
+		return
+	}
+	attempts := call.Attempts
+	if kept {
+		attempts = nil
+	}
+	rc.Served(call.Backend, call.TabID, attempts)
 	if d := call.Dialog; d != nil {
 		rc.Event(recorder.PageEvent{Type: "dialog", Detail: d.Type + ": " + d.Message, URL: d.URL, Handled: d.Handled})
 	}
@@ -53,6 +61,14 @@ func recordEnd(rc *recorder.Call, guarded bool, err error) {
 // screenshot.
 type recordedResult interface {
 	record(rc *recorder.Call)
+}
+
+// recordResult records what a successful call's result holds beyond its
+// Call; a nil rc records nothing.
+func recordResult(rc *recorder.Call, res any) {
+	if r, ok := res.(recordedResult); ok && rc != nil {
+		r.record(rc)
+	}
 }
 
 func (r *ScreenshotResult) record(rc *recorder.Call) {

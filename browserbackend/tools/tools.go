@@ -343,6 +343,7 @@ func runCall[R any, PR interface {
 	var session cdp.Session = client.Client
 	page := NewPage(session, t.pageOpts)
 	page.s = rc.Session(session) // session itself when not recording
+	kept := rc != nil && client.Kind() != "" // selected by an earlier call
 	call1 := func(ctx context.Context) (R, error) {
 		if g == nil {
 			return fn(ctx, page)
@@ -365,9 +366,7 @@ func runCall[R any, PR interface {
 	if tab, ok := client.Tab(); ok {
 		call.TabID = tab.ID
 	}
-	if rc != nil {
-		recordServed(rc, call)
-	}
+	recordServed(rc, call, kept)
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
@@ -382,9 +381,7 @@ func runCall[R any, PR interface {
 		return zero, err
 	}
 	PR(&res).setCall(call)
-	if r, ok := any(PR(&res)).(recordedResult); ok && rc != nil {
-		r.record(rc)
-	}
+	recordResult(rc, PR(&res))
 	t.log.Debug("browser tool done", "op", s.op, "mode", mode, "backend", call.Backend,
 		"conversationId", inv.ConversationID)
 	return res, nil
