@@ -342,7 +342,7 @@ func runCall[R any, PR interface {
 	defer func() { client.done(callErr) }()
 	var session cdp.Session = client.Client
 	page := NewPage(session, t.pageOpts)
-	page.s = rc.Session(session) // session itself when not recording
+	page.s = rc.Session(session)             // session itself when not recording
 	kept := rc != nil && client.Kind() != "" // selected by an earlier call
 	call1 := func(ctx context.Context) (R, error) {
 		if g == nil {
