@@ -87,7 +87,9 @@ type GuardDecision struct {
 }
 
 // PageEvent is something the page did: Type "dialog" (Detail the dialog's
-// kind and message, Handled how it was answered), "popup" or "download".
+// kind and message, Handled how it was answered), "popup" (URL the window
+// an action opened) or "navigation" (URL and, as Detail, the title of the
+// page an action navigated to).
 type PageEvent struct {
 	Type    string `json:"type"`
 	Detail  string `json:"detail,omitempty"`

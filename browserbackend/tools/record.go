@@ -58,7 +58,7 @@ func recordEnd(rc *recorder.Call, guarded bool, err error) {
 }
 
 // recordedResult is a tool result with more to record than its Call: a
-// screenshot.
+// screenshot, an action's effects.
 type recordedResult interface {
 	record(rc *recorder.Call)
 }
@@ -74,4 +74,15 @@ func recordResult(rc *recorder.Call, res any) {
 func (r *ScreenshotResult) record(rc *recorder.Call) {
 	rc.Screenshot(recorder.Shot{Path: r.Path, SHA256: r.SHA256, MediaType: r.MediaType,
 		Width: r.Width, Height: r.Height, Size: r.Size, URL: r.URL})
+}
+
+// record records the windows an action opened and the navigation it
+// started.
+func (e *Effects) record(rc *recorder.Call) {
+	for _, u := range e.Opened {
+		rc.Event(recorder.PageEvent{Type: "popup", URL: u})
+	}
+	if n := e.Navigated; n != nil {
+		rc.Event(recorder.PageEvent{Type: "navigation", URL: n.URL, Detail: n.Title})
+	}
 }
