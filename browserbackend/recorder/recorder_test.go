@@ -373,3 +373,21 @@ func TestWriteFilesWritesJSONLinesAndHTMLUnderASafeName(t *testing.T) {
 	}
 	require.NoError(t, r.WriteFiles(t.TempDir(), "never-recorded"))
 }
+
+// v1Session decodes results with encoding/json, as a session of a host's
+// own may.
+type v1Session struct{ fakeSession }
+
+func (v *v1Session) Call(ctx context.Context, method string, params, result any) error {
+	return json.Unmarshal([]byte(`{"result":{"type":"number","value":3}}`), result)
+}
+
+func TestSessionPassesResultsThroughAnEncodingJSONSession(t *testing.T) {
+	r := recorder.New(recorder.Options{})
+	ctx, c := r.Begin(t.Context(), "conv", "extract")
+	res, err := cdp.Call(ctx, c.Session(&v1Session{}), runtime.Evaluate, runtime.EvaluateParams{Expression: "3"})
+	require.NoError(t, err)
+	assert.JSONEq(t, "3", string(res.Result.Value))
+	c.End("", nil)
+	assert.Equal(t, len(`{"result":{"type":"number","value":3}}`), r.Entries("conv")[0].Command.ResultBytes)
+}

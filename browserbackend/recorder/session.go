@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -117,6 +118,16 @@ func (r *sized) UnmarshalJSONFrom(dec *jsonv2.Decoder) error {
 	}
 	r.n = int(dec.InputOffset() - from)
 	return err
+}
+
+// UnmarshalJSON serves sessions that decode with encoding/json.
+func (r *sized) UnmarshalJSON(b []byte) error {
+	r.n = len(b)
+	switch r.v.(type) {
+	case nil, *cdp.Empty:
+		return nil
+	}
+	return json.Unmarshal(b, r.v)
 }
 
 // secretPrefixes are the method prefixes whose params are never recorded:
