@@ -198,6 +198,7 @@ func (c *convo) nextCall() uint64 {
 // push appends e, dropping the oldest entries to keep the bounds. An entry
 // whose screenshot alone is over the byte bound loses its bytes.
 func (c *convo) push(e Entry) {
+	e.Conversation = c.id // before sizing: pop subtracts the same size
 	size := e.size()
 	if size > c.maxBytes && e.Shot != nil && e.Shot.Data != nil {
 		cp := *e.Shot
@@ -212,7 +213,6 @@ func (c *convo) push(e Entry) {
 	}
 	c.seq++
 	e.Seq = c.seq
-	e.Conversation = c.id
 	if c.n == len(c.buf) {
 		c.growLocked()
 	}

@@ -391,3 +391,17 @@ func TestSessionPassesResultsThroughAnEncodingJSONSession(t *testing.T) {
 	c.End("", nil)
 	assert.Equal(t, len(`{"result":{"type":"number","value":3}}`), r.Entries("conv")[0].Command.ResultBytes)
 }
+
+func TestRingBytesReturnToZeroWhenEverythingIsDropped(t *testing.T) {
+	r := recorder.New(recorder.Options{MaxEntries: 2})
+	var one int
+	for i := range 10 {
+		_, c := r.Begin(t.Context(), "a-long-conversation-id", "scroll")
+		c.End("", nil)
+		st, _ := r.Stats("a-long-conversation-id")
+		if i == 0 {
+			one = st.Bytes
+		}
+		assert.Equal(t, min(i+1, 2)*one, st.Bytes, "the bytes of the entries kept, no drift")
+	}
+}
