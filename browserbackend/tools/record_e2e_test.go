@@ -19,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -31,13 +30,13 @@ import (
 	"github.com/browserchain/browserchain/local"
 )
 
-// tracedRecorder returns a recorder whose spans end in the returned
-// in-memory span recorder.
-func tracedRecorder(t *testing.T) (*recorder.Recorder, *tracetest.SpanRecorder) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+// tracedRecorder returns a recorder whose spans the SDK exports, as they
+// end, to the returned in-memory exporter.
+func tracedRecorder(t *testing.T) (*recorder.Recorder, *tracetest.InMemoryExporter) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	return recorder.New(recorder.Options{TracerProvider: tp}), sr
+	return recorder.New(recorder.Options{TracerProvider: tp}), exp
 }
 
 // jsonLines decodes a conversation's JSON lines export.
@@ -112,25 +111,25 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 
 	// The spans: the failed attempt is a child of the second navigate's
 	// span, and so are its commands.
-	var navSpans []sdktrace.ReadOnlySpan
-	var failed []sdktrace.ReadOnlySpan
+	var navSpans []tracetest.SpanStub
+	var failed []tracetest.SpanStub
 	cdpParents := map[string]bool{}
-	for _, sp := range spans.Ended() {
+	for _, sp := range spans.GetSpans() {
 		switch {
-		case sp.Name() == "tool navigate":
+		case sp.Name == "tool navigate":
 			navSpans = append(navSpans, sp)
-		case sp.Name() == "attempt cdp-inspect" && hasAttr(sp, recorder.AttrFailover.Bool(true)):
+		case sp.Name == "attempt cdp-inspect" && slices.Contains(sp.Attributes, recorder.AttrFailover.Bool(true)):
 			failed = append(failed, sp)
-		case strings.HasPrefix(sp.Name(), "cdp "):
-			cdpParents[sp.Parent().SpanID().String()] = true
+		case strings.HasPrefix(sp.Name, "cdp "):
+			cdpParents[sp.Parent.SpanID().String()] = true
 		}
 	}
 	require.Len(t, navSpans, 2)
 	second := navSpans[1]
-	assert.True(t, hasAttr(second, recorder.AttrBackend.String("local")))
+	assert.Contains(t, second.Attributes, recorder.AttrBackend.String("local"))
 	require.NotEmpty(t, failed)
-	assert.Equal(t, second.SpanContext().SpanID(), failed[0].Parent().SpanID())
-	assert.True(t, cdpParents[second.SpanContext().SpanID().String()], "the second navigate's commands are its children")
+	assert.Equal(t, second.SpanContext.SpanID(), failed[0].Parent.SpanID())
+	assert.True(t, cdpParents[second.SpanContext.SpanID().String()], "the second navigate's commands are its children")
 
 	// The viewer, opened from a file in headless Chromium: the failover
 	// step and the screenshot (decoded) are on the page, and the page
@@ -170,10 +169,6 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	img, err := base64.StdEncoding.DecodeString(capture.Data)
 	require.NoError(t, err)
 	assert.Greater(t, len(img), 1000, "the viewer renders")
-}
-
-func hasAttr(sp sdktrace.ReadOnlySpan, kv attribute.KeyValue) bool {
-	return slices.Contains(sp.Attributes(), kv)
 }
 
 // evalJSON evaluates expr (a promise of a JSON string) in the tab and
@@ -238,13 +233,13 @@ func TestRecorderNeverHoldsATypedPasswordOrAVaultValue(t *testing.T) {
 	var html bytes.Buffer
 	require.NoError(t, rec.WriteHTML(&html, inv.ConversationID))
 	var spanText strings.Builder
-	require.NotEmpty(t, spans.Ended())
-	for _, sp := range spans.Ended() {
-		fmt.Fprintln(&spanText, sp.Name(), sp.Status().Description)
-		for _, kv := range sp.Attributes() {
+	require.NotEmpty(t, spans.GetSpans())
+	for _, sp := range spans.GetSpans() {
+		fmt.Fprintln(&spanText, sp.Name, sp.Status.Description)
+		for _, kv := range sp.Attributes {
 			fmt.Fprintln(&spanText, kv.Key, kv.Value.Emit())
 		}
-		for _, ev := range sp.Events() {
+		for _, ev := range sp.Events {
 			fmt.Fprintln(&spanText, ev.Name)
 			for _, kv := range ev.Attributes {
 				fmt.Fprintln(&spanText, kv.Key, kv.Value.Emit())
