@@ -38,7 +38,8 @@ type Entry struct {
 	Type Type   `json:"type"`
 	// Op is the tool call's operation ("navigate", "click", …).
 	Op string `json:"op,omitempty"`
-	// Duration is the call's or command's duration.
+	// Duration is the call's, attempt's or command's duration. JSON:
+	// nanoseconds, as Time is RFC 3339.
 	Duration time.Duration `json:"duration,omitempty"`
 	Backend  string        `json:"backend,omitempty"`
 	// Tab is the backend's id of the call's tab.
