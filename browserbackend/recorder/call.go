@@ -164,13 +164,13 @@ func (c *Call) Screenshot(s Shot) {
 	if c == nil {
 		return
 	}
-	max := c.r.opts.MaxShotBytes
-	if s.Data == nil && s.Path != "" && max > 0 && s.Size > 0 && s.Size <= int64(max) {
-		if b, err := os.ReadFile(s.Path); err == nil && len(b) <= max {
+	limit := c.r.opts.MaxShotBytes
+	if s.Data == nil && s.Path != "" && limit > 0 && s.Size > 0 && s.Size <= int64(limit) {
+		if b, err := os.ReadFile(s.Path); err == nil && len(b) <= limit {
 			s.Data = b
 		}
 	}
-	if len(s.Data) > max {
+	if len(s.Data) > limit {
 		s.Data = nil
 	}
 	c.push(Entry{Type: TypeScreenshot, Shot: &s})

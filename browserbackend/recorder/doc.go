@@ -16,8 +16,9 @@
 //
 // What is never recorded: the text of Input.insertText,
 // Input.dispatchKeyEvent and Input.imeSetComposition, any param of a call
-// the tools mark sensitive (login, type), cookies and storage
-// (Network.*Cookie*, Storage.*), and any command's result beyond its size.
+// the tools mark sensitive (login, type, file upload, handle dialog),
+// cookies and storage (Network.*Cookie*, Storage.*), the other methods
+// SecretMethod names, and any command's result beyond its size.
 // Spans carry no params at all.
 //
 // The record of one conversation is a ring bounded by Options.MaxEntries and

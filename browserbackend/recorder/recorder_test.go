@@ -226,7 +226,7 @@ func TestSecretMethod(t *testing.T) {
 		"Input.insertText": true, "Input.dispatchKeyEvent": true, "Input.imeSetComposition": true,
 		"Network.getCookies": true, "Network.setCookie": true, "Network.deleteCookies": true,
 		"Storage.getCookies": true, "Storage.clearDataForOrigin": true, "Fetch.continueWithAuth": true,
-		"Network.setExtraHTTPHeaders": true, "Fetch.fulfillRequest": true,
+		"Network.setExtraHTTPHeaders": true, "Fetch.fulfillRequest": true, "Page.handleJavaScriptDialog": true,
 		"Input.dispatchMouseEvent": false, "Page.navigate": false, "Runtime.evaluate": false,
 		"DOM.focus": false, "Fetch.continueRequest": false,
 	} {

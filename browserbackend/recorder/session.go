@@ -135,15 +135,16 @@ func (r *sized) UnmarshalJSON(b []byte) error {
 var secretPrefixes = []string{
 	"Input.insertText", "Input.dispatchKeyEvent", "Input.imeSetComposition",
 	"Storage.", "Fetch.continueWithAuth", "Network.setExtraHTTPHeaders",
-	"Fetch.fulfillRequest", "Page.setDocumentContent",
+	"Fetch.fulfillRequest", "Page.setDocumentContent", "Page.handleJavaScriptDialog",
 }
 
 // SecretMethod reports whether a CDP method's params are never recorded:
 // those of typed text (Input.insertText, Input.dispatchKeyEvent,
 // Input.imeSetComposition), cookies (any method of Network or Storage
 // naming a cookie), storage (Storage.*), credentials and headers
-// (Fetch.continueWithAuth, Network.setExtraHTTPHeaders) and page content
-// (Fetch.fulfillRequest, Page.setDocumentContent).
+// (Fetch.continueWithAuth, Network.setExtraHTTPHeaders), page content
+// (Fetch.fulfillRequest, Page.setDocumentContent) and a prompt's answer
+// (Page.handleJavaScriptDialog).
 func SecretMethod(method string) bool {
 	for _, p := range secretPrefixes {
 		if strings.HasPrefix(method, p) {

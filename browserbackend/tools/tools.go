@@ -259,8 +259,9 @@ type spec struct {
 	input bool
 	// dialogOK: the call runs with a dialog open (it answers it).
 	dialogOK bool
-	// secret: the call's commands carry a credential; a recorder keeps none
-	// of their params.
+	// secret: the call's commands may carry a secret (a credential, a
+	// file's bytes, a prompt's answer); a recorder keeps none of their
+	// params.
 	secret bool
 }
 
