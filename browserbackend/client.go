@@ -244,15 +244,14 @@ func (c *Client) addSkipped(as []Attempt, remembered bool) {
 // time since start (0 for a zero start).
 func (c *Client) record(remembered bool, a Attempt, start time.Time) {
 	a.Remembered = remembered
+	if !start.IsZero() {
+		a.Elapsed = time.Since(start)
+	}
 	c.mu.Lock()
 	c.attempts = append(c.attempts, a)
 	c.mu.Unlock()
 	if h := c.sel.hooks.AttemptDone; h != nil {
-		var elapsed time.Duration
-		if !start.IsZero() {
-			elapsed = time.Since(start)
-		}
-		h(c.inv, a, elapsed)
+		h(c.inv, a, a.Elapsed)
 	}
 }
 

@@ -367,6 +367,9 @@ type Attempt struct {
 	// Remembered marks a try of the conversation's remembered kind (Memo),
 	// made before the auto list; the same kind may appear again later.
 	Remembered bool `json:"remembered,omitempty"`
+	// Elapsed is how long the attempt took, from building the candidate to
+	// its first answer or failure; 0 for a skip. JSON: nanoseconds.
+	Elapsed time.Duration `json:"elapsed,omitempty"`
 	// Err is the failure, nil for a success.
 	Err error `json:"-"`
 }

@@ -114,3 +114,18 @@ func TestRenderFillsEverySection(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderShowsTheRecordersCost(t *testing.T) {
+	r := &Results{ToolScenario: []ToolScenarioResult{{
+		Backend: GuardLocal, Steps: map[string]Durations{StepNavigate: same(2, time.Millisecond)},
+		Total: same(3, 100*time.Millisecond), RecordedTotal: same(3, 102*time.Millisecond),
+		RecordedBytes: []int{300 << 10, 310 << 10, 320 << 10}, RecordedEntries: []int{40, 40, 40},
+	}}}
+	var b strings.Builder
+	r.Render(&b)
+	for _, want := range []string{"| local | 100", "+2.0 %", "| 40 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

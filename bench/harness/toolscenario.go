@@ -3,10 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	bb "github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/eventhub/wire"
 	"github.com/browserchain/browserchain/local"
@@ -21,6 +23,12 @@ var ToolSteps = []string{StepNavigate, StepSnapshot, StepType, StepClick, StepEx
 type ToolScenarioResult struct {
 	Backend string
 	Steps   map[string]Durations
+	// Total and RecordedTotal are the timed steps' sum per round, without
+	// and with the flight recorder (recorder.NewContext on every call).
+	Total, RecordedTotal Durations
+	// RecordedBytes and RecordedEntries measure the record of one scenario
+	// run (recorder.Stats of a fresh recorder), per round.
+	RecordedBytes, RecordedEntries []int
 }
 
 // MeasureToolScenario runs the MCP scenario's steps through tools.Tools in
@@ -28,7 +36,9 @@ type ToolScenarioResult struct {
 // the world: cdp-inspect (a Chromium of its own), local, host-bridge and the
 // extension, one conversation each, the backends in an order shuffled per
 // round. Navigations to the article and the large page are not timed; their
-// snapshots are.
+// snapshots are. Each round runs the scenario twice on each backend, without
+// and with a fresh flight recorder (recorder.NewContext), in alternating
+// order.
 func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]ToolScenarioResult, error) {
 	ch, newInspect, err := ownInspectBrowser(ctx)
 	if err != nil {
@@ -94,14 +104,35 @@ func MeasureToolScenario(ctx context.Context, w *World, rounds, warmup int) ([]T
 					return nil, fmt.Errorf("tool scenario: %s: raise the tab: %w", be.name, err)
 				}
 			}
-			steps, err := toolScenario(ctx, be.tl, be.inv, w.Fix)
-			if err != nil {
-				return nil, fmt.Errorf("tool scenario: %s: %w", be.name, err)
-			}
-			if n >= warmup {
-				for step, d := range steps {
-					out[k].Steps[step] = append(out[k].Steps[step], d)
+			// The scenario without, then with the recorder, or the other
+			// way round, alternately.
+			for _, recorded := range [2]bool{n%2 == 1, n%2 == 0} {
+				var rec *recorder.Recorder
+				if recorded {
+					rec = recorder.New(recorder.Options{})
 				}
+				steps, err := toolScenario(recorder.NewContext(ctx, rec), be.tl, be.inv, w.Fix)
+				if err != nil {
+					return nil, fmt.Errorf("tool scenario: %s (recorded %v): %w", be.name, recorded, err)
+				}
+				if n < warmup {
+					continue
+				}
+				var total time.Duration
+				for _, d := range steps {
+					total += d
+				}
+				if !recorded {
+					out[k].Total = append(out[k].Total, total)
+					for step, d := range steps {
+						out[k].Steps[step] = append(out[k].Steps[step], d)
+					}
+					continue
+				}
+				st, _ := rec.Stats(be.inv.ConversationID)
+				out[k].RecordedTotal = append(out[k].RecordedTotal, total)
+				out[k].RecordedBytes = append(out[k].RecordedBytes, st.Bytes)
+				out[k].RecordedEntries = append(out[k].RecordedEntries, st.Entries)
 			}
 		}
 	}
@@ -234,4 +265,36 @@ func (r *Results) renderToolScenario(p func(string, ...any)) {
 		p("\n")
 	}
 	p("\n")
+	r.renderRecorderCost(p)
+}
+
+// renderRecorderCost is the flight recorder's share of §12: the same
+// scenario with recorder.NewContext on every call, in the same rounds.
+func (r *Results) renderRecorderCost(p func(string, ...any)) {
+	if len(r.ToolScenario) == 0 || len(r.ToolScenario[0].RecordedTotal) == 0 {
+		return
+	}
+	p("The flight recorder (`browserbackend/recorder`, no spans): each round also runs the scenario with a fresh " +
+		"recorder on every call (the two runs in alternating order). Each cell is the median of the timed steps' " +
+		"sum per round; the memory is what one scenario run's record holds (`Stats.Bytes`, screenshots included).\n\n")
+	p("| backend | recorder off | recorder on | cost | memory per recorded conversation | entries |\n|---|---|---|---|---|---|\n")
+	for _, b := range r.ToolScenario {
+		off, on := b.Total.Median(), b.RecordedTotal.Median()
+		cost := 0.0
+		if off > 0 {
+			cost = 100 * float64(on-off) / float64(off)
+		}
+		p("| %s | %s | %s | %+.1f %% | %s | %d |\n", b.Backend, ms(off), ms(on), cost,
+			mib(float64(medianInt(b.RecordedBytes))), medianInt(b.RecordedEntries))
+	}
+	p("\n")
+}
+
+func medianInt(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

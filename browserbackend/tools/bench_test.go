@@ -10,6 +10,7 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 )
@@ -174,4 +175,47 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkRecorderCost measures what the flight recorder adds to a tool
+// call on local: each iteration runs an extract and a screenshot with
+// recording off and on (recorder.NewContext), in alternating order. The
+// metrics are the medians, the cost in per cent, and the record's memory per
+// recorded call (screenshots included).
+//
+//	go test -run XXX -bench RecorderCost -benchtime 200x ./browserbackend/tools/
+func BenchmarkRecorderCost(b *testing.B) {
+	s := startSite(b)
+	tl, _ := localTools(b)
+	inv := browserbackend.Invocation{ConversationID: "bench-recorder"}
+	if _, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{URL: s.url("/form")}); err != nil {
+		b.Fatal(err)
+	}
+	rec := recorder.New(recorder.Options{MaxBytes: 1 << 30, MaxEntries: 1 << 20})
+	ctxs := [2]context.Context{recorder.NewContext(context.Background(), nil), recorder.NewContext(context.Background(), rec)}
+	var d [2][]time.Duration
+	i := 0
+	for b.Loop() {
+		for k := range ctxs {
+			j := (i + k) % 2
+			t0 := time.Now()
+			if _, err := tl.Read().Extract(ctxs[j], inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tl.Read().Screenshot(ctxs[j], inv, tools.ScreenshotInput{}); err != nil {
+				b.Fatal(err)
+			}
+			d[j] = append(d[j], time.Since(t0))
+		}
+		i++
+	}
+	off, on := median(d[0]), median(d[1])
+	b.ReportMetric(float64(off.Microseconds()), "off-µs/median")
+	b.ReportMetric(float64(on.Microseconds()), "on-µs/median")
+	if off > 0 {
+		b.ReportMetric(100*float64(on-off)/float64(off), "cost-%")
+	}
+	if st, ok := rec.Stats(inv.ConversationID); ok && st.Calls > 0 {
+		b.ReportMetric(float64(st.Bytes)/float64(st.Calls), "record-B/call")
+	}
 }

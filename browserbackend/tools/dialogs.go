@@ -214,9 +214,9 @@ func (p *Page) HandleDialog(ctx context.Context, in HandleDialogInput) (HandleDi
 // answering (a kept Client on a backend with browserbackend.CapDialogs).
 func (a ActTools) HandleDialog(ctx context.Context, inv browserbackend.Invocation, in HandleDialogInput) (HandleDialogResult, error) {
 	return run(a.t, ctx, inv, spec{op: "handle_dialog", mode: in.BrowserMode, timeoutMs: in.TimeoutMs,
-		def: DefaultActionTimeout, dialogOK: true},
+		def: DefaultActionTimeout, dialogOK: true, secret: true},
 		func(ctx context.Context, p *Page) (HandleDialogResult, error) {
-			c, _ := p.s.(*browserbackend.Client)
+			c, _ := p.base.(*browserbackend.Client)
 			var open browserbackend.Dialog
 			known := false
 			if c != nil {

@@ -52,6 +52,11 @@
 // (browserbackend.TabRequest) and the backend that serves the call resolves
 // it; the tools name no backend.
 //
+// With Options.Recorder (or recorder.NewContext for one call) every call is
+// recorded per conversation: its selection, its CDP commands (params
+// redacted), the guard's decision, a dialog it met and its screenshot; see
+// package browserbackend/recorder.
+//
 // Status (and Tools.Status) reports per backend whether it is available, how
 // that was verified (preflight or active probe), the auto order, the sticky
 // kind, the recommended mode and user actions.

@@ -540,7 +540,7 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 	var zero R
 	if w == nil {
 		var err error
-		if w, err = startWatch(ctx, ctx, g, p.s, op); err != nil {
+		if w, err = startWatch(ctx, ctx, g, p.base, op); err != nil {
 			return zero, err
 		}
 		defer w.stop(ctx)

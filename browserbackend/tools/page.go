@@ -26,7 +26,10 @@ import (
 // Page methods do not look at browser_mode: Tools validates it and picks the
 // backend. Every method returns within ctx's deadline; failures are *Error.
 type Page struct {
-	s    cdp.Session
+	s cdp.Session
+	// base is the session s wraps (a recorder's): what the page asks of
+	// its session besides commands (its kind, flat sessions, dialogs).
+	base cdp.Session
 	opts PageOptions
 }
 
@@ -46,7 +49,7 @@ func NewPage(s cdp.Session, opts PageOptions) *Page {
 	if opts.ScreenshotDir == "" {
 		opts.ScreenshotDir = DefaultScreenshotDir()
 	}
-	return &Page{s: s, opts: opts}
+	return &Page{s: s, base: s, opts: opts}
 }
 
 // Session returns the session the page runs on.
@@ -56,7 +59,7 @@ func (p *Page) Session() cdp.Session { return p.s }
 // kept browserbackend.Client after its first call): its commands may then
 // go out together, since none of them selects.
 func (p *Page) bound() bool {
-	k, ok := p.s.(interface{ Kind() browserbackend.Kind })
+	k, ok := p.base.(interface{ Kind() browserbackend.Kind })
 	return ok && k.Kind() != ""
 }
 

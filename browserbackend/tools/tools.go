@@ -13,6 +13,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -137,6 +138,11 @@ type Options struct {
 	// Dialogs is what calls do with a JavaScript dialog the page opens;
 	// WithDialogPolicy overrides it for one call. Default DialogReport.
 	Dialogs DialogPolicy
+	// Recorder, optional, records every tool call (selection, CDP commands,
+	// guard decisions, dialogs, screenshots) per conversation; a ctx made
+	// with recorder.NewContext overrides it for one call. nil: nothing is
+	// recorded.
+	Recorder *recorder.Recorder
 }
 
 // Tools runs the browser tools for a host application: each method is one
@@ -170,6 +176,7 @@ type Tools struct {
 	uploadDir   string
 	viewports   *lru.Cache[string, ViewportInput]
 	downloads   *downloads
+	rec         *recorder.Recorder
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -196,6 +203,7 @@ func New(opts Options) *Tools {
 		uploadDir:   opts.UploadDir,
 		viewports:   newViewports(),
 		downloads:   &downloads{root: opts.DownloadDir},
+		rec:         opts.Recorder,
 	}
 }
 
@@ -268,6 +276,10 @@ type spec struct {
 	// script: the call runs the agent's JavaScript, which a guard refuses
 	// unless its policy allows scripts.
 	script bool
+	// secret: the call's commands may carry a secret (a credential, a
+	// file's bytes, a prompt's answer); a recorder keeps none of their
+	// params.
+	secret bool
 }
 
 type callResult interface {
@@ -287,15 +299,34 @@ func CallOf(result any) (Call, bool) {
 }
 
 // run validates, opens the call's client, runs fn on the conversation's tab
-// and fills in the Call record.
+// and fills in the Call record; the call's recorder, if any, records it.
 func run[R any, PR interface {
 	*R
 	callResult
 }](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
-	var zero R
 	if err := checkInvocation(s.op, inv); err != nil {
+		var zero R
 		return zero, err
 	}
+	ctx, rc := t.recorderFor(ctx).Begin(ctx, inv.ConversationID, s.op)
+	if rc == nil {
+		return runCall[R, PR](t, ctx, inv, s, nil, fn)
+	}
+	if s.secret || s.typed != nil {
+		rc.Sensitive()
+	}
+	res, err := runCall[R, PR](t, ctx, inv, s, rc, fn)
+	recordEnd(rc, t.guardFor(ctx) != nil, err)
+	return res, err
+}
+
+// runCall is run once the invocation is checked; rc, possibly nil, records
+// the call.
+func runCall[R any, PR interface {
+	*R
+	callResult
+}](t *Tools, ctx context.Context, inv browserbackend.Invocation, s spec, rc *recorder.Call, fn func(ctx context.Context, p *Page) (R, error)) (R, error) {
+	var zero R
 	mode, err := parseMode(t.sel, s.op, s.mode, inv)
 	if err != nil {
 		return zero, err
@@ -338,6 +369,8 @@ func run[R any, PR interface {
 		popts.downloads.dir = t.downloads.conversationDir(inv.ConversationID)
 	}
 	page := NewPage(session, popts)
+	page.s = rc.Session(session)             // session itself when not recording
+	kept := rc != nil && client.Kind() != "" // selected by an earlier call
 	call1 := func(ctx context.Context) (R, error) {
 		t.restoreViewport(ctx, s.op, inv, page)
 		if g == nil {
@@ -361,6 +394,7 @@ func run[R any, PR interface {
 	if tab, ok := client.Tab(); ok {
 		call.TabID = tab.ID
 	}
+	recordServed(rc, call, kept)
 	if err != nil {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
@@ -375,6 +409,7 @@ func run[R any, PR interface {
 		return zero, err
 	}
 	PR(&res).setCall(call)
+	recordResult(rc, PR(&res))
 	t.log.Debug("browser tool done", "op", s.op, "mode", mode, "backend", call.Backend,
 		"conversationId", inv.ConversationID)
 	return res, nil

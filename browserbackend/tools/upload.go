@@ -175,7 +175,7 @@ func readUpload(op, root, name string) (UploadFile, error) {
 func (a ActTools) FileUpload(ctx context.Context, inv browserbackend.Invocation, in FileUploadInput) (FileUploadResult, error) {
 	const op = "file_upload"
 	var files []UploadFile
-	return run(a.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, input: true,
+	return run(a.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, input: true, secret: true,
 		check: func() error {
 			if err := checkTarget(op, in.Target); err != nil {
 				return err

@@ -30,6 +30,9 @@
 //	-allow-writes     with -allowed-domains: allow write-looking clicks, key presses and types
 //	-vault            JSON file of browser_login credentials, {"name": {"username": …, "password": …}},
 //	                  readable by its owner only (mode 0600); not given: browser_login is not configured
+//	-trace-dir        record every tool call (browser_trace shows a conversation's record) and write
+//	                  each conversation's trace, <id>.jsonl and <id>.html, into this directory when its
+//	                  session ends; not given: nothing is recorded
 //	-v                debug logging
 //
 // Logs go to stderr (stdout is the stdio transport), and to the client
@@ -50,6 +53,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +62,7 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 	"github.com/browserchain/browserchain/cdpinspect"
@@ -87,6 +92,7 @@ type config struct {
 	cdpPort                                                                                                 int
 	guard                                                                                                   *guard.Policy
 	vault                                                                                                   string
+	traceDir                                                                                                string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -110,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.uploadDir, "upload-dir", "", "directory browser_file_upload may read files from (\"\": uploads off)")
 	fs.StringVar(&c.downloadDir, "download-dir", "", "directory where downloads in the private Chromium are saved, one directory per conversation (\"\": that browser refuses downloads)")
 	fs.StringVar(&c.vault, "vault", "", "JSON file of browser_login credentials (mode 0600): {\"name\": {\"username\": …, \"password\": …}}")
+	fs.StringVar(&c.traceDir, "trace-dir", "", "record every tool call and write each conversation's trace (.jsonl and .html) into this directory when its session ends (\"\": no recording)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	guardFlags := runtime.AddGuardFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -209,10 +216,19 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// Each MCP session's conversation keeps its Client between calls: no
 	// new connection or target attachment per tool call.
 	// Closing a conversation closes what it opened on every provider.
+	rec := traceRecorder(c.traceDir)
 	tl := tools.New(tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, UploadDir: c.uploadDir, DownloadDir: c.downloadDir, Logger: log, Guard: g,
-		Vault: vault, KeepClients: true})
+		Vault: vault, KeepClients: true, Recorder: rec})
 	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
 	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
+	if rec != nil {
+		mo.OnSessionEnd = func(conv string) { writeTrace(rec, c.traceDir, conv, log) }
+		defer func() { // the conversations calls named, after srv.Close
+			for _, conv := range rec.Conversations() {
+				writeTrace(rec, c.traceDir, conv, log)
+			}
+		}()
+	}
 	if c.screenshots == "link" {
 		mo.Screenshots = mcptools.ScreenshotResourceLink
 	}
@@ -290,4 +306,23 @@ func serveHTTP(ctx context.Context, ms *mcp.Server, c config, log *slog.Logger, 
 		err = nil
 	}
 	return err
+}
+
+// traceRecorder is the recorder of -trace-dir, nil without it.
+func traceRecorder(dir string) *recorder.Recorder {
+	if dir == "" {
+		return nil
+	}
+	return recorder.New(recorder.Options{})
+}
+
+// writeTrace writes conversation conv's trace into dir and forgets it.
+func writeTrace(rec *recorder.Recorder, dir, conv string, log *slog.Logger) {
+	if err := rec.WriteFiles(dir, conv); err != nil {
+		log.Warn("writing the trace failed", "module", "example-mcp", "conversationId", conv, "error", err)
+		return
+	}
+	rec.Forget(conv)
+	log.Info("trace written", "module", "example-mcp", "conversationId", conv,
+		"file", filepath.Join(dir, recorder.FileStem(conv)+".html"))
 }

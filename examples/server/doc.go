@@ -31,6 +31,9 @@
 //	-nats             NATS broker URL (JetStream on); with -replica the server is one
 //	                  replica of several sharing the broker (docs/replicas.md)
 //	-replica          this replica's name, unique among the replicas
+//	-trace-dir        record every command of the command endpoint (the selection, the command,
+//	                  its outcome) and rewrite its conversation's trace, <id>.jsonl and <id>.html,
+//	                  in this directory after each; not given: nothing is recorded
 //	-v                debug logging (every selection record)
 //
 // The remote browser listener (package hostproxy/remote; docs/remote.md):

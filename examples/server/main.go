@@ -40,6 +40,7 @@ const DefaultListen = "127.0.0.1:7830"
 // config is the parsed command line.
 type config struct {
 	listen, keyFile, actor, chromium string
+	traceDir                         string
 	natsURL, replica                 string
 	guard                            *guard.Policy
 	origins                          []string
@@ -66,6 +67,7 @@ func parseFlags(args []string) (config, error) {
 	guardFlags := runtime.AddGuardFlags(fs)
 	fs.StringVar(&c.natsURL, "nats", "", "NATS broker URL (JetStream on): run as one replica of several sharing it")
 	fs.StringVar(&c.replica, "replica", "", "this replica's name with -nats, unique among the replicas ([A-Za-z0-9_-])")
+	fs.StringVar(&c.traceDir, "trace-dir", "", "record every command of the command endpoint and rewrite its conversation's trace (.jsonl, .html) in this directory after each")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	addRemoteFlags(fs, &c.remote)
 	if err := fs.Parse(args); err != nil {
@@ -158,6 +160,7 @@ func run() error {
 		Key: key, AllowedOrigins: c.origins, ActorPrincipalID: c.actor, Logger: log, Fallbacks: fallbacks,
 		SelectorOptions: browserbackend.Options{Policy: c.policy},
 		Guard:           g,
+		TraceDir:        c.traceDir,
 	}
 	nc, err := joinReplicas(c, log, &rcfg)
 	if err != nil {

@@ -26,8 +26,10 @@
 // ScreenshotResourceLink, a resource link. Every file a call writes is a
 // resource of its MCP session: resources/list lists the session's own,
 // resources/read reads them, and no other session sees them.
-// StreamableHTTPHandler serves the tools over streamable HTTP with
-// resumable event streams.
+// When the Tools record (tools.Options.Recorder), browser_trace is added
+// too: a conversation's record as structured content, or a resource link
+// (TraceURIPrefix) to its HTML page. StreamableHTTPHandler serves the tools
+// over streamable HTTP with resumable event streams.
 //
 // A failure is a tool error (IsError) whose text says what to do: a value
 // outside an enum (an unknown browser_mode) is refused by the schema before

@@ -283,6 +283,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
 	s.registerPageTools(srv)
+	s.registerTrace(srv) // browser_trace, when the Tools records (trace.go)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
 		Description: "A PNG taken by browser_screenshot in this session.",

@@ -20,11 +20,14 @@ import (
 
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
+	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/hostproxy"
 	"github.com/browserchain/browserchain/hostproxy/auth"
 	"github.com/browserchain/browserchain/hostproxy/natsrelay"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
 // The published ids of the Vellum assistant's Chrome extension:
@@ -94,6 +97,12 @@ type Config struct {
 	// are not policed: the tools (browserbackend/tools) apply the full
 	// policy.
 	Guard *guard.Guard
+	// TraceDir, when set, records every command of the command endpoint
+	// (selection, the command, its outcome; package
+	// browserbackend/recorder) and rewrites its conversation's trace,
+	// <id>.jsonl and <id>.html, in this directory after each. "": nothing is
+	// recorded.
+	TraceDir string
 	// Now is the auth clock (tests); nil means time.Now.
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
@@ -144,6 +153,8 @@ type Runtime struct {
 
 	log      *slog.Logger
 	guard    *guard.Guard
+	rec      *recorder.Recorder // nil without Config.TraceDir
+	traceDir string
 	dist     *natshub.Hub
 	timeouts [3]time.Duration // read header, read, idle
 }
@@ -207,14 +218,18 @@ func New(cfg Config) (*Runtime, error) {
 			}
 			return ratelimit.DefaultExempt(r)
 		}}),
-		log:   log,
-		guard: cfg.Guard,
-		dist:  cfg.Distributed,
+		log:      log,
+		guard:    cfg.Guard,
+		traceDir: cfg.TraceDir,
+		dist:     cfg.Distributed,
 		timeouts: [3]time.Duration{
 			cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
 			cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		},
+	}
+	if cfg.TraceDir != "" {
+		rt.rec = recorder.New(recorder.Options{})
 	}
 
 	authed := http.NewServeMux()
@@ -340,7 +355,12 @@ func (rt *Runtime) Run(ctx context.Context, req CommandRequest) (CommandResponse
 		Mode: mode, TargetClientID: req.TargetClientID,
 	})
 	defer client.Close()
-	res, err := client.Send(ctx, browserbackend.Command{Method: req.Method, Params: req.Params, SessionID: req.SessionID})
+	var res json.RawMessage
+	if rt.rec == nil {
+		res, err = client.Send(ctx, browserbackend.Command{Method: req.Method, Params: req.Params, SessionID: req.SessionID})
+	} else {
+		res, err = rt.recordCommand(ctx, client, req)
+	}
 	out := CommandResponse{Backend: client.Kind(), Attempts: client.Attempts(), Result: res}
 	if out.Attempts == nil {
 		out.Attempts = []browserbackend.Attempt{}
@@ -455,4 +475,35 @@ func DefaultKeyFile() string {
 		dir = "."
 	}
 	return filepath.Join(dir, "browserchain", "server.key")
+}
+
+// recordCommand sends req's command on client with the runtime's recorder
+// on, then rewrites the conversation's trace files.
+func (rt *Runtime) recordCommand(ctx context.Context, client *browserbackend.Client, req CommandRequest) (json.RawMessage, error) {
+	ctx, rc := rt.rec.Begin(ctx, req.ConversationID, "command")
+	var s cdp.Session = client
+	if req.SessionID != "" {
+		s = client.Session(req.SessionID)
+	}
+	var params any
+	if len(req.Params) > 0 {
+		params = jsonv2.Value(req.Params)
+	}
+	var res jsonv2.Value
+	err := rc.Session(s).Call(ctx, req.Method, params, &res)
+	tab := ""
+	if t, ok := client.Tab(); ok {
+		tab = t.ID
+	}
+	rc.Served(client.Kind(), tab, client.Attempts())
+	code := ""
+	var be *browserbackend.Error
+	if errors.As(err, &be) {
+		code = be.Code
+	}
+	rc.End(code, err)
+	if werr := rt.rec.WriteFiles(rt.traceDir, req.ConversationID); werr != nil {
+		rt.log.Warn("writing the trace failed", "module", "example-server", "conversationId", req.ConversationID, "error", werr)
+	}
+	return json.RawMessage(res), err
 }
