@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/domsnapshot"
 )
@@ -13,8 +14,8 @@ import (
 const notRead = "the frame's document is not in the page's snapshot (a cross-site frame runs in a process of its own); its content was not read"
 
 // snapshotDOM renders the page from one DOMSnapshot.captureSnapshot
-// (SnapshotSourceDOM).
-func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotResult, error) {
+// (SnapshotSourceDOM), with RoleClickable lines when clickable.
+func (p *Page) snapshotDOM(ctx context.Context, op string, max int, clickable bool) (SnapshotResult, error) {
 	var res SnapshotResult
 	var snap domsnapshot.CaptureSnapshotResult
 	err := p.s.Call(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{ComputedStyles: domStyles}, &snap)
@@ -29,7 +30,7 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 		return res, &Error{Op: op, Code: CodeBackend, Message: "DOMSnapshot.captureSnapshot answered without the page's document"}
 	}
 	res.URL, res.Title = docs[0].url, docs[0].title
-	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
+	r := &domRenderer{docs: docs, placed: make([]bool, len(docs)), clickable: clickable}
 	r.max = max
 	total := 0
 	for _, d := range docs {
@@ -50,6 +51,8 @@ type domRenderer struct {
 	docs    []*domDoc
 	placed  []bool
 	tooDeep bool
+	// clickable: show the elements of RoleClickable.
+	clickable bool
 	// skipped lists the frames the answer does not hold, with the reason.
 	skipped []string
 }
@@ -158,6 +161,11 @@ func (r *domRenderer) elementLine(d *domDoc, i int32, tag string, depth int, fra
 		}
 	}
 	if role == "" || (role == "generic" && name == "") {
+		if role == "generic" && r.clickable && d.clickableLeaf(i, tag) {
+			name = clickableName(d.text(i))
+			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: RoleClickable, Name: name, Depth: depth, Frame: frame})
+			return depth + 1, name, false
+		}
 		return depth, name, false
 	}
 	value := d.valueOf(i, tag, role)
@@ -231,4 +239,38 @@ func (r *domRenderer) pseudo(d *domDoc, i int32, kind string, depth int, frame s
 	case "before", "after":
 		r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
 	}
+}
+
+// maxClickableName bounds the name of a RoleClickable line, in bytes (an
+// ellipsis follows a name cut there).
+const maxClickableName = 100
+
+// clickableName is text cut to maxClickableName bytes.
+func clickableName(text string) string {
+	if len(text) <= maxClickableName {
+		return text
+	}
+	n := maxClickableName
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + "…"
+}
+
+// clickableLeaf reports whether element i is shown as RoleClickable: it
+// responds to clicks, is not the document's html or body, and holds no
+// element that is focusable by its tag or tabindex or responds to clicks
+// itself (an element that only relays its descendants' clicks is left
+// out).
+func (d *domDoc) clickableLeaf(i int32, tag string) bool {
+	if !d.clickable[i] || tag == "HTML" || tag == "BODY" {
+		return false
+	}
+	end := d.subtreeEnd(i)
+	for e := i + 1; e < end; e++ {
+		if d.typ[e] == 1 && (d.clickable[e] || d.focusable(e, d.tag(e))) {
+			return false
+		}
+	}
+	return true
 }

@@ -44,6 +44,7 @@ type domDoc struct {
 	inputValue map[int32]string
 	textValue  map[int32]string
 	selected   map[int32]bool
+	clickable  map[int32]bool
 	contentDoc map[int32]int
 	pseudo     map[int32]string
 	// ids maps an id attribute to its element, labels a label's for
@@ -162,6 +163,12 @@ func (d *domDoc) indexRare(n *domsnapshot.NodeTreeSnapshot) {
 		d.selected = make(map[int32]bool, len(n.OptionSelected.Index))
 		for _, i := range n.OptionSelected.Index {
 			d.selected[int32(i)] = true
+		}
+	}
+	if n.IsClickable != nil {
+		d.clickable = make(map[int32]bool, len(n.IsClickable.Index))
+		for _, i := range n.IsClickable.Index {
+			d.clickable[int32(i)] = true
 		}
 	}
 	if c := n.ContentDocumentIndex; c != nil {
