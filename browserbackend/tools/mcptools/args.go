@@ -38,6 +38,12 @@ type NavigateArgs struct {
 type SnapshotArgs struct {
 	MaxNodes int    `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
 	Source   string `json:"source,omitempty" jsonschema:"Where roles and names come from: dom (default: computed from one read of the DOM, fast on large pages) or accessibility (Chromium's own accessibility tree, exact, several times slower on a large page)."`
+	// The fields below narrow the snapshot to fit a context window.
+	Ref         string `json:"ref,omitempty" jsonschema:"Only the subtree of the element with this ref from an earlier snapshot."`
+	MaxDepth    int    `json:"max_depth,omitempty" jsonschema:"Only this many levels of the tree; 0 or omitted: all."`
+	Interactive bool   `json:"interactive,omitempty" jsonschema:"Only what can be clicked, typed into or selected, under its headings, forms, dialogs and landmarks: a fraction of the full snapshot."`
+	Search      string `json:"search,omitempty" jsonschema:"Only the nodes whose name or value contains this text (case-insensitive), each with the lines it is in."`
+	Diff        bool   `json:"diff,omitempty" jsonschema:"Only what appeared (+), changed (~) or disappeared (-) since this conversation's previous snapshot; the whole snapshot when there is none."`
 	Common
 }
 

@@ -70,7 +70,8 @@ func (s *Server) Register(srv *mcp.Server) {
 			"Use the refs in browser_click, browser_type, browser_hover, browser_scroll, browser_select_option, browser_press_key and browser_extract. " +
 			"Take a new snapshot after the page changed.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SnapshotArgs) (tools.SnapshotResult, error) {
-			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source})
+			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source,
+				Ref: a.Ref, MaxDepth: a.MaxDepth, Interactive: a.Interactive, Search: a.Search, Diff: a.Diff})
 		},
 		text:    snapshotText,
 		backend: func(r tools.SnapshotResult) browserbackend.Kind { return r.Backend },
