@@ -263,25 +263,94 @@ func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
 }
 
 // A frame of another site runs in a process of its own, and the page's DOM
-// snapshot does not hold its document: the snapshot says so under the
-// frame's line and lists the frame in SkippedFrames, rather than showing an
-// empty frame (the accessibility source shows nothing there at all).
-func TestSnapshotSaysACrossSiteFrameWasNotRead(t *testing.T) {
-	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p>`})
+// snapshot does not hold its document: the snapshot reads it through the
+// frame's own target and shows it under its iframe's line, its elements
+// with frame refs, on cdp-inspect; a backend that sends commands on its
+// page's session only (local) says under the frame's line why it was not
+// read, and lists the frame in SkippedFrames.
+func TestSnapshotReadsACrossSiteFrameThroughItsTarget(t *testing.T) {
+	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p><button>Pay</button>`})
 	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/x"
 	srv := chromiumtest.FixtureServer(t, map[string]string{
-		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe>`})
-	tl, _ := cdpInspectTools(t)
-	inv := browserbackend.Invocation{ConversationID: "cross"}
-	snap := snapshotAt(t, tl, inv, srv.URL+"/top")
-	assert.Contains(t, snap.Text, `"near text"`)
-	if strings.Contains(snap.Text, "far text") {
-		t.Skip("this Chromium runs the cross-site frame in the page's process (no site isolation)")
+		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe><button>Here</button>`})
+	for _, be := range []struct {
+		name string
+		tl   func(t *testing.T) *tools.Tools
+		read bool
+	}{
+		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }, true},
+		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }, true},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl := be.tl(t)
+			inv := browserbackend.Invocation{ConversationID: "cross"}
+			snap := snapshotAt(t, tl, inv, srv.URL+"/top")
+			assert.Contains(t, snap.Text, `"near text"`)
+			require.Contains(t, snap.Text, `- frame "`+far+`"`)
+			if !be.read {
+				assert.Contains(t, snap.Text, "its content was not read: ")
+				t.Log(snap.Text)
+				require.Len(t, snap.SkippedFrames, 1)
+				assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
+				assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
+				return
+			}
+			assert.Empty(t, snap.SkippedFrames)
+			pay := findNode(t, snap, "button", "Pay")
+			assert.True(t, strings.HasPrefix(pay.Ref, tools.FrameRefPrefix), pay.Ref)
+			assert.Equal(t, far, pay.Frame)
+			lines := strings.Split(snap.Text, "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `- frame "`+far+`"`) })
+			require.GreaterOrEqual(t, i, 0)
+			require.Greater(t, len(lines), i+2)
+			assert.Contains(t, lines[i+2], `"far text"`, "under the iframe's line:\n%s", snap.Text)
+			assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
+
+			again, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Ref: pay.Ref})
+			require.NoError(t, err)
+			assert.Equal(t, "- button \"Pay\" [ref="+pay.Ref+"]\n", again.Text, "the frame's refs are stable, and a ref narrows to its subtree")
+		})
 	}
-	assert.Contains(t, snap.Text, `- frame "`+far+`"`)
-	assert.Contains(t, snap.Text, "its content was not read")
-	require.Len(t, snap.SkippedFrames, 1)
-	assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
+}
+
+// An element of a cross-site frame is acted on by its frame ref as any
+// other: typed into, clicked (at its place in the page's viewport, the
+// frame lower on the page than its own origin), read; on cdp-inspect and
+// local.
+func TestSnapshotFrameRefsAreActionable(t *testing.T) {
+	other := chromiumtest.FixtureServer(t, map[string]string{"/pay": `<!doctype html><title>pay</title>
+<label>Card <input id=card></label><button onclick="document.getElementById('out').textContent='paid '+document.getElementById('card').value">Pay</button><p id=out>unpaid</p>`})
+	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/pay"
+	srv := chromiumtest.FixtureServer(t, map[string]string{
+		"/shop": `<!doctype html><title>shop</title><div style="height:300px">spacer</div><iframe src="` + far + `" style="margin-left:200px" width=400 height=200></iframe>`})
+	for _, be := range []struct {
+		name string
+		tl   func(t *testing.T) *tools.Tools
+	}{
+		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }},
+		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl := be.tl(t)
+			inv := browserbackend.Invocation{ConversationID: "frame-refs"}
+			snap := snapshotAt(t, tl, inv, srv.URL+"/shop")
+			card := findNode(t, snap, "textbox", "Card")
+			pay := findNode(t, snap, "button", "Pay")
+			typed, err := tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Ref: card.Ref}, Text: "4242"})
+			require.NoError(t, err)
+			assert.Equal(t, card.Ref, typed.Ref)
+			clicked, err := tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: pay.Ref}})
+			require.NoError(t, err)
+			assert.Greater(t, clicked.X, 200.0, "inside the frame, right of its margin")
+			assert.Greater(t, clicked.Y, 300.0, "inside the frame, below the spacer")
+			out, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Search: "paid"})
+			require.NoError(t, err)
+			assert.Contains(t, out.Text, `"paid 4242"`, out.Text)
+			ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{Target: tools.Target{Ref: card.Ref}})
+			require.NoError(t, err)
+			assert.Equal(t, card.Ref, ex.Ref)
+		})
+	}
 }
 
 // BenchmarkSnapshot times tools.Snapshot on a kept cdp-inspect client over

@@ -511,7 +511,7 @@ func checkTarget(op string, t Target) error {
 		return invalidInput(op, "ref or selector is required")
 	}
 	if t.Ref != "" {
-		if _, err := ParseRef(t.Ref); err != nil {
+		if _, _, err := parseAnyRef(t.Ref); err != nil {
 			return invalidInput(op, err.Error())
 		}
 	}
