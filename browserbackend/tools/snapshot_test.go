@@ -403,3 +403,91 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// viewsPage has landmarks, a form, prose, a list a button grows, and an
+// element only a click listener makes interactive.
+const viewsPage = `<!doctype html><title>views</title>
+<nav><a href="#a">Alpha</a> <a href="#b">Beta</a></nav>
+<main><h1>Basket</h1><p>Your basket holds three items, total 42 euros.</p>
+<form aria-label="Add item"><label>Item <input id=item></label>
+<button type=button onclick="var li=document.createElement('li');li.textContent=document.getElementById('item').value;document.getElementById('list').append(li)">Add</button></form>
+<ul id=list><li>apple</li><li>pear</li></ul>
+<div onclick="this.textContent='opened'">More options</div></main>`
+
+// Narrowed snapshots on a real page, every backend: interactive keeps what
+// can be acted on under its landmarks and headings, search the matches under
+// their ancestors, ref a subtree, max_depth the top levels; diff says what an
+// action changed.
+func TestSnapshotViewsAndDiff(t *testing.T) {
+	srv := chromiumtest.FixtureServer(t, map[string]string{"/views": viewsPage})
+	for _, be := range []struct {
+		name string
+		tl   func(t *testing.T) *tools.Tools
+	}{
+		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }},
+		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl := be.tl(t)
+			inv := browserbackend.Invocation{ConversationID: "views"}
+			snap := func(in tools.SnapshotInput) tools.SnapshotResult {
+				t.Helper()
+				res, err := tl.Read().Snapshot(stepCtx(t), inv, in)
+				require.NoError(t, err)
+				return res
+			}
+			whole := snapshotAt(t, tl, inv, srv.URL+"/views")
+			assert.NotContains(t, whole.Text, "clickable", "the whole tree is as it always was")
+
+			act := snap(tools.SnapshotInput{Interactive: true})
+			for _, want := range []string{`- navigation`, `link "Alpha"`, `heading "Basket"`, `form "Add item"`, `textbox "Item"`, `button "Add"`, `clickable "More options"`} {
+				assert.Contains(t, act.Text, want, act.Text)
+			}
+			assert.NotContains(t, act.Text, "42 euros")
+			assert.NotContains(t, act.Text, "apple")
+			assert.Less(t, len(act.Text), len(whole.Text)/2)
+
+			found := snap(tools.SnapshotInput{Search: "TOTAL 42"})
+			assert.Contains(t, found.Text, `text "Your basket holds three items, total 42 euros."`)
+			assert.True(t, strings.HasPrefix(found.Text, "- main"), found.Text)
+			assert.NotContains(t, found.Text, "Alpha")
+
+			form := findNode(t, whole, "form", "Add item")
+			sub := snap(tools.SnapshotInput{Ref: form.Ref, Interactive: true})
+			assert.Equal(t, "- form \"Add item\" [ref="+form.Ref+"]\n  - textbox \"Item\" [ref="+findNode(t, whole, "textbox", "Item").Ref+"]\n  - button \"Add\" [ref="+findNode(t, whole, "button", "Add").Ref+"]\n", sub.Text)
+
+			top := snap(tools.SnapshotInput{MaxDepth: 1})
+			for _, n := range top.Nodes {
+				assert.Zero(t, n.Depth)
+			}
+			assert.Contains(t, top.Text, "- main")
+
+			same := snap(tools.SnapshotInput{Diff: true})
+			require.NotNil(t, same.Diff)
+			assert.Equal(t, "[no change since the previous snapshot]\n", same.Text)
+
+			_, err := tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Ref: findNode(t, whole, "textbox", "Item").Ref}, Text: "plum"})
+			require.NoError(t, err)
+			_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: findNode(t, whole, "button", "Add").Ref}})
+			require.NoError(t, err)
+			d := snap(tools.SnapshotInput{Diff: true})
+			require.NotNil(t, d.Diff)
+			assert.False(t, d.Diff.Whole)
+			assert.Contains(t, d.Text, `+ listitem [ref=`, d.Text)
+			assert.Contains(t, d.Text, `~ textbox "Item" value="plum"`, d.Text)
+			assert.Less(t, len(d.Text), len(whole.Text)/2)
+
+			_, err = tl.Close(stepCtx(t), inv, tools.ReleaseInput{})
+			require.NoError(t, err)
+			_, err = tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/views"})
+			require.NoError(t, err)
+			first := snap(tools.SnapshotInput{Diff: true, Interactive: true})
+			require.NotNil(t, first.Diff)
+			assert.True(t, first.Diff.Whole, "Close forgot the conversation's snapshot")
+			assert.True(t, strings.HasPrefix(first.Text, "[no previous snapshot"), first.Text)
+			assert.Contains(t, first.Text, `button "Add"`)
+			again := snap(tools.SnapshotInput{Diff: true, Interactive: true})
+			assert.Equal(t, "[no change since the previous snapshot]\n", again.Text, "compared with the last call's, narrowed like this one")
+		})
+	}
+}
