@@ -16,8 +16,8 @@ import (
 type SnapshotDiff struct {
 	// Whole is true when the result's Text and Nodes are the whole
 	// snapshot rather than its changes: the conversation had no previous
-	// snapshot (or not of the element Ref names), or there were more
-	// changes than nodes (another page). The lists are then empty.
+	// snapshot (or not of the element Ref names), or the changes' lines
+	// would be longer (another page). The lists are then empty.
 	Whole       bool           `json:"whole,omitempty"`
 	Appeared    []SnapshotNode `json:"appeared,omitempty"`
 	Changed     []NodeChange   `json:"changed,omitempty"`
@@ -206,7 +206,7 @@ func wholeNote(base bool) string {
 	if !base {
 		return "[no previous snapshot to compare with: the whole snapshot follows]\n"
 	}
-	return "[more changed than stayed since the previous snapshot: the whole snapshot follows]\n"
+	return "[the changes since the previous snapshot would be longer than the snapshot: the whole snapshot follows]\n"
 }
 
 // withoutRole returns nodes without those of role, in a new slice when any

@@ -92,8 +92,9 @@ type SnapshotResult struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Diff is set when the input asked for it. The Text then holds its
 	// lines, under a first line that counts them ("+ " appeared, "~ "
-	// changed, "- " disappeared), or the whole snapshot under a line
-	// saying why; Nodes holds the nodes of those lines.
+	// changed, "- " disappeared), or, when there is no previous snapshot or
+	// those lines would be longer, the whole snapshot under a line saying
+	// so; Nodes holds the nodes of those lines.
 	Diff *SnapshotDiff `json:"diff,omitempty"`
 	// SkippedFrames lists child frames whose tree could not be read (for
 	// example an out-of-process cross-site frame), with the reason.
@@ -201,8 +202,8 @@ func (p *Page) snapshot(ctx context.Context, in SnapshotInput, prev *keptSnapsho
 
 // diffView compares nodes (narrowed by v, with RoleClickable lines when
 // clickable) with prev narrowed the same way, and renders the changes, at
-// most max lines, or the whole of nodes when there is nothing to compare
-// with or the changes outnumber the nodes.
+// most max lines; or the whole of nodes when there is nothing to compare
+// with or the changes' text would be longer.
 func diffView(op string, v snapView, prev *keptSnapshot, nodes []SnapshotNode, clickable bool, max int) (*SnapshotDiff, snapLines) {
 	var before []SnapshotNode
 	base := prev != nil
@@ -219,13 +220,14 @@ func diffView(op string, v snapView, prev *keptSnapshot, nodes []SnapshotNode, c
 			base = false // the element was not in the previous snapshot
 		}
 	}
+	whole := renderLines(nodes, max, wholeNote(base))
 	if base {
 		d := diffNodes(before, nodes)
-		if d.size() <= len(nodes) {
-			return &d, d.render(max)
+		if lines := d.render(max); lines.b.Len() <= whole.b.Len() {
+			return &d, lines
 		}
 	}
-	return &SnapshotDiff{Whole: true}, renderLines(nodes, max, wholeNote(base))
+	return &SnapshotDiff{Whole: true}, whole
 }
 
 // snapshotAX renders Chromium's accessibility tree of every frame it can

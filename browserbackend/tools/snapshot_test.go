@@ -265,34 +265,54 @@ func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
 // A frame of another site runs in a process of its own, and the page's DOM
 // snapshot does not hold its document: the snapshot reads it through the
 // frame's own target and shows it under its iframe's line, its elements
-// with frame refs, on cdp-inspect; a backend that sends commands on its
-// page's session only (local) says under the frame's line why it was not
-// read, and lists the frame in SkippedFrames.
+// with frame refs, on cdp-inspect and local; on a backend that cannot
+// attach to it, the line under the frame's says why it was not read, and
+// SkippedFrames lists the frame.
 func TestSnapshotReadsACrossSiteFrameThroughItsTarget(t *testing.T) {
 	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p><button>Pay</button>`})
 	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/x"
 	srv := chromiumtest.FixtureServer(t, map[string]string{
 		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe><button>Here</button>`})
 	for _, be := range []struct {
-		name string
-		tl   func(t *testing.T) *tools.Tools
-		read bool
+		name     string
+		tl       func(t *testing.T) (*tools.Tools, browserbackend.Invocation)
+		mustRead bool
 	}{
-		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }, true},
-		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }, true},
+		{"cdp-inspect", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := cdpInspectTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "cross"}
+		}, true},
+		{"local", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := localTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "cross"}
+		}, true},
+		{"extension", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			startExtension(t, h)
+			return h.tools(t), h.invocation("cross")
+		}, false},
+		{"vellum-shaped client", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			startVellumClient(t, h)
+			return h.tools(t), h.invocation("cross")
+		}, false},
+		{"host-bridge", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			runBridgeOn(t, h, chromiumtest.Start(t), true)
+			return h.tools(t), h.invocation("cross")
+		}, false},
 	} {
 		t.Run(be.name, func(t *testing.T) {
-			tl := be.tl(t)
-			inv := browserbackend.Invocation{ConversationID: "cross"}
+			tl, inv := be.tl(t)
 			snap := snapshotAt(t, tl, inv, srv.URL+"/top")
 			assert.Contains(t, snap.Text, `"near text"`)
 			require.Contains(t, snap.Text, `- frame "`+far+`"`)
-			if !be.read {
-				assert.Contains(t, snap.Text, "its content was not read: ")
-				t.Log(snap.Text)
+			assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
+			if !be.mustRead && strings.Contains(snap.Text, "its content was not read: ") {
+				t.Logf("%s does not read it:\n%s", be.name, snap.Text)
 				require.Len(t, snap.SkippedFrames, 1)
 				assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
-				assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
+				assert.NotContains(t, snap.Text, "not read: ]", "it says why")
 				return
 			}
 			assert.Empty(t, snap.SkippedFrames)
@@ -304,7 +324,6 @@ func TestSnapshotReadsACrossSiteFrameThroughItsTarget(t *testing.T) {
 			require.GreaterOrEqual(t, i, 0)
 			require.Greater(t, len(lines), i+2)
 			assert.Contains(t, lines[i+2], `"far text"`, "under the iframe's line:\n%s", snap.Text)
-			assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
 
 			again, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Ref: pay.Ref})
 			require.NoError(t, err)
@@ -315,8 +334,8 @@ func TestSnapshotReadsACrossSiteFrameThroughItsTarget(t *testing.T) {
 
 // An element of a cross-site frame is acted on by its frame ref as any
 // other: typed into, clicked (at its place in the page's viewport, the
-// frame lower on the page than its own origin), read; on cdp-inspect and
-// local.
+// frame lower on the page than its own origin), read; on cdp-inspect,
+// local and the desktop bridge.
 func TestSnapshotFrameRefsAreActionable(t *testing.T) {
 	other := chromiumtest.FixtureServer(t, map[string]string{"/pay": `<!doctype html><title>pay</title>
 <label>Card <input id=card></label><button onclick="document.getElementById('out').textContent='paid '+document.getElementById('card').value">Pay</button><p id=out>unpaid</p>`})
@@ -325,14 +344,24 @@ func TestSnapshotFrameRefsAreActionable(t *testing.T) {
 		"/shop": `<!doctype html><title>shop</title><div style="height:300px">spacer</div><iframe src="` + far + `" style="margin-left:200px" width=400 height=200></iframe>`})
 	for _, be := range []struct {
 		name string
-		tl   func(t *testing.T) *tools.Tools
+		tl   func(t *testing.T) (*tools.Tools, browserbackend.Invocation)
 	}{
-		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }},
-		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }},
+		{"cdp-inspect", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := cdpInspectTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "frame-refs"}
+		}},
+		{"local", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := localTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "frame-refs"}
+		}},
+		{"host-bridge", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			runBridgeOn(t, h, chromiumtest.Start(t), true)
+			return h.tools(t), h.invocation("frame-refs")
+		}},
 	} {
 		t.Run(be.name, func(t *testing.T) {
-			tl := be.tl(t)
-			inv := browserbackend.Invocation{ConversationID: "frame-refs"}
+			tl, inv := be.tl(t)
 			snap := snapshotAt(t, tl, inv, srv.URL+"/shop")
 			card := findNode(t, snap, "textbox", "Card")
 			pay := findNode(t, snap, "button", "Pay")
