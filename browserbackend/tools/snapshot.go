@@ -45,7 +45,7 @@ type SnapshotInput struct {
 	// snapshot), its line at depth 0; CodeNotFound when no line has it.
 	Ref string `json:"ref,omitempty"`
 	// MaxDepth, when above 0, shows only the lines at depth 0 to
-	// MaxDepth-1 (at most maxDOMDepth).
+	// MaxDepth-1 (at most 1024).
 	MaxDepth int `json:"max_depth,omitempty"`
 	// Interactive shows only the nodes an agent acts on (links, buttons,
 	// fields, selects and their options, checkboxes, radios, tabs, menu

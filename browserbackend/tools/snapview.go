@@ -108,7 +108,7 @@ var actionRoles = map[string]bool{
 	"option": true, "checkbox": true, "radio": true, "switch": true, "slider": true, "spinbutton": true,
 	"tab": true, "menuitem": true, "menuitemcheckbox": true, "menuitemradio": true, "treeitem": true,
 	"DisclosureTriangle": true, "ColorWell": true, "Date": true, "InputTime": true, "DateTime": true,
-	"PopUpButton": true, "ToggleButton": true, "MenuListPopup": false, RoleClickable: true,
+	"PopUpButton": true, "ToggleButton": true, RoleClickable: true,
 }
 
 // contextRoles are the containers shown around the interactive nodes in
