@@ -296,9 +296,13 @@ func (p *pageEntry) detach(c *Client) {
 // Create it with Browser.Client; the first Send (or Open) launches the browser
 // if needed and opens or reuses the conversation's page.
 //
-// Send carries the command over the page's Playwright CDPSession. Commands
-// with a SessionID are refused (ClassPolicy, not_supported): Playwright's
-// CDPSession is itself the page session and routes no flat sessions.
+// Send carries the command over the page's Playwright CDPSession, which
+// routes no flat sessions itself. A cross-site frame of the page gets a
+// session of its own: Target.attachToTarget (flatten) with the frame's
+// target id opens a Playwright CDPSession on the frame and answers its
+// sessionId, commands with that SessionID run on it, and
+// Target.detachFromTarget or Close detaches it. Commands with any other
+// SessionID are refused (ClassPolicy, not_supported).
 //
 // Events: Subscribe(method) delivers the page session's CDP events of method,
 // or all of them for "", from the moment the client is attached to its page
@@ -317,6 +321,8 @@ type Client struct {
 	p      *pageEntry
 
 	bus browserbackend.EventBus
+
+	frames frameSessions
 }
 
 var (
@@ -430,13 +436,17 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 		return nil, e
 	}
 
+	do := c.frameCommand(p, cmd, params)
+	if do == nil {
+		do = func() (any, error) { return p.sess.Send(cmd.Method, params) }
+	}
 	ch := make(chan sendResult, 1)
 	if !c.b.track() {
 		return nil, errClosed(cmd.Method)
 	}
 	go func() {
 		defer c.b.wg.Done()
-		res, err := p.sess.Send(cmd.Method, params)
+		res, err := do()
 		ch <- sendResult{res, err}
 	}()
 	end := p.st.track.Begin()
@@ -471,11 +481,12 @@ func (c *Client) Send(ctx context.Context, cmd browserbackend.Command) (json.Raw
 	}
 }
 
-// sendable checks cmd before anything is sent: no sessionId, ctx not done,
+// sendable checks cmd before anything is sent: no sessionId but one of a
+// frame session c attached, ctx not done,
 // c and its Browser not closed, params one JSON object (or absent or null,
 // nil then). It returns the params decoded with integers kept exact.
 func (c *Client) sendable(ctx context.Context, cmd browserbackend.Command) (map[string]any, error) {
-	if cmd.SessionID != "" {
+	if _, frame := c.frames.get(cmd.SessionID); cmd.SessionID != "" && !frame {
 		return nil, &browserbackend.Error{
 			Class: browserbackend.ClassPolicy, Code: browserbackend.CodeNotSupported,
 			Method: cmd.Method, Backend: browserbackend.KindLocal,
@@ -514,6 +525,11 @@ func (c *Client) sendable(ctx context.Context, cmd browserbackend.Command) (map[
 // answer turns page p's answer r to method into Send's result, ending the
 // command's tracking with whether the browser answered.
 func answer(method string, r sendResult, p *pageEntry, end func(bool)) (json.RawMessage, error) {
+	var be *browserbackend.Error
+	if errors.As(r.err, &be) {
+		end(true) // classified already (a frame session's failure)
+		return nil, be
+	}
 	if r.err != nil {
 		e := classifySendError(method, r.err, p)
 		end(e.Class == browserbackend.ClassProtocol) // a CDP error is the browser's answer
@@ -579,6 +595,7 @@ func (c *Client) Close() error {
 	close(c.closing)
 	p := c.p
 	c.mu.Unlock()
+	c.frames.detachAll()
 	if p != nil {
 		p.detach(c)
 		c.b.trimPages()

@@ -34,6 +34,9 @@ const (
 	MCPBrowserchain   = "browserchain (examples/mcp, cdp-inspect)"
 	MCPChromeDevTools = "Chrome DevTools MCP " + ChromeDevToolsMCPVersion
 	MCPPlaywright     = "Playwright MCP " + PlaywrightMCPVersion
+	// MCPBrowserchainInteractive is browserchain's server with every
+	// snapshot asking for the interactive nodes only (interactive: true).
+	MCPBrowserchainInteractive = "browserchain, interactive snapshots"
 )
 
 // MCP scenario steps, in report order.
@@ -180,12 +183,11 @@ func playwrightOwnPage(ctx context.Context, s *mcpServer, _ int) (func(context.C
 }
 
 // browserchainOwnPage makes cdp-inspect open the conversation's tab (its
-// first call does) on a URL only it has, finds that tab in the browser's
+// first call does) on mark, a URL only it has, finds that tab in the browser's
 // /json/list, and brings it to the front with /json/activate: browserchain
 // has no tool that raises a tab, since in the user's own Chrome that would
 // take the window from the user.
-func browserchainOwnPage(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error) {
-	const mark = "data:text/html,browserchain-bench"
+func browserchainOwnPage(ctx context.Context, s *mcpServer, port int, mark string) (func(context.Context) error, error) {
 	if _, _, _, _, err := s.call(ctx, mcpCall{"browser_navigate", map[string]any{"url": mark}}); err != nil {
 		return nil, err
 	}
@@ -264,22 +266,28 @@ func peerBin(pkg, version, bin string) (string, string) {
 }
 
 func mcpPeers(mcpBin, shotDir string) []mcpPeer {
-	return []mcpPeer{
-		{
-			name: MCPBrowserchain,
+	browserchain := func(name string, snapshot map[string]any, mark string) mcpPeer {
+		return mcpPeer{
+			name: name,
 			command: func(port int) ([]string, string) {
 				return []string{mcpBin, "-cdp-inspect", "-cdp-port", strconv.Itoa(port), "-local=false",
 					"-mode", "cdp-inspect", "-listen", "", "-screenshot-dir", shotDir}, ""
 			},
 			navigate:   func(u string) mcpCall { return mcpCall{"browser_navigate", map[string]any{"url": u}} },
-			snapshot:   mcpCall{"browser_snapshot", map[string]any{}},
+			snapshot:   mcpCall{"browser_snapshot", snapshot},
 			typeText:   func(ref, t string) mcpCall { return mcpCall{"browser_type", map[string]any{"ref": ref, "text": t}} },
 			click:      func(ref string) mcpCall { return mcpCall{"browser_click", map[string]any{"ref": ref}} },
 			extract:    mcpCall{"browser_extract", map[string]any{"selector": "#out"}},
 			screenshot: mcpCall{"browser_screenshot", map[string]any{}},
 			refRE:      bracketRef,
-			ownPage:    browserchainOwnPage,
-		},
+			ownPage: func(ctx context.Context, s *mcpServer, port int) (func(context.Context) error, error) {
+				return browserchainOwnPage(ctx, s, port, mark)
+			},
+		}
+	}
+	return []mcpPeer{
+		browserchain(MCPBrowserchain, map[string]any{}, "data:text/html,browserchain-bench"),
+		browserchain(MCPBrowserchainInteractive, map[string]any{"interactive": true}, "data:text/html,browserchain-bench-interactive"),
 		{
 			name: MCPChromeDevTools,
 			command: func(port int) ([]string, string) {

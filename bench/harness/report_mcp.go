@@ -62,7 +62,7 @@ func (r *Results) renderGuard(p func(string, ...any)) {
 	p("\n")
 }
 
-// renderMCP writes the section on three MCP servers over one browser.
+// renderMCP writes the section on the MCP servers over one browser.
 func (r *Results) renderMCP(p func(string, ...any)) {
 	if len(r.MCP) == 0 {
 		return
@@ -82,7 +82,8 @@ func (r *Results) renderMCP(p func(string, ...any)) {
 	p("## 8. MCP servers: one scenario, one browser\n\n")
 	p("The same scenario through three MCP servers, each its own process driven over stdio by the go-sdk client "+
 		"(`CommandTransport`), all attached to one headless Chromium the harness started with a debugging port: "+
-		"browserchain's `examples/mcp` (built binary, `-cdp-inspect -cdp-port N -mode cdp-inspect -local=false`), "+
+		"browserchain's `examples/mcp` (built binary, `-cdp-inspect -cdp-port N -mode cdp-inspect -local=false`; "+
+		"run twice: as is, and with every snapshot asking for `interactive: true`), "+
 		"Chrome DevTools MCP (`--browserUrl http://127.0.0.1:N`, usage statistics and CrUX off) and Playwright MCP "+
 		"(`--cdp-endpoint http://127.0.0.1:N`), from npm as scripts/setup.sh pins them. Pages on 127.0.0.1: a form "+
 		"(one labelled field, a button that writes the field into the page), an article of %d words, a page of "+

@@ -25,11 +25,14 @@
 //     faster than reading that tree on a large page), or with
 //     Source "accessibility" from Accessibility.getFullAXTree of every frame
 //     it can read; each child frame under its iframe element, in document
-//     order; each node's ref is "e<backendDOMNodeId>", valid across
-//     calls while the node lives, accepted by Click, Type, Hover, Scroll,
-//     SelectOption, PressKey and Extract. It is complete up to
-//     DefaultSnapshotMaxNodes nodes unless MaxNodes says otherwise; a tree
-//     cut there ends its text with a line that says so.
+//     order, a cross-site frame (DOM source) read through its own target;
+//     each node's ref is "e<backendDOMNodeId>" ("f<frame key>e<id>" in a
+//     cross-site frame), valid across calls while the node lives, accepted
+//     by Click, Type, Hover, Scroll, SelectOption, PressKey and Extract. It
+//     is complete up to DefaultSnapshotMaxNodes nodes unless MaxNodes says
+//     otherwise; a tree cut there ends its text with a line that says so.
+//     Ref, MaxDepth, Interactive and Search narrow it, and Diff shows what
+//     changed since the conversation's previous snapshot.
 //   - Mouse and key input is Input.dispatchMouseEvent / dispatchKeyEvent at
 //     the centre of the element's box (DOM.scrollIntoViewIfNeeded,
 //     DOM.getBoxModel).

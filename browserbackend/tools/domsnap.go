@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/domsnapshot"
 )
 
-// notRead is the reason given for a frame the DOM snapshot cannot hold.
-const notRead = "the frame's document is not in the page's snapshot (a cross-site frame runs in a process of its own); its content was not read"
+// notRead is the reason given for a cross-site frame that was not read,
+// followed by why.
+const notRead = "a cross-site frame runs in a process of its own; its content was not read: "
 
 // snapshotDOM renders the page from one DOMSnapshot.captureSnapshot
-// (SnapshotSourceDOM).
-func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotResult, error) {
+// (SnapshotSourceDOM), with RoleClickable lines when clickable.
+func (p *Page) snapshotDOM(ctx context.Context, op string, max int, clickable bool) (SnapshotResult, error) {
 	var res SnapshotResult
 	var snap domsnapshot.CaptureSnapshotResult
 	err := p.s.Call(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{ComputedStyles: domStyles}, &snap)
@@ -29,7 +31,13 @@ func (p *Page) snapshotDOM(ctx context.Context, op string, max int) (SnapshotRes
 		return res, &Error{Op: op, Code: CodeBackend, Message: "DOMSnapshot.captureSnapshot answered without the page's document"}
 	}
 	res.URL, res.Title = docs[0].url, docs[0].title
-	r := &domRenderer{docs: docs, placed: make([]bool, len(docs))}
+	cross := crossReader{p: p}
+	defer cross.close()
+	docs = cross.read(ctx, p.s, docs, 0, 0)
+	if ctx.Err() != nil {
+		return res, &Error{Op: op, Code: CodeTimeout, Message: "deadline passed while reading frames", Err: ctx.Err()}
+	}
+	r := &domRenderer{docs: docs, placed: make([]bool, len(docs)), clickable: clickable, cross: cross.frames}
 	r.max = max
 	total := 0
 	for _, d := range docs {
@@ -50,6 +58,10 @@ type domRenderer struct {
 	docs    []*domDoc
 	placed  []bool
 	tooDeep bool
+	// clickable: show the elements of RoleClickable.
+	clickable bool
+	// cross holds the cross-site frames, by their iframe element.
+	cross map[ownerAt]crossFrame
 	// skipped lists the frames the answer does not hold, with the reason.
 	skipped []string
 }
@@ -158,10 +170,15 @@ func (r *domRenderer) elementLine(d *domDoc, i int32, tag string, depth int, fra
 		}
 	}
 	if role == "" || (role == "generic" && name == "") {
+		if role == "generic" && r.clickable && d.clickableLeaf(i, tag) {
+			name = clickableName(d.text(i))
+			r.line(SnapshotNode{Ref: d.ref(i), Role: RoleClickable, Name: name, Depth: depth, Frame: frame})
+			return depth + 1, name, false
+		}
 		return depth, name, false
 	}
 	value := d.valueOf(i, tag, role)
-	r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: role, Name: name, Value: value, Depth: depth, Frame: frame})
+	r.line(SnapshotNode{Ref: d.ref(i), Role: role, Name: name, Value: value, Depth: depth, Frame: frame})
 	next = depth + 1
 	switch {
 	case tag == "SELECT":
@@ -175,15 +192,23 @@ func (r *domRenderer) elementLine(d *domDoc, i int32, tag string, depth int, fra
 }
 
 // frame renders the document of frame element i under a "frame" line at
-// depth, or, for a frame in another process (a cross-site frame, which the
-// page's DOM snapshot does not hold), that line and a line saying it was not
-// read, the frame then listed in SkippedFrames.
+// depth: the document the answer holds, or, for a cross-site frame, the
+// document read through its own target; a cross-site frame that could not
+// be read gets a line saying why under its "frame" line and is listed in
+// SkippedFrames.
 func (r *domRenderer) frame(d *domDoc, i int32, depth int) {
-	if di, ok := d.contentDoc[i]; ok {
-		if di > 0 && di < len(r.docs) && !r.placed[di] {
-			r.line(SnapshotNode{Role: "frame", Name: r.docs[di].url, Depth: depth})
-			r.renderDoc(di, depth+1, r.docs[di].url)
+	if ci, ok := d.contentDoc[i]; ok {
+		if ci > 0 && ci < len(r.docs) && !r.placed[ci] {
+			r.line(SnapshotNode{Role: "frame", Name: r.docs[ci].url, Depth: depth})
+			r.renderDoc(ci, depth+1, r.docs[ci].url)
 		}
+		return
+	}
+	cf, ok := r.cross[ownerAt{d.at, i}]
+	if ok && cf.doc > 0 && cf.doc < len(r.docs) && !r.placed[cf.doc] {
+		u := r.docs[cf.doc].url
+		r.line(SnapshotNode{Role: "frame", Name: u, Depth: depth})
+		r.renderDoc(cf.doc, depth+1, u)
 		return
 	}
 	src, _ := d.attr(i, "src")
@@ -192,9 +217,13 @@ func (r *domRenderer) frame(d *domDoc, i int32, depth int) {
 			src = ref.String()
 		}
 	}
+	why := cf.why
+	if why == "" {
+		why = "it was not found"
+	}
 	r.line(SnapshotNode{Role: "frame", Name: src, Depth: depth})
-	r.line(SnapshotNode{Role: "StaticText", Name: "[" + notRead + "]", Depth: depth + 1, Frame: src})
-	r.skipped = append(r.skipped, src+": "+notRead)
+	r.line(SnapshotNode{Role: "StaticText", Name: "[" + notRead + why + "]", Depth: depth + 1, Frame: src})
+	r.skipped = append(r.skipped, src+": "+notRead+why)
 }
 
 // options renders select element i's options at depth, each group's under
@@ -203,13 +232,13 @@ func (r *domRenderer) options(d *domDoc, i int32, depth int, frame string) {
 	for c := d.first[i]; c >= 0; c = d.next[c] {
 		switch d.tag(c) {
 		case "OPTION":
-			r.line(SnapshotNode{Ref: Ref(d.backend[c]), Role: "option", Name: d.optionText(c), Depth: depth, Frame: frame})
+			r.line(SnapshotNode{Ref: d.ref(c), Role: "option", Name: d.optionText(c), Depth: depth, Frame: frame})
 		case "OPTGROUP":
 			label, _ := d.attr(c, "label")
-			r.line(SnapshotNode{Ref: Ref(d.backend[c]), Role: "group", Name: collapseString(label), Depth: depth, Frame: frame})
+			r.line(SnapshotNode{Ref: d.ref(c), Role: "group", Name: collapseString(label), Depth: depth, Frame: frame})
 			for o := d.first[c]; o >= 0; o = d.next[o] {
 				if d.tag(o) == "OPTION" {
-					r.line(SnapshotNode{Ref: Ref(d.backend[o]), Role: "option", Name: d.optionText(o), Depth: depth + 1, Frame: frame})
+					r.line(SnapshotNode{Ref: d.ref(o), Role: "option", Name: d.optionText(o), Depth: depth + 1, Frame: frame})
 				}
 			}
 		}
@@ -226,9 +255,43 @@ func (r *domRenderer) pseudo(d *domDoc, i int32, kind string, depth int, frame s
 	switch kind {
 	case "marker":
 		if p := d.parent[i]; p >= 0 && d.tag(p) == "LI" {
-			r.line(SnapshotNode{Ref: Ref(d.backend[i]), Role: "ListMarker", Name: t, Depth: depth, Frame: frame})
+			r.line(SnapshotNode{Ref: d.ref(i), Role: "ListMarker", Name: t, Depth: depth, Frame: frame})
 		}
 	case "before", "after":
 		r.line(SnapshotNode{Role: "StaticText", Name: t, Depth: depth, Frame: frame})
 	}
+}
+
+// maxClickableName bounds the name of a RoleClickable line, in bytes (an
+// ellipsis follows a name cut there).
+const maxClickableName = 100
+
+// clickableName is text cut to maxClickableName bytes.
+func clickableName(text string) string {
+	if len(text) <= maxClickableName {
+		return text
+	}
+	n := maxClickableName
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + "…"
+}
+
+// clickableLeaf reports whether element i is shown as RoleClickable: it
+// responds to clicks, is not the document's html or body, and holds no
+// element that is focusable by its tag or tabindex or responds to clicks
+// itself (an element that only relays its descendants' clicks is left
+// out).
+func (d *domDoc) clickableLeaf(i int32, tag string) bool {
+	if !d.clickable[i] || tag == "HTML" || tag == "BODY" {
+		return false
+	}
+	end := d.subtreeEnd(i)
+	for e := i + 1; e < end; e++ {
+		if d.typ[e] == 1 && (d.clickable[e] || d.focusable(e, d.tag(e))) {
+			return false
+		}
+	}
+	return true
 }

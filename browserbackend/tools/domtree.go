@@ -20,6 +20,12 @@ type domDoc struct {
 	url     string
 	title   string
 	frameID string
+	// target is the target id of the cross-site frame whose process the
+	// document was read from ("" for the page's own): its refs are frame
+	// refs.
+	target string
+	// at is the document's index among the snapshot's.
+	at      int
 	typ     []int64
 	name    []domsnapshot.StringIndex
 	value   []domsnapshot.StringIndex
@@ -44,6 +50,7 @@ type domDoc struct {
 	inputValue map[int32]string
 	textValue  map[int32]string
 	selected   map[int32]bool
+	clickable  map[int32]bool
 	contentDoc map[int32]int
 	pseudo     map[int32]string
 	// ids maps an id attribute to its element, labels a label's for
@@ -54,11 +61,31 @@ type domDoc struct {
 
 // newDOMDocs indexes every document of res.
 func newDOMDocs(res *domsnapshot.CaptureSnapshotResult) []*domDoc {
-	docs := make([]*domDoc, 0, len(res.Documents))
+	return appendDOMDocs(nil, res, "")
+}
+
+// appendDOMDocs appends the documents of res, read from the process of the
+// cross-site frame with target id target ("" for the page's own), to docs;
+// their frames' document indexes are made indexes of the result.
+func appendDOMDocs(docs []*domDoc, res *domsnapshot.CaptureSnapshotResult, target string) []*domDoc {
+	base := len(docs)
 	for _, d := range res.Documents {
-		docs = append(docs, newDOMDoc(res.Strings, d))
+		doc := newDOMDoc(res.Strings, d)
+		doc.target, doc.at = target, len(docs)
+		for k, v := range doc.contentDoc {
+			doc.contentDoc[k] = v + base
+		}
+		docs = append(docs, doc)
 	}
 	return docs
+}
+
+// ref is node i's ref: a frame ref in a cross-site frame's document.
+func (d *domDoc) ref(i int32) string {
+	if d.target != "" {
+		return frameRef(d.target, d.backend[i])
+	}
+	return Ref(d.backend[i])
 }
 
 func newDOMDoc(str []string, d *domsnapshot.DocumentSnapshot) *domDoc {
@@ -162,6 +189,12 @@ func (d *domDoc) indexRare(n *domsnapshot.NodeTreeSnapshot) {
 		d.selected = make(map[int32]bool, len(n.OptionSelected.Index))
 		for _, i := range n.OptionSelected.Index {
 			d.selected[int32(i)] = true
+		}
+	}
+	if n.IsClickable != nil {
+		d.clickable = make(map[int32]bool, len(n.IsClickable.Index))
+		for _, i := range n.IsClickable.Index {
+			d.clickable[int32(i)] = true
 		}
 	}
 	if c := n.ContentDocumentIndex; c != nil {

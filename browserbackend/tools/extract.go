@@ -86,12 +86,13 @@ func (p *Page) Extract(ctx context.Context, in ExtractInput) (ExtractResult, err
 			return res, err
 		}
 	} else {
-		node, err := p.resolve(ctx, op, in.Target)
+		el, done, err := p.element(ctx, op, in.Target)
+		defer done()
 		if err != nil {
 			return res, err
 		}
-		res.Ref = Ref(node)
-		if err := p.callOn(ctx, op, node, extractFn, &out, max); err != nil {
+		res.Ref = el.ref
+		if err := el.callOn(ctx, op, el.node, extractFn, &out, max); err != nil {
 			return res, err
 		}
 	}

@@ -58,21 +58,22 @@ func (p *Page) caused(ctx context.Context, op string, do func() error) (Effects,
 // it is answered (see Tools' DialogPolicy).
 func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error) {
 	const op = "click"
-	node, err := p.resolve(ctx, op, in.Target)
+	el, done, err := p.element(ctx, op, in.Target)
+	defer done()
 	if err != nil {
 		return ActionResult{}, err
 	}
-	x, y, err := p.centre(ctx, op, node)
+	lx, ly, x, y, err := el.centre(ctx, op)
 	if err != nil {
 		return ActionResult{}, err
 	}
 	eff, err := p.caused(ctx, op, func() error {
 		for _, ev := range []input.DispatchMouseEventParams{
-			{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
-			{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
-			{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
+			{Type: input.DispatchMouseEventTypeMouseMoved, X: lx, Y: ly},
+			{Type: input.DispatchMouseEventTypeMousePressed, X: lx, Y: ly, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
+			{Type: input.DispatchMouseEventTypeMouseReleased, X: lx, Y: ly, Button: input.MouseButtonLeft, ClickCount: 1},
 		} {
-			if err := p.mouse(ctx, op, ev); err != nil {
+			if err := el.mouse(ctx, op, ev); err != nil {
 				return err
 			}
 		}
@@ -81,25 +82,26 @@ func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	return ActionResult{Ref: Ref(node), X: x, Y: y, Effects: eff}, nil
+	return ActionResult{Ref: el.ref, X: x, Y: y, Effects: eff}, nil
 }
 
 // Hover moves the mouse to the element's content-box centre
 // (Input.dispatchMouseEvent mouseMoved).
 func (p *Page) Hover(ctx context.Context, in ElementInput) (ActionResult, error) {
 	const op = "hover"
-	node, err := p.resolve(ctx, op, in.Target)
+	el, done, err := p.element(ctx, op, in.Target)
+	defer done()
 	if err != nil {
 		return ActionResult{}, err
 	}
-	x, y, err := p.centre(ctx, op, node)
+	lx, ly, x, y, err := el.centre(ctx, op)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	if err := p.mouse(ctx, op, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y}); err != nil {
+	if err := el.mouse(ctx, op, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: lx, Y: ly}); err != nil {
 		return ActionResult{}, err
 	}
-	return ActionResult{Ref: Ref(node), X: x, Y: y}, nil
+	return ActionResult{Ref: el.ref, X: x, Y: y}, nil
 }
 
 // MaxTypeChars bounds TypeInput.Text.
@@ -135,36 +137,37 @@ func (p *Page) Type(ctx context.Context, in TypeInput) (ActionResult, error) {
 	if utf8.RuneCountInString(in.Text) > MaxTypeChars {
 		return ActionResult{}, invalidInput(op, fmt.Sprintf("text longer than %d characters", MaxTypeChars))
 	}
-	node, err := p.resolve(ctx, op, in.Target)
+	el, done, err := p.element(ctx, op, in.Target)
+	defer done()
 	if err != nil {
 		return ActionResult{}, err
 	}
-	if _, err := cdp.Call(ctx, p.s, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
-		return ActionResult{}, p.nodeErr(op, err)
+	if _, err := cdp.Call(ctx, el.s, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.node}); err != nil {
+		return ActionResult{}, el.nodeErr(op, err)
 	}
-	if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
+	if _, err := cdp.Call(ctx, el.s, dom.Focus, dom.FocusParams{BackendNodeID: el.node}); err != nil {
 		return ActionResult{}, elementErr(op, "the element cannot take focus", err)
 	}
 	if in.Clear {
-		if err := p.callOn(ctx, op, node, clearFn, nil); err != nil {
+		if err := el.callOn(ctx, op, el.node, clearFn, nil); err != nil {
 			return ActionResult{}, err
 		}
 	}
 	if in.Slowly {
 		for _, r := range in.Text {
 			k := keyFor(string(r))
-			if err := p.key(ctx, op, k, 0); err != nil {
+			if err := el.key(ctx, op, k, 0); err != nil {
 				return ActionResult{}, err
 			}
 		}
 	} else if in.Text != "" {
-		if _, err := cdp.Call(ctx, p.s, input.InsertText, input.InsertTextParams{Text: in.Text}); err != nil {
+		if _, err := cdp.Call(ctx, el.s, input.InsertText, input.InsertTextParams{Text: in.Text}); err != nil {
 			return ActionResult{}, wrap(op, err)
 		}
 	}
-	res := ActionResult{Ref: Ref(node)}
+	res := ActionResult{Ref: el.ref}
 	if in.Submit {
-		eff, err := p.caused(ctx, op, func() error { return p.key(ctx, op, keys["enter"], 0) })
+		eff, err := p.caused(ctx, op, func() error { return el.key(ctx, op, keys["enter"], 0) })
 		if err != nil {
 			return ActionResult{}, err
 		}
@@ -286,17 +289,19 @@ func (p *Page) PressKey(ctx context.Context, in PressKeyInput) (ActionResult, er
 		return ActionResult{}, err
 	}
 	var res ActionResult
+	at := p // where the key goes: the target's frame, if any
 	if !in.Target.empty() {
-		node, err := p.resolve(ctx, op, in.Target)
+		el, done, err := p.element(ctx, op, in.Target)
+		defer done()
 		if err != nil {
 			return res, err
 		}
-		if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
+		if _, err := cdp.Call(ctx, el.s, dom.Focus, dom.FocusParams{BackendNodeID: el.node}); err != nil {
 			return res, elementErr(op, "the element cannot take focus", err)
 		}
-		res.Ref = Ref(node)
+		res.Ref, at = el.ref, el.Page
 	}
-	eff, err := p.caused(ctx, op, func() error { return p.key(ctx, op, k, mods) })
+	eff, err := p.caused(ctx, op, func() error { return at.key(ctx, op, k, mods) })
 	res.Effects = eff
 	return res, err
 }
@@ -321,14 +326,16 @@ type ScrollInput struct {
 func (p *Page) Scroll(ctx context.Context, in ScrollInput) (ActionResult, error) {
 	const op = "scroll"
 	var res ActionResult
-	var x, y float64
+	var x, y float64 // where the wheel event goes, in at's viewport
+	at := p
 	if !in.Target.empty() {
-		node, err := p.resolve(ctx, op, in.Target)
+		el, done, err := p.element(ctx, op, in.Target)
+		defer done()
 		if err != nil {
 			return res, err
 		}
-		res.Ref = Ref(node)
-		if x, y, err = p.centre(ctx, op, node); err != nil {
+		res.Ref, at = el.ref, el.Page
+		if x, y, res.X, res.Y, err = el.centre(ctx, op); err != nil {
 			return res, err
 		}
 		if in.DeltaX == 0 && in.DeltaY == 0 {
@@ -346,10 +353,12 @@ func (p *Page) Scroll(ctx context.Context, in ScrollInput) (ActionResult, error)
 			}
 		}
 	}
-	res.X, res.Y = x, y
+	if at == p {
+		res.X, res.Y = x, y
+	}
 	// Chrome requires both deltas on mouseWheel, and cdproto's params type
 	// omits a zero delta, so this one command goes out untyped.
-	err := p.s.Call(ctx, input.CommandDispatchMouseEvent, map[string]any{
+	err := at.s.Call(ctx, input.CommandDispatchMouseEvent, map[string]any{
 		"type": input.DispatchMouseEventTypeMouseWheel, "x": x, "y": y, "deltaX": in.DeltaX, "deltaY": in.DeltaY,
 	}, nil)
 	return res, wrap(op, err)
@@ -396,12 +405,13 @@ func (p *Page) SelectOption(ctx context.Context, in SelectOptionInput) (SelectOp
 	if len(in.Values) == 0 {
 		return SelectOptionResult{}, invalidInput(op, "values is required")
 	}
-	node, err := p.resolve(ctx, op, in.Target)
+	el, done, err := p.element(ctx, op, in.Target)
+	defer done()
 	if err != nil {
 		return SelectOptionResult{}, err
 	}
 	var sel *[]string
-	eff, err := p.caused(ctx, op, func() error { return p.callOn(ctx, op, node, selectFn, &sel, in.Values) })
+	eff, err := p.caused(ctx, op, func() error { return el.callOn(ctx, op, el.node, selectFn, &sel, in.Values) })
 	if err != nil {
 		return SelectOptionResult{}, err
 	}

@@ -76,6 +76,7 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	defer cancel()
 	t.kept.dropConversation(inv.ConversationID) // before the tabs go: its Client must not outlive them
 	t.viewports.Remove(inv.ConversationID)
+	t.snaps.forget(inv.ConversationID)
 	var res ReleaseResult
 	res.Forgot, _ = t.sel.Memo().Get(inv.ConversationID)
 	res.Backend = res.Forgot

@@ -128,14 +128,15 @@ func (p *Page) login(ctx context.Context, op string, in LoginInput, cred Credent
 	repl := strings.NewReplacer(PlaceholderUsername, cred.Username, PlaceholderPassword, cred.Password)
 	var res LoginResult
 	for _, f := range in.Fields {
-		node, err := p.resolve(ctx, op, f.Target)
+		el, done, err := p.element(ctx, op, f.Target)
+		defer done()
 		if err != nil {
 			return LoginResult{}, err
 		}
-		if _, err := cdp.Call(ctx, p.s, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
+		if _, err := cdp.Call(ctx, el.s, dom.Focus, dom.FocusParams{BackendNodeID: el.node}); err != nil {
 			return LoginResult{}, &Error{Op: op, Code: CodeNotFound, Message: "the field cannot take focus"}
 		}
-		if err := p.callOn(ctx, op, node, clearFn, nil); err != nil {
+		if err := el.callOn(ctx, op, el.node, clearFn, nil); err != nil {
 			return LoginResult{}, err
 		}
 		if _, err := cdp.Call(ctx, p.s, input.InsertText, input.InsertTextParams{Text: repl.Replace(f.Value)}); err != nil {

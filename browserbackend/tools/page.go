@@ -175,6 +175,50 @@ func ParseRef(ref string) (cdp.BackendNodeID, error) {
 	return cdp.BackendNodeID(n), nil
 }
 
+// FrameRefPrefix starts the ref of an element in a cross-site frame
+// (read through the frame's own target): FrameRefPrefix, the first
+// frameKeyLen hex digits of the frame's target id in lower case, then the
+// element's Ref in that frame's process, e.g. "f3a9c01b2e42". Backend node
+// ids of two processes may be equal; the frame key keeps the refs apart.
+const FrameRefPrefix = "f"
+
+// frameKeyLen is the length of a frame ref's frame key.
+const frameKeyLen = 8
+
+// frameRef returns the ref of node id in the cross-site frame whose target
+// id is target.
+func frameRef(target string, id cdp.BackendNodeID) string {
+	return FrameRefPrefix + frameKey(target) + Ref(id)
+}
+
+// frameKey is the frame key of a frame ref for target id target.
+func frameKey(target string) string {
+	k := strings.ToLower(target)
+	if len(k) > frameKeyLen {
+		k = k[:frameKeyLen]
+	}
+	return k
+}
+
+// parseAnyRef returns the frame key ("" for the main process) and backend
+// node id of a ref or a frame ref.
+func parseAnyRef(ref string) (string, cdp.BackendNodeID, error) {
+	r := strings.TrimSpace(ref)
+	if !strings.HasPrefix(r, FrameRefPrefix) {
+		id, err := ParseRef(r)
+		return "", id, err
+	}
+	body := r[len(FrameRefPrefix):]
+	if len(body) <= frameKeyLen || strings.Trim(body[:frameKeyLen], "0123456789abcdef") != "" {
+		return "", 0, fmt.Errorf("tools: malformed ref %q: want %s<number> or %s<8 hex digits>%s<number> from a snapshot", ref, RefPrefix, FrameRefPrefix, RefPrefix)
+	}
+	id, err := ParseRef(body[frameKeyLen:])
+	if err != nil {
+		return "", 0, fmt.Errorf("tools: malformed ref %q: want %s<number> or %s<8 hex digits>%s<number> from a snapshot", ref, RefPrefix, FrameRefPrefix, RefPrefix)
+	}
+	return body[:frameKeyLen], id, nil
+}
+
 // resolve finds the element named by t and returns its backend node id.
 func (p *Page) resolve(ctx context.Context, op string, t Target) (cdp.BackendNodeID, error) {
 	if t.Ref != "" {

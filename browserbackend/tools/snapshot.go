@@ -35,6 +35,32 @@ type SnapshotInput struct {
 	// Source is SnapshotSourceDOM (the default when "") or
 	// SnapshotSourceAccessibility.
 	Source string `json:"source,omitempty"`
+
+	// The fields below narrow the snapshot; with all of them unset it is
+	// the whole tree. They apply in this order, and MaxNodes to what is
+	// left. A narrowed snapshot of the DOM source also shows the elements
+	// that respond to clicks without a role of their own (RoleClickable).
+
+	// Ref shows only the subtree of the node with this ref (from an earlier
+	// snapshot), its line at depth 0; CodeNotFound when no line has it.
+	Ref string `json:"ref,omitempty"`
+	// MaxDepth, when above 0, shows only the lines at depth 0 to
+	// MaxDepth-1 (at most 1024).
+	MaxDepth int `json:"max_depth,omitempty"`
+	// Interactive shows only the nodes an agent acts on (links, buttons,
+	// fields, selects and their options, checkboxes, radios, tabs, menu
+	// items, RoleClickable elements …), with, as their context, the
+	// headings and the dialogs, forms, landmarks, frames and named groups
+	// that hold one of them.
+	Interactive bool `json:"interactive,omitempty"`
+	// Search shows only the nodes whose name or value holds it (ignoring
+	// case; at most MaxSnapshotSearchBytes), each with the lines it is in.
+	Search string `json:"search,omitempty"`
+	// Diff shows what changed since the conversation's previous snapshot
+	// (SnapshotResult.Diff), both narrowed as this call asks. Only
+	// Tools keeps snapshots (each call's, per conversation, a bounded
+	// number); Page.Snapshot refuses Diff with CodeInvalidInput.
+	Diff bool `json:"diff,omitempty"`
 }
 
 // SnapshotNode is one rendered accessibility node.
@@ -64,6 +90,12 @@ type SnapshotResult struct {
 	Nodes []SnapshotNode `json:"nodes"`
 	// Truncated is true when MaxNodes cut the tree (the Text says so too).
 	Truncated bool `json:"truncated,omitempty"`
+	// Diff is set when the input asked for it. The Text then holds its
+	// lines, under a first line that counts them ("+ " appeared, "~ "
+	// changed, "- " disappeared), or, when there is no previous snapshot or
+	// those lines would be longer, the whole snapshot under a line saying
+	// so; Nodes holds the nodes of those lines.
+	Diff *SnapshotDiff `json:"diff,omitempty"`
 	// SkippedFrames lists child frames whose tree could not be read (for
 	// example an out-of-process cross-site frame), with the reason.
 	SkippedFrames []string `json:"skippedFrames,omitempty"`
@@ -105,21 +137,97 @@ const (
 // CodeTimeout when ctx ends while reading, otherwise the backend's error
 // wrapped.
 func (p *Page) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
+	if in.Diff {
+		return SnapshotResult{}, invalidInput("snapshot", "diff compares with the conversation's previous snapshot, which only Tools keeps")
+	}
+	res, _, err := p.snapshot(ctx, in, nil)
+	return res, err
+}
+
+// snapshot is Snapshot, comparing with prev (nil: none) for in.Diff. It
+// also returns the snapshot to keep for the conversation's next diff:
+// the whole tree, not narrowed.
+func (p *Page) snapshot(ctx context.Context, in SnapshotInput, prev *keptSnapshot) (SnapshotResult, keptSnapshot, error) {
 	const op = "snapshot"
+	var res SnapshotResult
 	max := in.MaxNodes
 	switch {
 	case max == 0:
 		max = DefaultSnapshotMaxNodes
 	case max < 0 || max > MaxSnapshotNodes:
-		return SnapshotResult{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
+		return res, keptSnapshot{}, invalidInput(op, fmt.Sprintf("max_nodes must be 1–%d", MaxSnapshotNodes))
+	}
+	v, err := viewOf(op, in)
+	if err != nil {
+		return res, keptSnapshot{}, err
+	}
+	narrow := !v.whole() || in.Diff
+	limit := max
+	if narrow {
+		limit = MaxSnapshotNodes // narrowed below, then cut at max
 	}
 	switch in.Source {
 	case "", SnapshotSourceDOM:
-		return p.snapshotDOM(ctx, op, max)
+		res, err = p.snapshotDOM(ctx, op, limit, narrow)
 	case SnapshotSourceAccessibility:
-		return p.snapshotAX(ctx, op, max)
+		res, err = p.snapshotAX(ctx, op, limit)
+	default:
+		return res, keptSnapshot{}, invalidInput(op, fmt.Sprintf("source must be %q or %q", SnapshotSourceDOM, SnapshotSourceAccessibility))
 	}
-	return SnapshotResult{}, invalidInput(op, fmt.Sprintf("source must be %q or %q", SnapshotSourceDOM, SnapshotSourceAccessibility))
+	if err != nil {
+		return res, keptSnapshot{}, err
+	}
+	kept := keptSnapshot{nodes: res.Nodes, clickable: narrow && in.Source != SnapshotSourceAccessibility}
+	if !narrow {
+		return res, kept, nil
+	}
+	nodes, err := v.apply(op, res.Nodes)
+	if err != nil {
+		return SnapshotResult{}, keptSnapshot{}, err
+	}
+	cut := res.Truncated // the page has more than MaxSnapshotNodes nodes
+	var lines snapLines
+	if in.Diff {
+		res.Diff, lines = diffView(op, v, prev, nodes, kept.clickable, max)
+	} else {
+		lines = renderLines(nodes, max, "")
+	}
+	lines.result(&res)
+	if cut {
+		res.Truncated = true
+		res.Text += fmt.Sprintf("[the page has more than %d nodes: this view covers the first %d]\n", MaxSnapshotNodes, MaxSnapshotNodes)
+	}
+	return res, kept, nil
+}
+
+// diffView compares nodes (narrowed by v, with RoleClickable lines when
+// clickable) with prev narrowed the same way, and renders the changes, at
+// most max lines; or the whole of nodes when there is nothing to compare
+// with or the changes' text would be longer.
+func diffView(op string, v snapView, prev *keptSnapshot, nodes []SnapshotNode, clickable bool, max int) (*SnapshotDiff, snapLines) {
+	var before []SnapshotNode
+	base := prev != nil
+	if base {
+		before = prev.nodes
+		if clickable && !prev.clickable {
+			nodes = withoutRole(nodes, RoleClickable)
+		}
+		if !clickable && prev.clickable {
+			before = withoutRole(before, RoleClickable)
+		}
+		var err error
+		if before, err = v.apply(op, before); err != nil {
+			base = false // the element was not in the previous snapshot
+		}
+	}
+	whole := renderLines(nodes, max, wholeNote(base))
+	if base {
+		d := diffNodes(before, nodes)
+		if lines := d.render(max); lines.b.Len() <= whole.b.Len() {
+			return &d, lines
+		}
+	}
+	return &SnapshotDiff{Whole: true}, whole
 }
 
 // snapshotAX renders Chromium's accessibility tree of every frame it can
@@ -390,6 +498,15 @@ func (r *snapLines) line(n SnapshotNode) {
 		b = append(b, "  "...)
 	}
 	b = append(b, "- "...)
+	b = appendNode(b, &n)
+	b = append(b, '\n')
+	r.b.Write(b)
+	r.scratch = b
+}
+
+// appendNode appends n's line after its "- " mark: its role, quoted name
+// and value, and ref.
+func appendNode(b []byte, n *SnapshotNode) []byte {
 	if n.Role == "StaticText" {
 		b = append(b, "text"...)
 	} else {
@@ -408,7 +525,5 @@ func (r *snapLines) line(n SnapshotNode) {
 		b = append(b, n.Ref...)
 		b = append(b, ']')
 	}
-	b = append(b, '\n')
-	r.b.Write(b)
-	r.scratch = b
+	return b
 }

@@ -236,12 +236,14 @@ type tnode struct {
 	noLayout bool   // no layout object (display:none, <title>, …)
 	hidden   bool   // visibility:hidden
 	pseudo   string // "before", "after", "marker": a generated box with text shown
+	click    bool   // responds to clicks (isClickable)
 }
 
 func txt(s string) tnode                            { return tnode{text: s} }
 func el(tag string, attrs ...string) tnode          { return tnode{tag: tag, attrs: attrs} }
 func (n tnode) with(kids ...tnode) tnode            { n.kids = kids; return n }
 func (n tnode) hide() tnode                         { n.hidden = true; return n }
+func (n tnode) clicks() tnode                       { n.click = true; return n }
 func (n tnode) unrendered() tnode                   { n.noLayout = true; return n }
 func pseudoBox(kind, shown string) tnode            { return tnode{tag: "::" + kind, pseudo: kind, shown: shown} }
 func rendered(dom, shown string) tnode              { return tnode{text: dom, shown: shown} }
@@ -285,6 +287,12 @@ func snapOf(body ...tnode) *domsnapshot.CaptureSnapshotResult {
 			nodes.NodeType = append(nodes.NodeType, 1)
 			nodes.NodeName = append(nodes.NodeName, str(n.tag))
 			nodes.NodeValue = append(nodes.NodeValue, -1)
+		}
+		if n.click {
+			if nodes.IsClickable == nil {
+				nodes.IsClickable = &domsnapshot.RareBooleanData{}
+			}
+			nodes.IsClickable.Index = append(nodes.IsClickable.Index, i)
 		}
 		if n.pseudo != "" {
 			nodes.PseudoType.Index = append(nodes.PseudoType.Index, i)

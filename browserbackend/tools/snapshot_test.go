@@ -263,25 +263,123 @@ func TestSnapshotFromTheDOMNamesWhatTheAccessibilityTreeNames(t *testing.T) {
 }
 
 // A frame of another site runs in a process of its own, and the page's DOM
-// snapshot does not hold its document: the snapshot says so under the
-// frame's line and lists the frame in SkippedFrames, rather than showing an
-// empty frame (the accessibility source shows nothing there at all).
-func TestSnapshotSaysACrossSiteFrameWasNotRead(t *testing.T) {
-	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p>`})
+// snapshot does not hold its document: the snapshot reads it through the
+// frame's own target and shows it under its iframe's line, its elements
+// with frame refs, on cdp-inspect and local; on a backend that cannot
+// attach to it, the line under the frame's says why it was not read, and
+// SkippedFrames lists the frame.
+func TestSnapshotReadsACrossSiteFrameThroughItsTarget(t *testing.T) {
+	other := chromiumtest.FixtureServer(t, map[string]string{"/x": `<!doctype html><title>x</title><p>far text</p><button>Pay</button>`})
 	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/x"
 	srv := chromiumtest.FixtureServer(t, map[string]string{
-		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe>`})
-	tl, _ := cdpInspectTools(t)
-	inv := browserbackend.Invocation{ConversationID: "cross"}
-	snap := snapshotAt(t, tl, inv, srv.URL+"/top")
-	assert.Contains(t, snap.Text, `"near text"`)
-	if strings.Contains(snap.Text, "far text") {
-		t.Skip("this Chromium runs the cross-site frame in the page's process (no site isolation)")
+		"/top": `<!doctype html><title>top</title><p>near text</p><iframe src="` + far + `"></iframe><button>Here</button>`})
+	for _, be := range []struct {
+		name     string
+		tl       func(t *testing.T) (*tools.Tools, browserbackend.Invocation)
+		mustRead bool
+	}{
+		{"cdp-inspect", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := cdpInspectTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "cross"}
+		}, true},
+		{"local", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := localTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "cross"}
+		}, true},
+		{"extension", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			startExtension(t, h)
+			return h.tools(t), h.invocation("cross")
+		}, false},
+		{"vellum-shaped client", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			startVellumClient(t, h)
+			return h.tools(t), h.invocation("cross")
+		}, false},
+		{"host-bridge", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			runBridgeOn(t, h, chromiumtest.Start(t), true)
+			return h.tools(t), h.invocation("cross")
+		}, false},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl, inv := be.tl(t)
+			snap := snapshotAt(t, tl, inv, srv.URL+"/top")
+			assert.Contains(t, snap.Text, `"near text"`)
+			require.Contains(t, snap.Text, `- frame "`+far+`"`)
+			assert.Contains(t, snap.Text, `button "Here"`, "the page after the frame")
+			if !be.mustRead && strings.Contains(snap.Text, "its content was not read: ") {
+				t.Logf("%s does not read it:\n%s", be.name, snap.Text)
+				require.Len(t, snap.SkippedFrames, 1)
+				assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
+				assert.NotContains(t, snap.Text, "not read: ]", "it says why")
+				return
+			}
+			assert.Empty(t, snap.SkippedFrames)
+			pay := findNode(t, snap, "button", "Pay")
+			assert.True(t, strings.HasPrefix(pay.Ref, tools.FrameRefPrefix), pay.Ref)
+			assert.Equal(t, far, pay.Frame)
+			lines := strings.Split(snap.Text, "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `- frame "`+far+`"`) })
+			require.GreaterOrEqual(t, i, 0)
+			require.Greater(t, len(lines), i+2)
+			assert.Contains(t, lines[i+2], `"far text"`, "under the iframe's line:\n%s", snap.Text)
+
+			again, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Ref: pay.Ref})
+			require.NoError(t, err)
+			assert.Equal(t, "- button \"Pay\" [ref="+pay.Ref+"]\n", again.Text, "the frame's refs are stable, and a ref narrows to its subtree")
+		})
 	}
-	assert.Contains(t, snap.Text, `- frame "`+far+`"`)
-	assert.Contains(t, snap.Text, "its content was not read")
-	require.Len(t, snap.SkippedFrames, 1)
-	assert.True(t, strings.HasPrefix(snap.SkippedFrames[0], far+": "), snap.SkippedFrames[0])
+}
+
+// An element of a cross-site frame is acted on by its frame ref as any
+// other: typed into, clicked (at its place in the page's viewport, the
+// frame lower on the page than its own origin), read; on cdp-inspect,
+// local and the desktop bridge.
+func TestSnapshotFrameRefsAreActionable(t *testing.T) {
+	other := chromiumtest.FixtureServer(t, map[string]string{"/pay": `<!doctype html><title>pay</title>
+<label>Card <input id=card></label><button onclick="document.getElementById('out').textContent='paid '+document.getElementById('card').value">Pay</button><p id=out>unpaid</p>`})
+	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/pay"
+	srv := chromiumtest.FixtureServer(t, map[string]string{
+		"/shop": `<!doctype html><title>shop</title><div style="height:300px">spacer</div><iframe src="` + far + `" style="margin-left:200px" width=400 height=200></iframe>`})
+	for _, be := range []struct {
+		name string
+		tl   func(t *testing.T) (*tools.Tools, browserbackend.Invocation)
+	}{
+		{"cdp-inspect", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := cdpInspectTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "frame-refs"}
+		}},
+		{"local", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			tl, _ := localTools(t)
+			return tl, browserbackend.Invocation{ConversationID: "frame-refs"}
+		}},
+		{"host-bridge", func(t *testing.T) (*tools.Tools, browserbackend.Invocation) {
+			h := startRuntime(t)
+			runBridgeOn(t, h, chromiumtest.Start(t), true)
+			return h.tools(t), h.invocation("frame-refs")
+		}},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl, inv := be.tl(t)
+			snap := snapshotAt(t, tl, inv, srv.URL+"/shop")
+			card := findNode(t, snap, "textbox", "Card")
+			pay := findNode(t, snap, "button", "Pay")
+			typed, err := tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Ref: card.Ref}, Text: "4242"})
+			require.NoError(t, err)
+			assert.Equal(t, card.Ref, typed.Ref)
+			clicked, err := tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: pay.Ref}})
+			require.NoError(t, err)
+			assert.Greater(t, clicked.X, 200.0, "inside the frame, right of its margin")
+			assert.Greater(t, clicked.Y, 300.0, "inside the frame, below the spacer")
+			out, err := tl.Read().Snapshot(stepCtx(t), inv, tools.SnapshotInput{Search: "paid"})
+			require.NoError(t, err)
+			assert.Contains(t, out.Text, `"paid 4242"`, out.Text)
+			ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{Target: tools.Target{Ref: card.Ref}})
+			require.NoError(t, err)
+			assert.Equal(t, card.Ref, ex.Ref)
+		})
+	}
 }
 
 // BenchmarkSnapshot times tools.Snapshot on a kept cdp-inspect client over
@@ -332,5 +430,93 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.ReportMetric(float64(ds[len(ds)/2])/1e6, "median-ms")
 			})
 		}
+	}
+}
+
+// viewsPage has landmarks, a form, prose, a list a button grows, and an
+// element only a click listener makes interactive.
+const viewsPage = `<!doctype html><title>views</title>
+<nav><a href="#a">Alpha</a> <a href="#b">Beta</a></nav>
+<main><h1>Basket</h1><p>Your basket holds three items, total 42 euros.</p>
+<form aria-label="Add item"><label>Item <input id=item></label>
+<button type=button onclick="var li=document.createElement('li');li.textContent=document.getElementById('item').value;document.getElementById('list').append(li)">Add</button></form>
+<ul id=list><li>apple</li><li>pear</li></ul>
+<div onclick="this.textContent='opened'">More options</div></main>`
+
+// Narrowed snapshots on a real page, every backend: interactive keeps what
+// can be acted on under its landmarks and headings, search the matches under
+// their ancestors, ref a subtree, max_depth the top levels; diff says what an
+// action changed.
+func TestSnapshotViewsAndDiff(t *testing.T) {
+	srv := chromiumtest.FixtureServer(t, map[string]string{"/views": viewsPage})
+	for _, be := range []struct {
+		name string
+		tl   func(t *testing.T) *tools.Tools
+	}{
+		{"cdp-inspect", func(t *testing.T) *tools.Tools { tl, _ := cdpInspectTools(t); return tl }},
+		{"local", func(t *testing.T) *tools.Tools { tl, _ := localTools(t); return tl }},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			tl := be.tl(t)
+			inv := browserbackend.Invocation{ConversationID: "views"}
+			snap := func(in tools.SnapshotInput) tools.SnapshotResult {
+				t.Helper()
+				res, err := tl.Read().Snapshot(stepCtx(t), inv, in)
+				require.NoError(t, err)
+				return res
+			}
+			whole := snapshotAt(t, tl, inv, srv.URL+"/views")
+			assert.NotContains(t, whole.Text, "clickable", "the whole tree is as it always was")
+
+			act := snap(tools.SnapshotInput{Interactive: true})
+			for _, want := range []string{`- navigation`, `link "Alpha"`, `heading "Basket"`, `form "Add item"`, `textbox "Item"`, `button "Add"`, `clickable "More options"`} {
+				assert.Contains(t, act.Text, want, act.Text)
+			}
+			assert.NotContains(t, act.Text, "42 euros")
+			assert.NotContains(t, act.Text, "apple")
+			assert.Less(t, len(act.Text), len(whole.Text)/2)
+
+			found := snap(tools.SnapshotInput{Search: "TOTAL 42"})
+			assert.Contains(t, found.Text, `text "Your basket holds three items, total 42 euros."`)
+			assert.True(t, strings.HasPrefix(found.Text, "- main"), found.Text)
+			assert.NotContains(t, found.Text, "Alpha")
+
+			form := findNode(t, whole, "form", "Add item")
+			sub := snap(tools.SnapshotInput{Ref: form.Ref, Interactive: true})
+			assert.Equal(t, "- form \"Add item\" [ref="+form.Ref+"]\n  - textbox \"Item\" [ref="+findNode(t, whole, "textbox", "Item").Ref+"]\n  - button \"Add\" [ref="+findNode(t, whole, "button", "Add").Ref+"]\n", sub.Text)
+
+			top := snap(tools.SnapshotInput{MaxDepth: 1})
+			for _, n := range top.Nodes {
+				assert.Zero(t, n.Depth)
+			}
+			assert.Contains(t, top.Text, "- main")
+
+			same := snap(tools.SnapshotInput{Diff: true})
+			require.NotNil(t, same.Diff)
+			assert.Equal(t, "[no change since the previous snapshot]\n", same.Text)
+
+			_, err := tl.Act().Type(stepCtx(t), inv, tools.TypeInput{Target: tools.Target{Ref: findNode(t, whole, "textbox", "Item").Ref}, Text: "plum"})
+			require.NoError(t, err)
+			_, err = tl.Act().Click(stepCtx(t), inv, tools.ElementInput{Target: tools.Target{Ref: findNode(t, whole, "button", "Add").Ref}})
+			require.NoError(t, err)
+			d := snap(tools.SnapshotInput{Diff: true})
+			require.NotNil(t, d.Diff)
+			assert.False(t, d.Diff.Whole)
+			assert.Contains(t, d.Text, `+ listitem [ref=`, d.Text)
+			assert.Contains(t, d.Text, `~ textbox "Item" value="plum"`, d.Text)
+			assert.Less(t, len(d.Text), len(whole.Text)/2)
+
+			_, err = tl.Close(stepCtx(t), inv, tools.ReleaseInput{})
+			require.NoError(t, err)
+			_, err = tl.Navigate(stepCtx(t), inv, tools.NavigateInput{URL: srv.URL + "/views"})
+			require.NoError(t, err)
+			first := snap(tools.SnapshotInput{Diff: true, Interactive: true})
+			require.NotNil(t, first.Diff)
+			assert.True(t, first.Diff.Whole, "Close forgot the conversation's snapshot")
+			assert.True(t, strings.HasPrefix(first.Text, "[no previous snapshot"), first.Text)
+			assert.Contains(t, first.Text, `button "Add"`)
+			again := snap(tools.SnapshotInput{Diff: true, Interactive: true})
+			assert.Equal(t, "[no change since the previous snapshot]\n", again.Text, "compared with the last call's, narrowed like this one")
+		})
 	}
 }

@@ -172,6 +172,7 @@ type Tools struct {
 
 	keepClients bool
 	kept        keptClients
+	snaps       snapMemory
 	dialogs     DialogPolicy
 	uploadDir   string
 	viewports   *lru.Cache[string, ViewportInput]
@@ -430,11 +431,35 @@ func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in 
 		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
 }
 
-// Snapshot is the browser_snapshot tool; see Page.Snapshot.
+// Snapshot is the browser_snapshot tool; see Page.Snapshot. Tools keeps
+// each conversation's last snapshot (the whole tree, whatever the call
+// narrowed it to) for the next call's Diff; a conversation's Close or
+// Detach drops it, and so does the bound on what is kept (the least
+// recently used conversations' go first), after which Diff shows the whole
+// snapshot.
 func (r ReadTools) Snapshot(ctx context.Context, inv browserbackend.Invocation, in SnapshotInput) (SnapshotResult, error) {
 	return run(r.t, ctx, inv, spec{op: "snapshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkRange("snapshot", "max_nodes", in.MaxNodes, MaxSnapshotNodes) }},
-		func(ctx context.Context, p *Page) (SnapshotResult, error) { return p.Snapshot(ctx, in) })
+		check: func() error {
+			if err := checkRange("snapshot", "max_nodes", in.MaxNodes, MaxSnapshotNodes); err != nil {
+				return err
+			}
+			_, err := viewOf("snapshot", in)
+			return err
+		}},
+		func(ctx context.Context, p *Page) (SnapshotResult, error) {
+			var prev *keptSnapshot
+			if in.Diff {
+				if k, ok := r.t.snaps.get(inv.ConversationID); ok {
+					prev = &k
+				}
+			}
+			res, kept, err := p.snapshot(ctx, in, prev)
+			if err == nil {
+				kept.conv = inv.ConversationID
+				r.t.snaps.put(kept)
+			}
+			return res, err
+		})
 }
 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
@@ -548,7 +573,7 @@ func checkTarget(op string, t Target) error {
 		return invalidInput(op, "ref or selector is required")
 	}
 	if t.Ref != "" {
-		if _, err := ParseRef(t.Ref); err != nil {
+		if _, _, err := parseAnyRef(t.Ref); err != nil {
 			return invalidInput(op, err.Error())
 		}
 	}

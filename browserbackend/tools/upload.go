@@ -86,7 +86,8 @@ const uploadFn = `function(files) {
 // alike. More files than a single input takes is CodePageError.
 func (p *Page) FileUpload(ctx context.Context, target Target, files []UploadFile) (FileUploadResult, error) {
 	const op = "file_upload"
-	node, err := p.resolve(ctx, op, target)
+	el, done, err := p.element(ctx, op, target)
+	defer done()
 	if err != nil {
 		return FileUploadResult{}, err
 	}
@@ -96,12 +97,12 @@ func (p *Page) FileUpload(ctx context.Context, target Target, files []UploadFile
 		B64  string `json:"b64"`
 	}
 	args := make([]arg, len(files))
-	res := FileUploadResult{Ref: Ref(node), Files: make([]UploadedFile, len(files))}
+	res := FileUploadResult{Ref: el.ref, Files: make([]UploadedFile, len(files))}
 	for i, f := range files {
 		args[i] = arg{Name: f.Name, Type: f.Type, B64: base64.StdEncoding.EncodeToString(f.Data)}
 		res.Files[i] = f.UploadedFile
 	}
-	if err := p.callOn(ctx, op, node, uploadFn, &res.Dropped, args); err != nil {
+	if err := el.callOn(ctx, op, el.node, uploadFn, &res.Dropped, args); err != nil {
 		return FileUploadResult{}, err
 	}
 	return res, nil

@@ -108,11 +108,12 @@ func (p *Page) facts(ctx context.Context, op string, t Target) (elementFacts, er
 		err := p.evaluate(ctx, op, `(`+factsFn+`).call(document.activeElement || document.body)`, false, &f)
 		return f, err
 	}
-	node, err := p.resolve(ctx, op, t)
+	el, done, err := p.element(ctx, op, t)
+	defer done()
 	if err != nil {
 		return f, err
 	}
-	err = p.callOn(ctx, op, node, factsFn, &f)
+	err = el.callOn(ctx, op, el.node, factsFn, &f)
 	return f, err
 }
 

@@ -39,8 +39,13 @@ type NavigateArgs struct {
 
 // SnapshotArgs is the browser_snapshot input.
 type SnapshotArgs struct {
-	MaxNodes int    `json:"max_nodes,omitempty" jsonschema:"Most accessibility nodes rendered, 0 to 50000; 0 or omitted means 10000. A larger tree is cut, and its text then ends with a line that says so."`
-	Source   string `json:"source,omitempty" jsonschema:"Roles and names from dom (default; fast) or accessibility (Chromium's own tree; exact, slower on large pages)."`
+	MaxNodes    int    `json:"max_nodes,omitempty" jsonschema:"Most nodes rendered (default 10000, max 50000); a cut says so."`
+	Source      string `json:"source,omitempty" jsonschema:"dom (default, fast) or accessibility (exact, slower)."`
+	Ref         string `json:"ref,omitempty" jsonschema:"Only this element's subtree."`
+	MaxDepth    int    `json:"max_depth,omitempty" jsonschema:"Levels kept (default all)."`
+	Interactive bool   `json:"interactive,omitempty" jsonschema:"Only what can be acted on, with its headings, forms and landmarks: far smaller."`
+	Search      string `json:"search,omitempty" jsonschema:"Only nodes whose name or value contains this text, with their ancestors."`
+	Diff        bool   `json:"diff,omitempty" jsonschema:"Only what appeared (+), changed (~) or went (-) since the previous snapshot."`
 	Common
 }
 

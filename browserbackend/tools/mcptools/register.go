@@ -72,11 +72,11 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	addSummarized(s, srv, toolDef[SnapshotArgs, tools.SnapshotResult]{
 		name: "browser_snapshot", title: "Page snapshot", readOnly: true,
-		desc: "Read the page as an accessibility tree, one element per line with its role, name and ref (e.g. [ref=e42]). " +
-			"Use the refs in browser_click, browser_type, browser_hover, browser_scroll, browser_select_option, browser_press_key and browser_extract. " +
-			"Take a new snapshot after the page changed.",
+		desc: "Read the page as an accessibility tree, one element per line with its role, name and ref (e.g. [ref=e42]) for the other tools. " +
+			"Narrow it (interactive, search, ref, diff) to save tokens.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SnapshotArgs) (tools.SnapshotResult, error) {
-			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source})
+			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source,
+				Ref: a.Ref, MaxDepth: a.MaxDepth, Interactive: a.Interactive, Search: a.Search, Diff: a.Diff})
 		},
 		text:    snapshotText,
 		backend: func(r tools.SnapshotResult) browserbackend.Kind { return r.Backend },
@@ -188,7 +188,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[WaitForArgs, tools.WaitForResult]{
 		name: "browser_wait_for", title: "Wait for", readOnly: true,
-		desc: "Wait until an element matches a CSS selector, the page shows a text, or a navigation has loaded (optionally at a URL containing url_contains). Give exactly one of selector, text and navigation/url_contains.",
+		desc: "Wait until a CSS selector matches, a text shows, or a navigation has loaded (optionally at a URL containing url_contains); give exactly one.",
 		progress: func(a WaitForArgs) string {
 			switch {
 			case a.Selector != "":
@@ -229,7 +229,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[AttachArgs, tools.AttachResult]{
 		name: "browser_attach", title: "Attach",
-		desc: "Pick the conversation's browser and page without changing it and report its URL and title; the backend chosen is remembered for the conversation.",
+		desc: "Pick the conversation's browser and page without changing it; report its URL and title.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a AttachArgs) (tools.AttachResult, error) {
 			return s.opts.Tools.Attach(ctx, inv, tools.AttachInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				NewTab: a.NewTab, UseActiveTab: a.UseActiveTab})
@@ -263,7 +263,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[StatusArgs, tools.StatusReport]{
 		name: "browser_status", title: "Browser status", readOnly: true,
-		desc: "Report which browsers are available (the user's Chrome through the extension or desktop bridge, a Chrome with a debugging port, a private Chromium), in which order auto tries them, the browser_mode to use, and what the user can do to make a better one available. " +
+		desc: "Report which browsers are available, in which order auto tries them, and what the user can do to make a better one available. " +
 			sharedText(s.opts.Tools.Selector()),
 		call: func(ctx context.Context, inv browserbackend.Invocation, a StatusArgs) (tools.StatusReport, error) {
 			return s.opts.Tools.Status(ctx, inv, tools.StatusInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
