@@ -76,8 +76,8 @@ func (r *ScreenshotResult) record(rc *recorder.Call) {
 		Width: r.Width, Height: r.Height, Size: r.Size, URL: r.URL})
 }
 
-// record records the windows an action opened and the navigation it
-// started.
+// record records the windows an action opened, the navigation it started
+// and the downloads.
 func (e *Effects) record(rc *recorder.Call) {
 	for _, u := range e.Opened {
 		rc.Event(recorder.PageEvent{Type: "popup", URL: u})
@@ -85,4 +85,16 @@ func (e *Effects) record(rc *recorder.Call) {
 	if n := e.Navigated; n != nil {
 		rc.Event(recorder.PageEvent{Type: "navigation", URL: n.URL, Detail: n.Title})
 	}
+	for _, d := range e.Downloads {
+		detail := d.FileName + " (" + d.State + ")"
+		if d.Path != "" {
+			detail += ", saved as " + d.Path + ", sha256 " + d.SHA256
+		}
+		rc.Event(recorder.PageEvent{Type: "download", URL: d.URL, Detail: detail})
+	}
+}
+
+// record references the PDF file (its bytes are not kept).
+func (r *PDFResult) record(rc *recorder.Call) {
+	rc.Event(recorder.PageEvent{Type: "pdf", URL: r.URL, Detail: r.Path + ", sha256 " + r.SHA256})
 }
