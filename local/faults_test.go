@@ -391,8 +391,8 @@ func TestKilledBrowserLeavesNoScratchInTheTemporaryDirectory(t *testing.T) {
 // to the next command).
 func TestKilledBrowserCostsAConversationOneNoticeEveryTime(t *testing.T) {
 	b, _ := newTestBrowser(t, Options{})
-	ctx := testCtx(t)
 	for round := range 10 {
+		ctx := testCtx(t) // a round's own: ten relaunches on a loaded machine outlast one
 		c := b.Client("conv")
 		done := markBusy(t, ctx, c)
 		peer := b.Client("conv")

@@ -232,7 +232,7 @@ func (p *Page) awaitLoad(ctx context.Context, nav page.NavigateResult, want stri
 // When a step fails because the page went away (CodePageLost,
 // CodePageEvicted or CodeTargetCrashed, whichever command first sees it), it
 // loads about:blank — a crashed tab gets a new renderer, the local backend
-// opens a fresh page — and runs the sequence again, at most twice, since the
+// opens a fresh page — and runs the sequence again, at most three times, since the
 // fresh page can be dead too. After such a recovery, a navigation Chromium
 // aborts (errorText net::ERR_ABORTED, not a download) is sent once more: a
 // revived tab can abort the first navigation that follows it. Any other
@@ -244,7 +244,7 @@ func (p *Page) startNavigation(ctx context.Context, target string) (page.Navigat
 		switch {
 		case ctx.Err() != nil:
 			return nav, err
-		case err != nil && pageWentAway(err) && crashes < 2:
+		case err != nil && pageWentAway(err) && crashes < 3:
 			crashes++
 			if err := p.loadBlank(ctx); err != nil {
 				return page.NavigateResult{}, err
