@@ -119,7 +119,7 @@ type CloseTabInput struct {
 
 // CloseTabResult is what Close released and the tabs left.
 type CloseTabResult struct {
-	Released browserbackend.Released `json:"released"`
+	Released browserbackend.Released  `json:"released"`
 	Tabs     []browserbackend.TabInfo `json:"tabs"`
 }
 
