@@ -150,23 +150,29 @@ func (p *Page) console(ctx context.Context, in ConsoleInput) (ConsoleResult, err
 func filterConsole(all []ConsoleMessage, in ConsoleInput) ConsoleResult {
 	min := consoleLevels[in.Level]
 	search := strings.ToLower(in.Search)
-	out := make([]ConsoleMessage, 0, len(all))
-	for _, m := range all {
-		if consoleLevels[m.Level] < min || (search != "" && !strings.Contains(strings.ToLower(m.Text), search)) {
-			continue
+	out, matched := lastMatching(all, in.Limit, DefaultConsoleLimit, func(m ConsoleMessage) bool {
+		return consoleLevels[m.Level] >= min && (search == "" || strings.Contains(strings.ToLower(m.Text), search))
+	})
+	return ConsoleResult{Messages: out, Matched: matched}
+}
+
+// lastMatching returns the last limit (def when 0) elements of all that
+// keep accepts, in order, and how many it accepted.
+func lastMatching[T any](all []T, limit, def int, keep func(T) bool) ([]T, int) {
+	out := make([]T, 0, len(all))
+	for _, x := range all {
+		if keep(x) {
+			out = append(out, x)
 		}
-		out = append(out, m)
 	}
-	limit := in.Limit
 	if limit == 0 {
-		limit = DefaultConsoleLimit
+		limit = def
 	}
-	res := ConsoleResult{Matched: len(out)}
-	if len(out) > limit {
-		out = out[len(out)-limit:]
+	n := len(out)
+	if n > limit {
+		out = out[n-limit:]
 	}
-	res.Messages = out
-	return res
+	return out, n
 }
 
 func consoleAPIMessage(raw jsonv2.Value) (ConsoleMessage, bool) {
@@ -329,23 +335,10 @@ func (p *Page) network(ctx context.Context, in NetworkInput) (NetworkResult, err
 	if err := p.evaluate(ctx, op, networkScript, false, &all); err != nil {
 		return NetworkResult{}, err
 	}
-	out := all[:0]
-	for _, r := range all {
-		if (in.Type != "" && !strings.EqualFold(r.Type, in.Type)) || (in.URLContains != "" && !strings.Contains(r.URL, in.URLContains)) {
-			continue
-		}
-		out = append(out, r)
-	}
-	limit := in.Limit
-	if limit == 0 {
-		limit = DefaultNetworkLimit
-	}
-	res := NetworkResult{Matched: len(out)}
-	if len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	res.Requests = out
-	return res, nil
+	out, matched := lastMatching(all, in.Limit, DefaultNetworkLimit, func(r NetworkRequest) bool {
+		return (in.Type == "" || strings.EqualFold(r.Type, in.Type)) && (in.URLContains == "" || strings.Contains(r.URL, in.URLContains))
+	})
+	return NetworkResult{Requests: out, Matched: matched}, nil
 }
 
 // PDFInput is the browser_pdf tool input.
