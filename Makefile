@@ -2,7 +2,7 @@
 # scripts/setup.sh first, which is quick when everything is installed.
 
 GO ?= go
-TESTFLAGS ?= -race -count=1 -timeout 40m -p 3
+TESTFLAGS ?= -race -count=1 -timeout 40m
 
 .PHONY: all setup demo test bench stress soak
 
