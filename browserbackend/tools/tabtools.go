@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 
 	"github.com/browserchain/browserchain/browserbackend"
 )
@@ -173,7 +174,8 @@ func (t *Tools) prepare(ctx context.Context, op string, inv browserbackend.Invoc
 
 // withBackend sets the backend of a tools *Error that has none.
 func withBackend(err error, k browserbackend.Kind) error {
-	if te, ok := err.(*Error); ok && te.Backend == "" && k != "" {
+	var te *Error
+	if errors.As(err, &te) && te.Backend == "" && k != "" {
 		cp := *te
 		cp.Backend = k
 		return &cp

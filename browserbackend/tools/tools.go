@@ -4,7 +4,6 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -400,14 +399,7 @@ func runCall[R any, PR interface {
 		t.log.Debug("browser tool failed", "op", s.op, "mode", mode, "backend", call.Backend,
 			"conversationId", inv.ConversationID, "error", err)
 		callErr = err
-		err = wrap(s.op, err)
-		var te *Error
-		if errors.As(err, &te) && te.Backend == "" {
-			cp := *te
-			cp.Backend = call.Backend
-			err = &cp
-		}
-		return zero, err
+		return zero, withBackend(wrap(s.op, err), call.Backend)
 	}
 	PR(&res).setCall(call)
 	recordResult(rc, PR(&res))

@@ -20,9 +20,9 @@ var ToolNames = []string{
 	"browser_hover", "browser_scroll", "browser_press_key", "browser_select_option", "browser_wait_for",
 	"browser_extract", "browser_links", "browser_attach", "browser_detach", "browser_close", "browser_status",
 	"browser_login", "browser_handle_dialog", "browser_file_upload",
+	"browser_history", "browser_evaluate", "browser_console_messages", "browser_network_requests",
+	"browser_fill_form", "browser_drag", "browser_pdf_save", "browser_resize", "browser_tabs",
 }
-
-func init() { ToolNames = append(ToolNames, pageToolNames...) }
 
 // args is what every argument type has: the Common properties.
 type args interface{ common() Common }

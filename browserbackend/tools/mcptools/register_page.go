@@ -11,13 +11,6 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/tools"
 )
 
-// pageToolNames are the tools registerPageTools adds, in order.
-var pageToolNames = []string{
-	"browser_history", "browser_evaluate",
-	"browser_console_messages", "browser_network_requests", "browser_fill_form", "browser_drag",
-	"browser_pdf_save", "browser_resize", "browser_tabs",
-}
-
 func historyText(r tools.HistoryResult) string {
 	s := fmt.Sprintf("Done: the page is %s (%q, backend %s)", r.URL, r.Title, r.Backend)
 	if r.StillLoading {
