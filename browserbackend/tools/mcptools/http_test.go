@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -150,14 +151,29 @@ func TestDroppedEventStreamResumesWithLastEventID(t *testing.T) {
 	require.NoError(t, resp.Body.Close()) // the stream drops while the call runs
 	close(release)
 
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, hs.URL, nil)
-	require.NoError(t, err)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Last-Event-ID", prime.id)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	// A client reconnects after the retry the server sent. Until the server
+	// has seen the old stream go it answers 409 (the stream is still
+	// attached), and the client tries again after the same delay.
+	ctx := testCtx(t)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Last-Event-ID", prime.id)
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		if resp.StatusCode != http.StatusConflict {
+			break
+		}
+		require.NoError(t, resp.Body.Close())
+		select {
+		case <-time.After(mcptools.DefaultSSERetry):
+		case <-ctx.Done():
+			require.NoError(t, ctx.Err(), "the old stream was never let go")
+		}
+	}
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	br := bufio.NewReader(resp.Body)
