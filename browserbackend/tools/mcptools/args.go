@@ -22,18 +22,18 @@ func (c Common) common() Common { return c }
 
 // Element names the element a tool acts on.
 type Element struct {
-	Ref      string `json:"ref,omitempty" jsonschema:"Ref from the latest browser_snapshot (e42); preferred."`
-	Selector string `json:"selector,omitempty" jsonschema:"CSS selector (main document), when no ref is given."`
+	Ref      string `json:"ref,omitempty" jsonschema:"Ref from browser_snapshot, e.g. e42."`
+	Selector string `json:"selector,omitempty" jsonschema:"CSS selector, if no ref."`
 }
 
 func (e Element) target() tools.Target { return tools.Target{Ref: e.Ref, Selector: e.Selector} }
 
 // NavigateArgs is the browser_navigate input.
 type NavigateArgs struct {
-	URL          string `json:"url" jsonschema:"URL to load: http, https, about:blank or data:. The call returns once the page has loaded."`
+	URL          string `json:"url" jsonschema:"http, https, about:blank or data: URL."`
 	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Load it in a new tab of the conversation's (browser_tabs lists them)."`
 	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Work in the user's active tab; only when the user asks."`
-	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"What to wait for after the commit: load (default; every image and script), domcontentloaded (parsed) or none. A page still loading at the deadline returns stillLoading true."`
+	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"After the commit: load (default), domcontentloaded or none. Still loading at the deadline: stillLoading true."`
 	Common
 }
 
@@ -51,11 +51,11 @@ type SnapshotArgs struct {
 
 // ScreenshotArgs is the browser_screenshot input.
 type ScreenshotArgs struct {
-	Width    int  `json:"width,omitempty" jsonschema:"With height: capture this many CSS pixels from the top-left of the page instead of the viewport."`
-	Height   int  `json:"height,omitempty" jsonschema:"With width: capture this many CSS pixels from the top-left of the page instead of the viewport."`
-	FullPage bool `json:"full_page,omitempty" jsonschema:"Capture the whole scrollable page instead of the visible viewport (ignored with width and height)."`
-	Compact  bool `json:"compact,omitempty" jsonschema:"Ask the browser for its smallest PNG (slower to encode); by default it encodes for speed."`
-	AsFile   bool `json:"as_file,omitempty" jsonschema:"Also store the image in the server's file catalogue and return its file id and a short-lived signed link (only when the server has a catalogue)."`
+	Width    int  `json:"width,omitempty" jsonschema:"With height: capture this CSS-pixel area from the page's top-left."`
+	Height   int  `json:"height,omitempty" jsonschema:"See width."`
+	FullPage bool `json:"full_page,omitempty" jsonschema:"The whole scrollable page, not just the viewport."`
+	Compact  bool `json:"compact,omitempty" jsonschema:"Smallest PNG (slower to encode)."`
+	AsFile   bool `json:"as_file,omitempty" jsonschema:"Also store it in the server's file catalogue: a file id and a short-lived signed link."`
 	Common
 }
 
@@ -70,7 +70,7 @@ type TypeArgs struct {
 	Element
 	Text   string `json:"text" jsonschema:"Text to type into the element."`
 	Clear  bool   `json:"clear,omitempty" jsonschema:"Empty the field before typing."`
-	Slowly bool   `json:"slowly,omitempty" jsonschema:"Send one key press per character, for pages that react to key events; otherwise the text is inserted at once."`
+	Slowly bool   `json:"slowly,omitempty" jsonschema:"One key press per character, for pages that need key events; default inserts at once."`
 	Submit bool   `json:"submit,omitempty" jsonschema:"Press Enter after typing."`
 	Common
 }
@@ -107,7 +107,7 @@ type ScrollArgs struct {
 // SelectOptionArgs is the browser_select_option input.
 type SelectOptionArgs struct {
 	Element
-	Values []string `json:"values" jsonschema:"Options to select, matched against each option's value and then its label; a single-choice select takes the first match."`
+	Values []string `json:"values" jsonschema:"Options by value, then label; a single select takes the first match."`
 	Common
 }
 
@@ -116,15 +116,15 @@ type SelectOptionArgs struct {
 type WaitForArgs struct {
 	Selector    string `json:"selector,omitempty" jsonschema:"Wait until an element matches this CSS selector."`
 	Text        string `json:"text,omitempty" jsonschema:"Wait until the page's visible text contains this string."`
-	Navigation  bool   `json:"navigation,omitempty" jsonschema:"Wait until a main-frame navigation has loaded (e.g. after a click that submits a form)."`
-	URLContains string `json:"url_contains,omitempty" jsonschema:"With navigation (or alone): wait until the loaded page's URL contains this string; a page already there counts at once."`
+	Navigation  bool   `json:"navigation,omitempty" jsonschema:"Wait until a main-frame navigation has loaded."`
+	URLContains string `json:"url_contains,omitempty" jsonschema:"Wait until the page's URL contains this."`
 	Common
 }
 
 // ExtractArgs is the browser_extract input.
 type ExtractArgs struct {
 	Element
-	MaxChars int `json:"max_chars,omitempty" jsonschema:"Most characters returned, 0 to 1000000; 0 or omitted means 50000. Longer text is cut and marked truncated."`
+	MaxChars int `json:"max_chars,omitempty" jsonschema:"Most characters returned (default 50000, max 1000000); a cut is marked truncated."`
 	Common
 }
 
@@ -149,21 +149,21 @@ type ReleaseArgs struct {
 
 // StatusArgs is the browser_status input.
 type StatusArgs struct {
-	Probe *bool `json:"probe,omitempty" jsonschema:"Check each backend with a short connection attempt (the default); false reports the cheap preflight only."`
+	Probe *bool `json:"probe,omitempty" jsonschema:"Try connecting to each backend (default); false: preflight only."`
 	Common
 }
 
 // LoginField is one field browser_login fills.
 type LoginField struct {
 	Element
-	Value string `json:"value" jsonschema:"What to enter: %username% or %password% (replaced by the vault entry's username or password inside the server; the model never sees them), optionally inside other text."`
+	Value string `json:"value" jsonschema:"%username% or %password% (filled in by the server, never shown), possibly inside other text."`
 }
 
 // LoginArgs is the browser_login input.
 type LoginArgs struct {
 	Credential string       `json:"credential" jsonschema:"Vault entry name, e.g. login:app.example.com."`
 	Fields     []LoginField `json:"fields" jsonschema:"Fields in order, each an element and its value (%username%, %password%)."`
-	Submit     *Element     `json:"submit,omitempty" jsonschema:"Optional: the button (ref or selector) clicked after the fields are filled; the call waits for the navigation it starts."`
+	Submit     *Element     `json:"submit,omitempty" jsonschema:"Button clicked after filling; the call waits for its navigation."`
 	Common
 }
 

@@ -60,8 +60,7 @@ type toolDef[A args, R any] struct {
 func (s *Server) Register(srv *mcp.Server) {
 	add(s, srv, toolDef[NavigateArgs, tools.NavigateResult]{
 		name: "browser_navigate", title: "Navigate",
-		desc: "Load a URL in the conversation's page and wait until it has loaded. Returns the final URL (after redirects) and the title. " +
-			"The first navigate of a conversation opens its page (on the user's Chrome: a tab of its own).",
+		desc:     "Load a URL in the conversation's page (the first opens it: on the user's Chrome, a tab of its own) and wait for it. Returns the final URL and title.",
 		progress: func(a NavigateArgs) string { return "navigating to " + a.URL },
 		call: func(ctx context.Context, inv browserbackend.Invocation, a NavigateArgs) (tools.NavigateResult, error) {
 			return s.opts.Tools.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: a.BrowserMode, URL: a.URL,
@@ -72,8 +71,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	addSummarized(s, srv, toolDef[SnapshotArgs, tools.SnapshotResult]{
 		name: "browser_snapshot", title: "Page snapshot", readOnly: true,
-		desc: "Read the page as an accessibility tree, one element per line with its role, name and ref (e.g. [ref=e42]) for the other tools. " +
-			"Narrow it (interactive, search, ref, diff) to save tokens.",
+		desc: "Read the page as an accessibility tree: role, name and ref (e.g. [ref=e42]) per element. Narrow it (interactive, search, ref, diff) to save tokens.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SnapshotArgs) (tools.SnapshotResult, error) {
 			return s.opts.Tools.Read().Snapshot(ctx, inv, tools.SnapshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, MaxNodes: a.MaxNodes, Source: a.Source,
 				Ref: a.Ref, MaxDepth: a.MaxDepth, Interactive: a.Interactive, Search: a.Search, Diff: a.Diff})
@@ -83,8 +81,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	}, summarizeSnapshot)
 	add(s, srv, toolDef[ScreenshotArgs, tools.ScreenshotResult]{
 		name: "browser_screenshot", title: "Screenshot", readOnly: true,
-		desc: "Capture the visible viewport (or the full page, or a width×height area from the top-left) as a PNG image. " +
-			"Prefer browser_snapshot to read the page; use a screenshot to see layout or images.",
+		desc: "Capture the viewport (or full page, or an area) as a PNG, to see layout or images; browser_snapshot reads the page.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ScreenshotArgs) (tools.ScreenshotResult, error) {
 			return s.opts.Tools.Read().Screenshot(ctx, inv, tools.ScreenshotInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Width: a.Width, Height: a.Height, FullPage: a.FullPage, Compact: a.Compact, AsFile: a.AsFile})
@@ -94,8 +91,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
 		name: "browser_click", title: "Click",
-		desc: "Click an element (by ref from browser_snapshot, or a CSS selector) at its centre, scrolling it into view first. " +
-			"When the click navigates the page it returns once the new page has loaded, with its URL and title; it reports a window it opened or a dialog it raised.",
+		desc: "Click an element at its centre, scrolled into view. A navigation it starts is waited for (new URL and title); a window it opened or a dialog it raised is reported.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
 			return s.opts.Tools.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
@@ -104,7 +100,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[TypeArgs, tools.ActionResult]{
 		name: "browser_type", title: "Type text",
-		desc: "Focus an editable element (by ref or CSS selector) and type text into it; optionally clear it first and press Enter after.",
+		desc: "Type text into an editable element; optionally clear it first and press Enter after.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a TypeArgs) (tools.ActionResult, error) {
 			return s.opts.Tools.Act().Type(ctx, inv, tools.TypeInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(),
 				Text: a.Text, Clear: a.Clear, Slowly: a.Slowly, Submit: a.Submit})
@@ -114,7 +110,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[ElementArgs, tools.ActionResult]{
 		name: "browser_hover", title: "Hover",
-		desc: "Move the mouse over an element (by ref or CSS selector), e.g. to open a menu.",
+		desc: "Move the mouse over an element, e.g. to open a menu.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a ElementArgs) (tools.ActionResult, error) {
 			return s.opts.Tools.Act().Hover(ctx, inv, tools.ElementInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target()})
 		},
@@ -142,8 +138,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[HandleDialogArgs, tools.HandleDialogResult]{
 		name: "browser_handle_dialog", title: "Handle dialog",
-		desc: "Accept or dismiss the JavaScript dialog (alert, confirm, prompt, beforeunload) open on the conversation's page. " +
-			"While one is open the page does nothing else; other browser tools report it.",
+		desc: "Accept or dismiss the open JavaScript dialog (alert, confirm, prompt, beforeunload); until then the page is blocked and other tools report it.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a HandleDialogArgs) (tools.HandleDialogResult, error) {
 			return s.opts.Tools.Act().HandleDialog(ctx, inv, tools.HandleDialogInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Accept: a.Accept, PromptText: a.PromptText})
@@ -155,8 +150,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[FileUploadArgs, tools.FileUploadResult]{
 		name: "browser_file_upload", title: "Upload files",
-		desc: "Set files on a file input (by ref or CSS selector; a hidden input works by selector), or drop them on an element that takes dropped files. " +
-			"Paths are relative to the server's upload directory; nothing outside it can be sent.",
+		desc: "Set files on a file input (hidden ones by selector) or drop them on an element. Only files in the server's upload directory.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a FileUploadArgs) (tools.FileUploadResult, error) {
 			return s.opts.Tools.Act().FileUpload(ctx, inv, tools.FileUploadInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Target: a.target(), Paths: a.Paths})
@@ -176,7 +170,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	add(s, srv, toolDef[SelectOptionArgs, tools.SelectOptionResult]{
 		name: "browser_select_option", title: "Select option",
-		desc: "Select options of a <select> element (by ref or CSS selector), matched by value or label.",
+		desc: "Select options of a <select> element by value or label.",
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SelectOptionArgs) (tools.SelectOptionResult, error) {
 			return s.opts.Tools.Act().SelectOption(ctx, inv, tools.SelectOptionInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
 				Target: a.target(), Values: a.Values})
