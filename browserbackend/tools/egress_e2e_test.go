@@ -57,6 +57,7 @@ func TestLocalEgressProxyRefusesARebindingName(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
 	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: g})
+	t.Cleanup(tl.Shutdown)
 	inv := browserbackend.Invocation{ConversationID: "conv-egress", InterfaceID: "cli"}
 	ctx := stepCtx(t)
 
@@ -214,15 +215,8 @@ func TestEgressProxyRefusalIsForbidden(t *testing.T) {
 		es := startEgressSites(t)
 		b := local.New(local.Options{Logger: quietLogger(), Args: es.egress.ChromiumArgs()})
 		t.Cleanup(func() { b.Close() })
-		tl := toolsOver(t, local.NewProvider(b), tools.Options{Guard: es.g})
+		tl := toolsOver(t, local.NewProvider(b), tools.Options{Guard: es.g}) // kept Clients: Options.Guard
 		egressScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-egress-local", InterfaceID: "cli"}, es)
-	})
-	t.Run("local, kept clients", func(t *testing.T) {
-		es := startEgressSites(t)
-		b := local.New(local.Options{Logger: quietLogger(), Args: es.egress.ChromiumArgs()})
-		t.Cleanup(func() { b.Close() })
-		tl := toolsOver(t, local.NewProvider(b), tools.Options{Guard: es.g, KeepClients: true})
-		egressScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-egress-local-kept", InterfaceID: "cli"}, es)
 	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		es := startEgressSites(t)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,6 +51,41 @@ type guardSites struct {
 	unstall  func()
 	// loginPassword is the password the login form last posted.
 	loginPassword atomic.Value
+	// blockedHit receives when blocked.test has a request; refusedBetween
+	// receives the host of each refusal a kept watch logs while no call
+	// runs (logger); openGate lets /later navigate itself to blocked.test.
+	blockedHit     chan struct{}
+	refusedBetween chan string
+	openGate       func()
+}
+
+// logger returns a logger that reports the refusals made between calls on
+// gs.refusedBetween and drops every other record.
+func (gs *guardSites) logger() *slog.Logger {
+	return slog.New(betweenCallsSignal{gs.refusedBetween})
+}
+
+// betweenCallsSignal is a slog handler that sends the host of every
+// "refused between tool calls" record on ch, dropping it when ch is full.
+type betweenCallsSignal struct{ ch chan string }
+
+func (h betweenCallsSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h betweenCallsSignal) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h betweenCallsSignal) WithGroup(string) slog.Handler            { return h }
+func (h betweenCallsSignal) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "between tool calls") {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "host" {
+			select {
+			case h.ch <- a.Value.String():
+			default:
+			}
+		}
+		return true
+	})
+	return nil
 }
 
 // testPassword is the vault's password; no log line, result, error or
@@ -57,10 +93,14 @@ type guardSites struct {
 const testPassword = "Tr0ub4dor&3-never-logged"
 
 func startGuardSites(t *testing.T) *guardSites {
-	gs := &guardSites{}
+	gs := &guardSites{blockedHit: make(chan struct{}, 1), refusedBetween: make(chan string, 8)}
 	blocked := http.NewServeMux()
 	blocked.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		gs.blockedHits.Add(1)
+		select {
+		case gs.blockedHit <- struct{}{}:
+		default:
+		}
 		page(w, "Blocked", "<p>you should not be here</p>")
 	})
 	bs := chromiumtest.LoopbackServer(t, blocked)
@@ -77,6 +117,20 @@ func startGuardSites(t *testing.T) *guardSites {
 <a id="blank" href="%[1]s/blank" target="_blank">a new window</a>
 <form method="post" action="%[1]s/post"><input name="q" value="x"><button id="post">Go</button></form>
 <a id="ok" href="/page?again">same site</a>`, gs.blocked))
+	})
+	// /later navigates itself to blocked.test once openGate ran: after
+	// the call that loaded it has returned.
+	gate := make(chan struct{})
+	gs.openGate = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(gs.openGate)
+	allowed.HandleFunc("/later", func(w http.ResponseWriter, r *http.Request) {
+		page(w, "Later", fmt.Sprintf(`<p>later</p><script>fetch("/gate").then(() => { location = %q; });</script>`, gs.blocked+"/later"))
+	})
+	allowed.HandleFunc("/gate", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+		}
 	})
 	gs.holding, gs.release = make(chan struct{}, 1), make(chan struct{})
 	gs.closeRelease = sync.OnceFunc(func() { close(gs.release) })
@@ -181,6 +235,10 @@ type popupChecks struct {
 	// user is a raw CDP client of the browser standing for the user: it
 	// opens a tab of its own while a call runs (nil: not checked).
 	user *rawCDP
+	// betweenCalls: the guard holds between calls (Options.Guard, or
+	// KeepClients), so a page's own navigation while no call runs is
+	// refused before its request leaves; tl logs to gs.logger().
+	betweenCalls bool
 }
 
 // guardNavigationScenario is the GRD-2 scenario of issue 13 on one backend.
@@ -215,6 +273,22 @@ func guardNavigationScenario(t *testing.T, ctx context.Context, tl *tools.Tools,
 		assert.Equal(t, gs.allowed+"/page?again", pageURL(t, ctx, tl, inv))
 	})
 	assert.Zero(t, gs.blockedHits.Load(), "the blocked server received no request")
+	if pc.betweenCalls {
+		t.Run("the page navigates itself between calls", func(t *testing.T) {
+			_, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: gs.allowed + "/later"})
+			require.NoError(t, err)
+			gs.openGate() // no call runs now
+			select {
+			case host := <-gs.refusedBetween:
+				assert.Equal(t, strings.TrimPrefix(gs.blocked, "http://"), host)
+			case <-gs.blockedHit:
+				require.FailNow(t, "the page's own navigation reached the off-list host")
+			case <-ctx.Done():
+				require.FailNow(t, "no refusal before the deadline")
+			}
+			assert.Zero(t, gs.blockedHits.Load())
+		})
+	}
 	t.Run("window.open", func(t *testing.T) {
 		open()
 		_, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pop"}})
@@ -290,28 +364,21 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		b := local.New(local.Options{Logger: quietLogger(), Args: []string{hostRules}})
 		t.Cleanup(func() { b.Close() })
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
-		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
-		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs, popupChecks{})
-	})
-	t.Run("local, kept clients", func(t *testing.T) {
-		// One Client per conversation: the interception is enabled once
-		// and stays on between calls.
-		gs := startGuardSites(t)
-		b := local.New(local.Options{Logger: quietLogger(), Args: []string{hostRules}})
-		t.Cleanup(func() { b.Close() })
-		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{local.NewProvider(b)}, Logger: quietLogger()})
-		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy), KeepClients: true})
+		// Options.Guard: the conversation keeps its Client, and the
+		// interception stays on between calls.
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: gs.logger(), Guard: guard.MustNew(gs.policy)})
 		t.Cleanup(tl.Shutdown)
-		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local-kept", InterfaceID: "cli"}, gs, popupChecks{})
+		guardNavigationScenario(t, stepCtx(t), tl, browserbackend.Invocation{ConversationID: "conv-guard-local", InterfaceID: "cli"}, gs, popupChecks{betweenCalls: true})
 	})
 	t.Run("host-bridge", func(t *testing.T) {
 		gs := startGuardSites(t)
 		h := startRuntime(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
 		runBridgeOn(t, h, b, false)
-		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: gs.logger(), Guard: guard.MustNew(gs.policy)})
+		t.Cleanup(tl.Shutdown)
 		// auto: no extension is connected, so the desktop bridge serves.
-		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-bridge"), gs, popupChecks{held: true, user: dialRaw(t, b)})
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-bridge"), gs, popupChecks{held: true, user: dialRaw(t, b), betweenCalls: true})
 	})
 	t.Run("extension", func(t *testing.T) {
 		gs := startGuardSites(t)
@@ -320,8 +387,9 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 		require.NoError(t, extension.Install(extensionDir, dst, h.url))
 		chromiumtest.Start(t, chromiumtest.WithExtension(dst), chromiumtest.WithArgs(hostRules))
 		h.waitClient(t, wire.InterfaceChromeExtension)
-		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
-		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-ext"), gs, popupChecks{})
+		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: gs.logger(), Guard: guard.MustNew(gs.policy)})
+		t.Cleanup(tl.Shutdown)
+		guardNavigationScenario(t, stepCtx(t), tl, h.invocation("conv-guard-ext"), gs, popupChecks{betweenCalls: true})
 	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		gs := startGuardSites(t)
@@ -334,9 +402,9 @@ func TestGuardBlocksEveryWayOffTheAllowList(t *testing.T) {
 	t.Run("cdp-inspect, kept clients", func(t *testing.T) {
 		gs := startGuardSites(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
-		tl := toolsOver(t, cdpInspectProvider(t, b), tools.Options{KeepClients: true})
+		tl := toolsOver(t, cdpInspectProvider(t, b), tools.Options{KeepClients: true, Logger: gs.logger()})
 		ctx := guard.NewContext(stepCtx(t), guard.MustNew(gs.policy))
-		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b)})
+		guardNavigationScenario(t, ctx, tl, browserbackend.Invocation{ConversationID: "conv-guard-cdp-kept", InterfaceID: "cli"}, gs, popupChecks{held: true, user: dialRaw(t, b), betweenCalls: true})
 	})
 }
 
@@ -421,6 +489,7 @@ func TestLoginFillsFromTheVaultAndNeverShowsThePassword(t *testing.T) {
 	p.AllowWrites = false
 	p.Logger = log
 	tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: log, Guard: guard.MustNew(p), Vault: vault})
+	t.Cleanup(tl.Shutdown)
 	inv := browserbackend.Invocation{ConversationID: "conv-login", InterfaceID: "cli"}
 	ctx := stepCtx(t)
 	var seen []string
@@ -490,7 +559,9 @@ func TestExtensionWorksAfterAGuardedBridgeCallOnItsBrowser(t *testing.T) {
 	runBridgeAs(t, h, b, false, "bridge-actor")
 	on := func(p browserbackend.Provider) *tools.Tools {
 		sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{p}, Logger: quietLogger()})
-		return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		tl := tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
+		t.Cleanup(tl.Shutdown)
+		return tl
 	}
 	ctx := stepCtx(t)
 	res, err := on(h.rt.Proxy.HostBridgeProvider(hostproxy.ProviderOptions{})).Navigate(ctx,

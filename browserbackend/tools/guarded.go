@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -42,13 +43,15 @@ func (t *Tools) guardFor(ctx context.Context) *guard.Guard {
 // extension).
 //
 // A per-call watch lives for one call (startWatch, begin, stop). A kept
-// Client (Options.KeepClients) has one watch for its lifetime: the
-// interception is enabled once and stays on between calls, where it still
-// blocks off-list documents: the page stays where it was, and no call
-// reports the refusal (there is none in progress).
+// Client (Options.KeepClients, or Options.Guard) has one watch for its
+// lifetime: the interception is enabled once and stays on between calls,
+// where it still blocks off-list documents and closes off-list popups
+// before their request leaves; with no call in progress to report it to,
+// such a refusal is logged at Warn (host and rule only).
 type watch struct {
-	g *guard.Guard
-	s cdp.Session
+	g   *guard.Guard
+	s   cdp.Session
+	log *slog.Logger
 	// life bounds the handlers' own commands: the call's ctx for a per-call
 	// watch, context.Background() for a kept one (each command also has
 	// guardCleanupTimeout).
@@ -112,10 +115,11 @@ func (w *watch) each(fn func(*window)) {
 }
 
 // startWatch enables the interception on s, with ctx bounding the set-up
-// commands and life the handlers'. It fails when Fetch.enable fails: a
+// commands and life the handlers'; log, if not nil, receives the refusals
+// made while no call is open. It fails when Fetch.enable fails: a
 // guard that cannot intercept must not let the call run.
-func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, op string) (*watch, error) {
-	w := &watch{g: g, s: s, life: life, wins: map[*window]struct{}{}}
+func startWatch(ctx, life context.Context, g *guard.Guard, s cdp.Session, log *slog.Logger, op string) (*watch, error) {
+	w := &watch{g: g, s: s, log: log, life: life, wins: map[*window]struct{}{}}
 	paused := w.subscribe(fetch.RequestPaused.Method)
 	opens := w.subscribe(page.WindowOpen.Method)
 	navs := w.subscribe(page.FrameRequestedNavigation.Method)
@@ -223,7 +227,22 @@ func (w *watch) loop(ch <-chan []byte, fn func([]byte)) {
 }
 
 func (w *watch) violate(err error) {
-	w.each(func(win *window) { win.violations = append(win.violations, err) })
+	w.mu.Lock()
+	calls := len(w.wins)
+	for win := range w.wins {
+		win.violations = append(win.violations, err)
+	}
+	w.mu.Unlock()
+	if calls == 0 && w.log != nil {
+		var ge *guard.Error
+		if errors.As(err, &ge) {
+			host := ""
+			if u, perr := url.Parse(ge.URL); perr == nil {
+				host = u.Host
+			}
+			w.log.Warn("guard refused what the page did between tool calls", "host", host, "rule", ge.Rule)
+		}
+	}
 }
 
 // firstViolation returns the first refusal recorded in win, or nil.
@@ -326,7 +345,8 @@ func (w *watch) onRequestedNavigation(raw []byte) {
 			err := w.g.CheckURL(actx, ev.URL)
 			cancel()
 			if err != nil {
-				w.violate(err)
+				// Only noted: the refusal itself is the Fetch pause's.
+				w.each(func(win *window) { win.violations = append(win.violations, err) })
 			}
 		}
 	}
@@ -540,7 +560,7 @@ func guarded[R any](ctx context.Context, g *guard.Guard, op string, p *Page, w *
 	var zero R
 	if w == nil {
 		var err error
-		if w, err = startWatch(ctx, ctx, g, p.base, op); err != nil {
+		if w, err = startWatch(ctx, ctx, g, p.base, nil, op); err != nil {
 			return zero, err
 		}
 		defer w.stop(ctx)

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/browserchain/browserchain/browserbackend"
@@ -39,7 +40,7 @@ type keptEntry struct {
 
 // watchFor returns the entry's running watch for g, starting it (or
 // restarting it for another guard) with ctx bounding the set-up.
-func (e *keptEntry) watchFor(ctx context.Context, g *guard.Guard, op string) (*watch, error) {
+func (e *keptEntry) watchFor(ctx context.Context, g *guard.Guard, log *slog.Logger, op string) (*watch, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.w != nil && e.w.g == g {
@@ -49,7 +50,7 @@ func (e *keptEntry) watchFor(ctx context.Context, g *guard.Guard, op string) (*w
 		e.w.stop(ctx)
 		e.w = nil
 	}
-	w, err := startWatch(ctx, context.Background(), g, e.c, op)
+	w, err := startWatch(ctx, context.Background(), g, e.c, log, op)
 	if err != nil {
 		return nil, err
 	}
@@ -171,13 +172,14 @@ func (c callClient) watch(ctx context.Context, g *guard.Guard, op string) (*watc
 	if c.entry == nil {
 		return nil, nil
 	}
-	return c.entry.watchFor(ctx, g, op)
+	return c.entry.watchFor(ctx, g, c.t.log, op)
 }
 
-// client returns the Client of one call: without Options.KeepClients a
-// fresh per-call Client; with it the conversation's kept Client (no new
-// connection, target attachment or selection per call), replaced when the
-// call asks for another tab and dropped after a broken-client error.
+// client returns the Client of one call: the conversation's kept Client
+// with Options.KeepClients or Options.Guard (no new connection, target
+// attachment or selection per call), replaced when the call asks for
+// another tab and dropped after a broken-client error; else a fresh
+// per-call Client.
 func (t *Tools) client(inv browserbackend.Invocation) callClient {
 	if t.keepClients {
 		key := keptKeyOf(inv)
@@ -189,7 +191,8 @@ func (t *Tools) client(inv browserbackend.Invocation) callClient {
 	return callClient{Client: t.sel.Client(inv), t: t}
 }
 
-// Shutdown closes the Clients kept for conversations (Options.KeepClients);
-// later calls use per-call Clients. It is idempotent and safe to call
-// concurrently with calls; without KeepClients it does nothing.
+// Shutdown closes the Clients kept for conversations (Options.KeepClients
+// or Options.Guard); later calls use per-call Clients. It is idempotent and
+// safe to call concurrently with calls; with neither option it does
+// nothing.
 func (t *Tools) Shutdown() { t.kept.shutdown() }

@@ -143,6 +143,7 @@ func TestEvaluateUnderAGuardNeedsAllowScripts(t *testing.T) {
 	provs := []*browserbackendtest.Provider{{K: browserbackend.KindLocal, Desc: refDesc(browserbackend.KindLocal)}}
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{provs[0]}, Logger: quietLogger()})
 	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger(), Guard: guard.MustNew(guard.Policy{AllowedDomains: []string{"example.com"}})})
+	t.Cleanup(tl.Shutdown)
 	inv := browserbackend.Invocation{ConversationID: "c1", InterfaceID: "macos"}
 	_, err := tl.Dev().Evaluate(context.Background(), inv, tools.EvaluateInput{Function: "() => document.cookie"})
 	require.ErrorIs(t, err, tools.ErrForbidden)

@@ -56,8 +56,11 @@ func TestPopupHoldLeavesNoSessionOnTheUsersTabs(t *testing.T) {
 		h := startRuntime(t)
 		b := chromiumtest.Start(t, chromiumtest.WithArgs(hostRules))
 		runBridgeOn(t, h, b, false)
-		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger(), Guard: guard.MustNew(gs.policy)})
-		run(t, b, gs, tl, h.invocation("conv-hold-bridge"), func() context.Context { return stepCtx(t) })
+		// The guard of each call (per-call Clients: the hold ends with the
+		// call).
+		tl := tools.New(tools.Options{Selector: h.rt.Selector, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+		g := guard.MustNew(gs.policy)
+		run(t, b, gs, tl, h.invocation("conv-hold-bridge"), func() context.Context { return guard.NewContext(stepCtx(t), g) })
 	})
 	t.Run("cdp-inspect", func(t *testing.T) {
 		gs := startGuardSites(t)

@@ -132,13 +132,15 @@ func TestPopupHoldDetachesTheOpenTabsWhenItsOffFails(t *testing.T) {
 	assert.ElementsMatch(t, []string{"W", "S0", "S1", "S2"}, detached)
 }
 
-// guardedNavigate runs one guarded navigate to pageURL on prov's backend.
+// guardedNavigate runs one guarded navigate to pageURL on prov's backend,
+// with the guard of that call only (a per-call Client: the hold ends with
+// the call).
 func guardedNavigate(t *testing.T, prov browserbackend.Provider, pageURL string) {
 	t.Helper()
 	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
 	g := guard.MustNew(guard.Policy{AllowedDomains: []string{"127.0.0.1"}, DevLoopback: []string{"127.0.0.1:8000"}, Logger: quietLogger()})
-	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger(), Guard: g})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger()})
+	ctx, cancel := context.WithTimeout(guard.NewContext(context.Background(), g), time.Minute)
 	defer cancel()
 	_, err := tl.Navigate(ctx, browserbackend.Invocation{ConversationID: "conv", InterfaceID: "cli"}, tools.NavigateInput{URL: pageURL})
 	require.NoError(t, err)

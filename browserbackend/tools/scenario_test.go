@@ -168,7 +168,7 @@ func toolsOver(t testing.TB, prov browserbackend.Provider, o tools.Options) *too
 	}
 	o.Selector = browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: o.Logger})
 	tl := tools.New(o)
-	if o.KeepClients {
+	if o.KeepClients || o.Guard != nil {
 		t.Cleanup(tl.Shutdown)
 	}
 	return tl

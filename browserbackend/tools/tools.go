@@ -97,10 +97,10 @@ type Options struct {
 	// typed text or params); nil means slog.Default().
 	Logger *slog.Logger
 	// Guard, optional, puts every tool call under a browser policy (page
-	// allow-list, private-network block, write and credential guards): see
-	// guarded.go and package guard. A ctx made with
-	// guard.NewContext overrides it for one invocation. nil: no guard, every
-	// tool behaves as without this field.
+	// allow-list, private-network block, write and credential guards), and
+	// between calls too: conversations keep their Client (see KeepClients).
+	// A ctx made with guard.NewContext overrides it for one invocation. nil:
+	// no guard, every tool behaves as without this field.
 	Guard *guard.Guard
 	// Catalog, optional, stores screenshots taken with as_file;
 	// Links, optional, mints the signed link of each. Without Catalog an
@@ -120,7 +120,12 @@ type Options struct {
 	// Detach of the conversation; Shutdown drops them all. The backend
 	// stays the one first selected until the Client is dropped (the
 	// attempts of every call are those of that selection). Default false:
-	// a Client per call.
+	// a Client per call, except that a non-nil Guard keeps Clients too, so
+	// that its interception holds between calls (a page's own navigation
+	// or popup to an off-list host is refused before its request leaves);
+	// a guard passed per call with guard.NewContext holds only during the
+	// call unless KeepClients is set. With kept Clients the host calls
+	// Shutdown when it is done with the Tools.
 	KeepClients bool
 	// DownloadDir is where downloads that input actions start are saved,
 	// each conversation in a directory of its own under it, when the
@@ -198,7 +203,7 @@ func New(opts Options) *Tools {
 		catalog:  opts.Catalog,
 		links:    opts.Links,
 
-		keepClients: opts.KeepClients,
+		keepClients: opts.KeepClients || opts.Guard != nil,
 		dialogs:     opts.Dialogs,
 		uploadDir:   opts.UploadDir,
 		viewports:   newViewports(),
