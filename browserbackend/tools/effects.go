@@ -35,6 +35,19 @@ type Effects struct {
 	// Downloads are the downloads the action started, awaited to their end
 	// (bounded by the call's deadline) and saved where the backend can.
 	Downloads []Download `json:"downloads,omitempty"`
+	// FileChooser is the file chooser a click opened (intercepted: no
+	// native dialog shows); FileUpload on the clicked element answers it.
+	FileChooser *FileChooser `json:"fileChooser,omitempty"`
+}
+
+// FileChooser is a file chooser the page opened.
+type FileChooser struct {
+	// Multiple: the chooser takes several files.
+	Multiple bool `json:"multiple,omitempty"`
+
+	// node is the file input that opened it (0: not an input, e.g.
+	// showOpenFilePicker).
+	node cdp.BackendNodeID
 }
 
 // effects watches the page for what an input action causes. Open it before
@@ -55,6 +68,30 @@ type effects struct {
 	downloadDir         string
 	ownBrowser          bool
 	begun               []browser.EventDownloadWillBegin
+
+	// choosers receives Page.fileChooserOpened while the watch intercepts
+	// file choosers (watchClick); nil otherwise. p is the watched page.
+	choosers <-chan jsonv2.Value
+	p        *Page
+}
+
+// watchClick is watchEffects for a click: besides, it intercepts the file
+// choosers the click opens (Page.setInterceptFileChooserDialog, turned off
+// again at close), so that none shows as a native dialog and the click can
+// report it. A backend that refuses the interception gets the plain watch.
+func (p *Page) watchClick(ctx context.Context, op string) (*effects, error) {
+	e, err := p.watchEffects(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	ch, stop := p.s.Subscribe(page.FileChooserOpened.Method)
+	if _, err := cdp.Call(ctx, p.s, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: true}); err != nil {
+		stop()
+		return e, nil
+	}
+	e.choosers, e.p = ch, p
+	e.stop = append(e.stop, stop)
+	return e, nil
 }
 
 func (p *Page) watchEffects(ctx context.Context, op string) (*effects, error) {
@@ -101,6 +138,12 @@ func (e *effects) close() {
 	for _, stop := range e.stop {
 		stop()
 	}
+	if e.choosers != nil {
+		e.choosers = nil
+		ctx, cancel := context.WithTimeout(context.Background(), guardCleanupTimeout)
+		defer cancel()
+		_, _ = cdp.Call(ctx, e.p.s, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: false})
+	}
 }
 
 // settleWindow is how long an action waits, after its input was answered,
@@ -121,8 +164,13 @@ func (e *effects) settle(ctx context.Context, p *Page, op string) (Effects, erro
 	frames := map[cdp.FrameID]bool{}
 	window := time.NewTimer(settleWindow + 4*e.rtt)
 	defer window.Stop()
-	for len(frames) == 0 && len(out.Opened) == 0 && len(e.begun) == 0 {
+	for len(frames) == 0 && len(out.Opened) == 0 && len(e.begun) == 0 && out.FileChooser == nil {
 		select {
+		case raw := <-e.choosers:
+			var ev page.EventFileChooserOpened
+			if decodeValue(raw, &ev) == nil {
+				out.FileChooser = &FileChooser{Multiple: ev.Mode == page.FileChooserOpenedModeSelectMultiple, node: ev.BackendNodeID}
+			}
 		case raw := <-e.dlBegin:
 			e.downloadBegan(raw, nil)
 		case raw := <-e.requested:

@@ -41,6 +41,11 @@ func (p *Page) caused(ctx context.Context, op string, do func() error) (Effects,
 	if err != nil {
 		return Effects{}, err
 	}
+	return e.run(ctx, p, op, do)
+}
+
+// run sends the input (do) and settles e.
+func (e *effects) run(ctx context.Context, p *Page, op string, do func() error) (Effects, error) {
 	if err := do(); err != nil {
 		e.close()
 		return Effects{}, err
@@ -63,11 +68,25 @@ func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	lx, ly, x, y, err := el.centre(ctx, op)
+	x, y, eff, err := p.click(ctx, op, el)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	eff, err := p.caused(ctx, op, func() error {
+	return ActionResult{Ref: el.ref, X: x, Y: y, Effects: eff}, nil
+}
+
+// click clicks el's centre, watching what the click causes (watchClick);
+// x, y are the point in the page's CSS pixels.
+func (p *Page) click(ctx context.Context, op string, el elem) (x, y float64, eff Effects, err error) {
+	lx, ly, x, y, err := el.centre(ctx, op)
+	if err != nil {
+		return 0, 0, Effects{}, err
+	}
+	e, err := p.watchClick(ctx, op)
+	if err != nil {
+		return 0, 0, Effects{}, err
+	}
+	eff, err = e.run(ctx, p, op, func() error {
 		for _, ev := range []input.DispatchMouseEventParams{
 			{Type: input.DispatchMouseEventTypeMouseMoved, X: lx, Y: ly},
 			{Type: input.DispatchMouseEventTypeMousePressed, X: lx, Y: ly, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
@@ -79,10 +98,7 @@ func (p *Page) Click(ctx context.Context, in ElementInput) (ActionResult, error)
 		}
 		return nil
 	})
-	if err != nil {
-		return ActionResult{}, err
-	}
-	return ActionResult{Ref: el.ref, X: x, Y: y, Effects: eff}, nil
+	return x, y, eff, err
 }
 
 // Hover moves the mouse to the element's content-box centre

@@ -43,8 +43,11 @@ type UploadedFile struct {
 type FileUploadResult struct {
 	Ref   string         `json:"ref,omitempty"`
 	Files []UploadedFile `json:"files"`
-	// Dropped: the target was not a file input; the files were dropped on
-	// it (dragenter, dragover, drop).
+	// Chooser: the target was not a file input; clicking it opened a file
+	// chooser, whose input took the files.
+	Chooser bool `json:"chooser,omitempty"`
+	// Dropped: the target was not a file input and opened no chooser; the
+	// files were dropped on it (dragenter, dragover, drop).
 	Dropped bool `json:"dropped,omitempty"`
 	Call
 }
@@ -58,7 +61,7 @@ type UploadFile struct {
 // uploadFn sets files on a file input, or drops them on another element,
 // with a DataTransfer built in the page (so the bytes need no path on the
 // browser's machine).
-const uploadFn = `function(files) {
+const uploadFn = `function(files, drop) {
 	const dt = new DataTransfer();
 	for (const f of files) {
 		const bin = atob(f.b64);
@@ -72,18 +75,22 @@ const uploadFn = `function(files) {
 		this.files = dt.files;
 		this.dispatchEvent(new Event('input', {bubbles: true}));
 		this.dispatchEvent(new Event('change', {bubbles: true}));
-		return false;
+		return 'set';
 	}
+	if (!drop) return 'other';
 	for (const type of ['dragenter', 'dragover', 'drop']) {
 		this.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: dt}));
 	}
-	return true;
+	return 'dropped';
 }`
 
 // FileUpload sets files on the target file input (input and change events
-// follow), or drops them on the target when it is not a file input. The
-// content travels in the command (Runtime.callFunctionOn), on every backend
-// alike. More files than a single input takes is CodePageError.
+// follow). Another element is clicked with file choosers intercepted: when
+// the click opens one for a file input (a button or label that opens a
+// hidden input), the files are set on that input (Chooser true); when it
+// opens none, they are dropped on the element (dragenter, dragover,
+// drop). The content travels in the command (Runtime.callFunctionOn), on
+// every backend alike. More files than the input takes is CodePageError.
 func (p *Page) FileUpload(ctx context.Context, target Target, files []UploadFile) (FileUploadResult, error) {
 	const op = "file_upload"
 	el, done, err := p.element(ctx, op, target)
@@ -102,9 +109,24 @@ func (p *Page) FileUpload(ctx context.Context, target Target, files []UploadFile
 		args[i] = arg{Name: f.Name, Type: f.Type, B64: base64.StdEncoding.EncodeToString(f.Data)}
 		res.Files[i] = f.UploadedFile
 	}
-	if err := el.callOn(ctx, op, el.node, uploadFn, &res.Dropped, args); err != nil {
+	var how string
+	if err := el.callOn(ctx, op, el.node, uploadFn, &how, args, false); err != nil {
 		return FileUploadResult{}, err
 	}
+	if how == "other" {
+		_, _, eff, err := p.click(ctx, op, el)
+		if err != nil {
+			return FileUploadResult{}, err
+		}
+		node, drop := el.node, true
+		if fc := eff.FileChooser; fc != nil && fc.node != 0 {
+			node, drop, res.Chooser = fc.node, false, true
+		}
+		if err := el.callOn(ctx, op, node, uploadFn, &how, args, drop); err != nil {
+			return FileUploadResult{}, err
+		}
+	}
+	res.Dropped = how == "dropped"
 	return res, nil
 }
 

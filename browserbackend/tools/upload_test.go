@@ -16,7 +16,10 @@ import (
 const uploadBody = `<input type=file id=f multiple onchange="Promise.all([...this.files].map(f=>f.text().then(t=>f.name+'='+t))).then(v=>out.textContent=v.join(','))">` +
 	`<input type=file id=h hidden onchange="this.files[0].text().then(t=>out.textContent='hidden:'+t)">` +
 	`<div id=zone style="width:100px;height:50px" ondragover="event.preventDefault()" ` +
-	`ondrop="event.preventDefault(); event.dataTransfer.files[0].text().then(t=>out.textContent='dropped:'+t)">drop here</div>`
+	`ondrop="event.preventDefault(); event.dataTransfer.files[0].text().then(t=>out.textContent='dropped:'+t)">drop here</div>` +
+	// A button that opens the chooser of an input that is in no document.
+	`<button id=pick onclick="const i=document.createElement('input'); i.type='file'; ` +
+	`i.onchange=()=>i.files[0].text().then(t=>out.textContent='picked:'+t); i.click()">Choose a file</button>`
 
 func filesAreUploaded(t *testing.T, _ string, tl0 *tools.Tools, inv browserbackend.Invocation) {
 	dir := t.TempDir()
@@ -53,6 +56,16 @@ func filesAreUploaded(t *testing.T, _ string, tl0 *tools.Tools, inv browserbacke
 	require.NoError(t, err, "a drop zone")
 	assert.True(t, res.Dropped)
 	wait("dropped:alpha")
+
+	clicked, err := tl.Act().Click(ctx, inv, tools.ElementInput{Target: tools.Target{Selector: "#pick"}})
+	require.NoError(t, err)
+	require.NotNil(t, clicked.FileChooser, "the click reports the chooser it opened")
+	assert.False(t, clicked.FileChooser.Multiple)
+	res, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#pick"}, Paths: []string{"a.txt"}})
+	require.NoError(t, err, "a button that opens a file chooser")
+	assert.True(t, res.Chooser)
+	assert.False(t, res.Dropped)
+	wait("picked:alpha")
 
 	for _, bad := range []string{"link.txt", "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", outside} {
 		_, err = tl.Act().FileUpload(ctx, inv, tools.FileUploadInput{Target: tools.Target{Selector: "#f"}, Paths: []string{bad}})

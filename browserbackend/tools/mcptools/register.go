@@ -161,8 +161,11 @@ func (s *Server) Register(srv *mcp.Server) {
 				names[i] = fmt.Sprintf("%s (%d bytes)", f.Name, f.Size)
 			}
 			how := "set on"
-			if r.Dropped {
+			switch {
+			case r.Dropped:
 				how = "dropped on"
+			case r.Chooser:
+				how = "chosen in the file chooser opened by"
 			}
 			return fmt.Sprintf("Done: %s %s %s (backend %s).", strings.Join(names, ", "), how, r.Ref, r.Backend)
 		},

@@ -73,6 +73,9 @@ func effectsText(e tools.Effects) string {
 		}
 		b.WriteString(".")
 	}
+	if e.FileChooser != nil {
+		b.WriteString(" It opened a file chooser (not shown): call browser_file_upload on the same element with the files.")
+	}
 	b.WriteString(" Take a new browser_snapshot if the page changed.")
 	return b.String()
 }
