@@ -34,7 +34,7 @@ bench:
 stress: setup
 	GO=$(GO) bash scripts/stress.sh
 
-# soak: random faults from the fault matrix (browser killed, renderer
+# soak: page events (dialogs, popups, downloads) and random faults from the fault matrix (browser killed, renderer
 # crashed, driver killed, client vanished, browser stalled) on all four
 # backends while conversations run tool scenarios, for SOAK (default 10m;
 # SOAK=60s for a short run). TMPDIR is a fresh directory, so that the soak

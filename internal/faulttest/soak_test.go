@@ -40,11 +40,29 @@ const (
 )
 
 // soakForm is the scenario's page: typing into #q and clicking #go writes
-// the typed text into #out, which Extract reads back.
+// the typed text into #out, which Extract reads back. With ?ev= the click
+// also raises a page event: an alert or a confirm (answered by the
+// scenario), a popup (closed by it where the backend lists tabs), or a
+// download.
 const soakForm = `<!doctype html><title>soak form</title>
 <label for=q>query</label><input id=q>
-<button id=go onclick="document.getElementById('out').textContent = 'echo:' + document.getElementById('q').value">go</button>
-<p id=out>none</p>`
+<button id=go onclick="go()">go</button>
+<p id=out>none</p>
+<a id=dl download="soak.txt" href="data:text/plain,soak" hidden>file</a>
+<script>
+function go() {
+	document.getElementById('out').textContent = 'echo:' + document.getElementById('q').value;
+	switch (new URLSearchParams(location.search).get('ev')) {
+	case 'alert': alert('soak'); break;
+	case 'confirm': confirm('soak?'); break;
+	case 'popup': window.open(location.pathname + '?popup=1'); break;
+	case 'download': document.getElementById('dl').click(); break;
+	}
+}
+</script>`
+
+// soakEvents are the page events a scenario's click may raise ("" none).
+var soakEvents = []string{"", "", "alert", "confirm", "popup", "download"}
 
 // soakTally counts what the soak saw; safe for concurrent use.
 type soakTally struct {
@@ -54,6 +72,7 @@ type soakTally struct {
 	errs       map[string]int    // by backend, tool code and backend class
 	firstErr   map[string]string // the first error text of each errs key
 	faults     map[string]int    // by backend and fault
+	events     map[string]int    // page events met, by backend and what
 	recoveries int
 	late       []string // calls that returned after deadline + slack
 	untyped    []string // errors that are not a *tools.Error
@@ -71,7 +90,7 @@ type soakTally struct {
 }
 
 func newSoakTally() *soakTally {
-	return &soakTally{errs: map[string]int{}, firstErr: map[string]string{}, resets: map[string]int{}, faults: map[string]int{}, broken: map[bb.Kind]bool{},
+	return &soakTally{errs: map[string]int{}, firstErr: map[string]string{}, resets: map[string]int{}, faults: map[string]int{}, events: map[string]int{}, broken: map[bb.Kind]bool{},
 		lastFault: map[bb.Kind]string{}, faultAt: map[bb.Kind]time.Time{}}
 }
 
@@ -121,6 +140,13 @@ func (s *soakTally) fault(kind bb.Kind, name string) {
 	s.faults[string(kind)+" "+name]++
 	s.broken[kind] = true
 	s.lastFault[kind], s.faultAt[kind] = name, time.Now()
+}
+
+// event counts a page event a scenario met and handled.
+func (s *soakTally) event(kind bb.Kind, what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events[string(kind)+" "+what]++
 }
 
 func (s *soakTally) reset(kind bb.Kind, conv, url, text string) {
@@ -188,7 +214,8 @@ func tempEntries(t *testing.T) []string {
 }
 
 // TestSoak runs tool scenarios (navigate → snapshot → type → click →
-// extract) on all four backends for $SOAK (default 10 minutes) while
+// extract, the click raising a dialog, a popup or a download in most
+// scenarios) on all four backends for $SOAK (default 10 minutes) while
 // injecting random faults from the matrix: browser killed, renderer
 // crashed, driver killed (local), client vanished (hub backends), browser
 // stalled with SIGSTOP and resumed. Every call must return a result or a
@@ -266,8 +293,16 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 			return err == nil
 		}
 		word := fmt.Sprintf("%s-%d", conv, n)
+		ev := ""
+		if n >= 0 {
+			ev = soakEvents[(n+len(conv))%len(soakEvents)]
+		}
+		page := form
+		if ev != "" {
+			page += "?ev=" + ev
+		}
 		if !timed("navigate", func(ctx context.Context) error {
-			_, err := tl.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: mode, URL: form, TimeoutMs: timeoutMs})
+			_, err := tl.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: mode, URL: page, TimeoutMs: timeoutMs})
 			return err
 		}) {
 			return false
@@ -281,15 +316,36 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 				Target: tools.Target{Selector: "#q"}, Text: word, Clear: true})
 			return err
 		})
+		var clicked tools.ActionResult
 		timed("click", func(ctx context.Context) error {
-			_, err := tl.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: mode, TimeoutMs: timeoutMs,
+			var err error
+			clicked, err = tl.Act().Click(ctx, inv, tools.ElementInput{BrowserMode: mode, TimeoutMs: timeoutMs,
 				Target: tools.Target{Selector: "#go"}})
+			var te *tools.Error
+			if err == nil && clicked.Dialog != nil || errors.As(err, &te) && te.Code == tools.CodeDialogOpen {
+				tally.event(r.kind, "dialog answered")
+				_, err = tl.Act().HandleDialog(ctx, inv, tools.HandleDialogInput{BrowserMode: mode, TimeoutMs: timeoutMs, Accept: true})
+			}
 			return err
 		})
+		if len(clicked.Opened) > 0 || len(clicked.Downloads) > 0 {
+			tally.event(r.kind, fmt.Sprintf("popups %d, downloads %d", len(clicked.Opened), len(clicked.Downloads)))
+		}
+		if len(clicked.Opened) > 0 && r.kind != bb.KindHostBridge {
+			timed("tabs", func(ctx context.Context) error {
+				tabs, err := tl.Tabs().List(ctx, inv, tools.TabsInput{BrowserMode: mode, TimeoutMs: timeoutMs})
+				for _, tab := range tabs.Tabs {
+					if err == nil && !tab.Current {
+						_, err = tl.Tabs().Close(ctx, inv, tools.CloseTabInput{BrowserMode: mode, TimeoutMs: timeoutMs, TabID: tab.ID})
+					}
+				}
+				return err
+			})
+		}
 		echoed := false
 		timed("extract", func(ctx context.Context) error {
 			res, err := tl.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: mode, TimeoutMs: timeoutMs})
-			echoed = err == nil && res.URL == form && strings.Contains(res.Text, "echo:"+word)
+			echoed = err == nil && res.URL == page && strings.Contains(res.Text, "echo:"+word)
 			if err == nil && !echoed {
 				tally.reset(r.kind, conv, res.URL, res.Text)
 			}
@@ -370,8 +426,8 @@ func runSoak(t *testing.T, d time.Duration, seen *soakProcs) {
 
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
-	t.Logf("soak %v: %d calls, %d ok, %d recoveries\n  faults injected:%s\n  errors by backend, code/class:%s\n  extracts of a page reset by a fault:%s",
-		d, tally.calls, tally.ok, tally.recoveries, counts(tally.faults), counts(tally.errs), counts(tally.resets))
+	t.Logf("soak %v: %d calls, %d ok, %d recoveries\n  faults injected:%s\n  page events met:%s\n  errors by backend, code/class:%s\n  extracts of a page reset by a fault:%s",
+		d, tally.calls, tally.ok, tally.recoveries, counts(tally.faults), counts(tally.events), counts(tally.errs), counts(tally.resets))
 	for _, k := range slices.Sorted(maps.Keys(tally.firstErr)) {
 		t.Logf("  first %s: %.300s", k, tally.firstErr[k])
 	}
