@@ -102,7 +102,9 @@ const busyPageIdle = time.Hour
 
 func TestTwoHundredConcurrentConversationsOnOneLocalBrowserReadTheirOwnPages(t *testing.T) {
 	s := startSite(t)
-	tl, lb := localToolsWith(t, local.Options{PageIdle: busyPageIdle}) // default MaxPages (32)
+	// Eight renderer processes serve the 200 pages (the test is about the
+	// pages, not process isolation): a fraction of the CPU and memory.
+	tl, lb := localToolsWith(t, local.Options{PageIdle: busyPageIdle, Args: []string{"--renderer-process-limit=8"}}) // default MaxPages (32)
 	readOwnPages(t, tl, s, 200)
 	assert.Len(t, lb.Conversations(), 200, "no busy conversation's page was evicted")
 }
