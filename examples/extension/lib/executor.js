@@ -14,7 +14,7 @@
 
 import { identity } from './state.js';
 import { armsObservation } from './observe.js';
-import { requestHelp } from './help.js';
+import { requestHelp, waitingOn } from './help.js';
 
 /** Error thrown for failures reported with a structured code. */
 export class CommandError extends Error {
@@ -345,6 +345,9 @@ export async function execute(msg, timing, guard) {
   }
   const conv = msg.conversationId || '';
   if (guard) await guard.check(conv, target.tabId);
+  if (guard && method.startsWith('Input.') && waitingOn(target.tabId)) {
+    throw new CommandError('help_pending', `tab ${target.tabId} waits for the browser user's help; only the user answers it`);
+  }
   await ensureAttached(target.tabId);
   const watch = guard && armsObservation(method, params) ? await guard.watch(conv, target.tabId) : null;
   if (!watch) return send(target, method, params, timing);

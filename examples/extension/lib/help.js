@@ -6,7 +6,9 @@
 // closed shadow root and counts only trusted (real input) clicks, so the
 // page's own scripts cannot answer for the user. A navigation of the tab
 // shows the bar again in the new document. While the task waits, the UI
-// channel (lib/ui.js) keeps answering previews, which show the bar.
+// channel (lib/ui.js) keeps answering previews, which show the bar, and the
+// task's own input to that tab is refused (help_pending): only the user
+// answers.
 
 import { CommandError } from './executor.js';
 
@@ -104,6 +106,12 @@ export async function requestHelp(tabId, message, attach) {
 function done(outcome) {
   bump(outcome);
   return { outcome };
+}
+
+/** Whether a help request waits on tabId. */
+export function waitingOn(tabId) {
+  for (const w of waits) if (w.tabId === tabId) return true;
+  return false;
 }
 
 /** Cancels every wait (the task's connection ended); the bars are removed. */

@@ -380,9 +380,11 @@ async function loop(my) {
     if ((await pendingReturns().catch(() => [])).length > 0) {
       await setHealth(Health.ERROR, 'remote: a borrowed tab could not be returned; move it out of the Agent Window or close it to reconnect');
       await Promise.race([whenResolved(), new Promise((resolve) => { wake = resolve; })]);
+      wake = null;
       continue;
     }
     const end = await dial(my, g);
+    if (end.released) await end.released; // its tabs are back before the next socket
     if (gen !== my) return;
     if (end.code === STATUS_REVOKED) {
       await saveGrant({ ...g, refused: true, renewError: 'the server revoked this device or its grant expired' }).catch(() => {});
@@ -396,7 +398,10 @@ async function loop(my) {
   }
 }
 
-/** Opens one socket and resolves with {opened, code, reason} when it closes. */
+/**
+ * Opens one socket and resolves with {opened, code, reason, released} when
+ * it closes; released resolves once its tasks' tabs were released.
+ */
 function dial(my, g) {
   return new Promise((resolve) => {
     stats.dials++;
@@ -417,7 +422,7 @@ function dial(my, g) {
       if (cur === me) cur = null;
       endTasks(me);
       if (gen === my && opened) setHealth(Health.RECONNECTING, 'remote socket closed').catch(() => {});
-      resolve({ opened, code: e.code, reason: e.reason });
+      resolve({ opened, code: e.code, reason: e.reason, released: me.guard.end().catch(() => {}) });
     };
   });
 }
