@@ -272,11 +272,11 @@ const vellum = {
     if (!returned) out.returned = false; // the tab stays in the Agent Window
     return out;
   },
-  async 'Vellum.requestHelp'(params, conv, guard) {
+  async 'Vellum.requestHelp'(params, conv, guard, requestId) {
     const tabId = params.tabId != null ? needTab(params) : await tabFor(conv, guard);
     if (guard) await guard.check(conv, tabId);
     const message = typeof params.message === 'string' ? params.message.slice(0, 500) : '';
-    return requestHelp(tabId, message, ensureAttached);
+    return requestHelp(tabId, message, ensureAttached, requestId);
   },
 };
 
@@ -325,7 +325,7 @@ export async function execute(msg, timing, guard) {
   if (method.startsWith('Vellum.')) {
     const op = vellum[method];
     if (!op) throw new CommandError(-32601, `'${method}' wasn't found`);
-    return op(params, msg.conversationId || '', guard);
+    return op(params, msg.conversationId || '', guard, msg.requestId);
   }
   if (guard && FILE_TRANSFER.has(method)) {
     throw new CommandError('unsupported', `${method}: remote upload and download are unsupported`);

@@ -15,7 +15,7 @@ import { CommandError } from './executor.js';
 /** At most this many documents show the bar for one request (navigations). */
 const MAX_SHOWINGS = 20;
 
-const waits = new Set(); // {cancel, tabId, id}
+const waits = new Set(); // {cancel, tabId, id, key}
 
 /** Counters a test reads: requests waiting, and answered each way. */
 export const helpStats = { waiting: 0, answered: 0, cancelled: 0 };
@@ -71,15 +71,16 @@ function removeOverlay(tabId, id) {
 /**
  * Shows the help bar with message on tabId (debugger attached by attach)
  * and resolves {outcome: "answered" | "cancelled"} once the user answered
- * or the wait was cancelled. Rejects with a CommandError when the tab
- * cannot show it (closed, a page the debugger cannot script).
+ * or the wait was cancelled (cancel(key), cancelAll). Rejects with a
+ * CommandError when the tab cannot show it (closed, a page the debugger
+ * cannot script).
  */
-export async function requestHelp(tabId, message, attach) {
+export async function requestHelp(tabId, message, attach, key) {
   await attach(tabId);
   const id = `bc-help-${crypto.randomUUID()}`;
   let cancel;
   const cancelled = new Promise((resolve) => { cancel = () => resolve({ outcome: 'cancelled' }); });
-  const w = { cancel, tabId, id };
+  const w = { cancel, tabId, id, key };
   waits.add(w);
   bump('waiting');
   try {
@@ -112,6 +113,11 @@ function done(outcome) {
 export function waitingOn(tabId) {
   for (const w of waits) if (w.tabId === tabId) return true;
   return false;
+}
+
+/** Cancels the wait of request key (the server cancelled it). */
+export function cancel(key) {
+  for (const w of [...waits]) if (key && w.key === key) w.cancel();
 }
 
 /** Cancels every wait (the task's connection ended); the bars are removed. */

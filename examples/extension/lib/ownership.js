@@ -1,4 +1,4 @@
-// Tabs and Agent Windows of remote tasks (REM-8). A task is a conversation
+// Tabs and Agent Windows of remote tasks. A task is a conversation
 // served over the remote socket; its tabs live in its own Agent Window, a
 // normal window the extension opens for it. It may read, screenshot and
 // send input only to tabs it controls:

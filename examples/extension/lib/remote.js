@@ -29,7 +29,7 @@ import {
   Guard, ownershipHooks, ownershipStats, pendingReturns, releaseAll, whenOwnership, whenReleased, whenResolved,
 } from './ownership.js';
 import { confirmStats, whenConfirm } from './confirm.js';
-import { cancelAll as cancelHelp, helpStats, whenHelp } from './help.js';
+import { cancel as cancelHelpOf, cancelAll as cancelHelp, helpStats, whenHelp } from './help.js';
 import { ManualClock } from './observe.js';
 import * as ui from './ui.js';
 import { resultFrame } from './limit.js';
@@ -475,6 +475,7 @@ function handleCancel(_me, msg) {
   const st = inflight.get(msg.requestId);
   if (st) st.cancelled = true;
   else remember(cancelledEarly, msg.requestId);
+  cancelHelpOf(msg.requestId); // a task waiting for the user stops waiting
 }
 
 async function handleRequest(me, msg, env) {
