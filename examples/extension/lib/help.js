@@ -91,8 +91,12 @@ export async function requestHelp(tabId, message, attach, key) {
       const r = await Promise.race([shown, cancelled]);
       if (r.outcome) { removeOverlay(tabId, id); return done(r.outcome); }
       if (r.err) {
-        // The document went away under the bar: show it in the next one.
-        if (/context was destroyed|navigated or closed|Cannot find context/i.test(String(r.err.message))) continue;
+        // The document went away under the bar: show it in the next one
+        // once that one loaded.
+        if (/context was destroyed|navigated or closed|Cannot find (default )?(execution )?context/i.test(String(r.err.message))) {
+          if ((await Promise.race([loaded(tabId), cancelled])).outcome) return done('cancelled');
+          continue;
+        }
         throw new CommandError('transport_error', `the help bar cannot be shown on tab ${tabId}: ${r.err.message}`);
       }
       const v = r.res && r.res.result && r.res.result.value;
@@ -102,6 +106,16 @@ export async function requestHelp(tabId, message, attach, key) {
   } finally {
     waits.delete(w);
   }
+}
+
+/** Resolves {} once tabId's status is complete (at once when it is). */
+function loaded(tabId) {
+  return new Promise((resolve) => {
+    const finish = () => { chrome.tabs.onUpdated.removeListener(listener); resolve({}); };
+    const listener = (id, info) => { if (id === tabId && info.status === 'complete') finish(); };
+    chrome.tabs.onUpdated.addListener(listener);
+    chrome.tabs.get(tabId).then((t) => { if (t.status === 'complete') finish(); }, finish);
+  });
 }
 
 function done(outcome) {
