@@ -281,13 +281,20 @@ const vellum = {
 };
 
 /**
- * CDP methods that move files between the page and the browser's machine:
- * a remote task gets the "unsupported" error for them.
+ * CDP methods that move files between the page and the browser's machine
+ * (and a drag that carries files): a remote task gets the "unsupported"
+ * error for them.
  */
 const FILE_TRANSFER = new Set([
-  'DOM.setFileInputFiles', 'Page.setInterceptFileChooserDialog', 'Input.dispatchDragEvent',
+  'DOM.setFileInputFiles', 'Page.setInterceptFileChooserDialog',
   'Page.setDownloadBehavior', 'Browser.setDownloadBehavior', 'Browser.cancelDownload',
 ]);
+
+function movesFiles(method, params) {
+  if (FILE_TRANSFER.has(method)) return true;
+  const files = method === 'Input.dispatchDragEvent' && params.data && params.data.files;
+  return Array.isArray(files) && files.length > 0;
+}
 
 /** The tab a CDP target id belongs to, or null. */
 async function tabOfTarget(targetId) {
@@ -327,7 +334,7 @@ export async function execute(msg, timing, guard) {
     if (!op) throw new CommandError(-32601, `'${method}' wasn't found`);
     return op(params, msg.conversationId || '', guard, msg.requestId);
   }
-  if (guard && FILE_TRANSFER.has(method)) {
+  if (guard && movesFiles(method, params)) {
     throw new CommandError('unsupported', `${method}: remote upload and download are unsupported`);
   }
   let target;

@@ -185,11 +185,10 @@ export class Guard {
     }
     reserved.add(tabId);
     try {
-      if ((await loadSettings()).borrowConfirm !== false && !(await ask(tab))) {
-        throw new CommandError(CODE_DECLINED, `the browser user declined to lend tab ${tabId}`);
-      }
+      const allowed = (await loadSettings()).borrowConfirm === false || await ask(tab);
       const now = await load(); // a release in between replaced the claims
       if (!this.live) throw ended();
+      if (!allowed) throw new CommandError(CODE_DECLINED, `the browser user declined to lend tab ${tabId}`);
       if (now[String(tabId)]) throw new CommandError(CODE_NOT_OWNED, `tab ${tabId} is controlled by another task`);
       try { tab = await chrome.tabs.get(tabId); } catch { throw new CommandError(-32000, `tab ${tabId} was closed`); }
       const home = { windowId: tab.windowId, index: tab.index };
