@@ -267,6 +267,8 @@ func TestRemote_SeedTaskBehaviours(t *testing.T) {
 		}{
 			{"DOM.setFileInputFiles", map[string]any{"files": []string{"/etc/hostname"}, "backendNodeId": 1}},
 			{"Browser.setDownloadBehavior", map[string]any{"behavior": "allow", "downloadPath": "/tmp"}},
+			{"Input.dispatchDragEvent", map[string]any{"type": "drop", "x": 1, "y": 1,
+				"data": map[string]any{"items": []any{}, "files": []string{"/etc/hostname"}, "dragOperationsMask": 1}}},
 		} {
 			_, err := onTab(c, tabID, m.method, m.params)
 			requireCode(t, err, remote.ErrUnsupported, m.method)
