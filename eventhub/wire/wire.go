@@ -95,6 +95,10 @@ const (
 	MethodFindTab   = "Vellum.findTab"
 	MethodAttach    = "Vellum.attach"
 	MethodDetach    = "Vellum.detach"
+	// MethodRequestHelp ({"tabId"?, "message"}) waits for the browser user
+	// to answer a help bar on the tab: {"outcome":"answered"|"cancelled"}.
+	// The reference extension implements it; the Vellum extension does not.
+	MethodRequestHelp = "Vellum.requestHelp"
 )
 
 // IsPseudoMethod reports whether method is in the Vellum.* namespace, which

@@ -42,7 +42,8 @@ chrome.alarms.onAlarm.addListener((alarm) => {
 chrome.runtime.onStartup.addListener(() => { boot().catch(() => {}); });
 chrome.runtime.onInstalled.addListener(() => { boot().catch(() => {}); });
 
-// Popup commands: {type:"status"} | {type:"connect", serverUrl?} | {type:"pause"}.
+// Popup commands: {type:"status"} | {type:"connect", serverUrl?} | {type:"pause"}
+// | {type:"prefs", borrowConfirm} (the browser user's borrow confirmation).
 chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
   if (msg && typeof msg.type === 'string' && msg.type.startsWith('remote.')) return false; // lib/remote.js answers
   (async () => {
@@ -54,6 +55,8 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
       await saveSettings(patch);
       await setHealth(Health.RECONNECTING, 'connecting');
       await boot({ force: true });
+    } else if (msg && msg.type === 'prefs') {
+      await saveSettings({ borrowConfirm: msg.borrowConfirm !== false });
     } else if (msg && msg.type === 'pause') {
       relay.stop();
       remote.stop(); // a paused remote mode stays stopped until the next pairing

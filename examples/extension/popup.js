@@ -1,6 +1,6 @@
 // Popup: shows the relay's health and lets the user set the server URL,
 // connect and pause. All work happens in the service worker; the popup only
-// sends it {type:"status"|"connect"|"pause"} messages.
+// sends it {type:"status"|"connect"|"pause"|"prefs"} messages.
 
 const LABELS = {
   connected: 'Connected',
@@ -22,6 +22,7 @@ function render(s) {
   $('state').textContent = LABELS[state] || state;
   $('detail').textContent = s.health.detail || '';
   if (document.activeElement !== $('server')) $('server').value = s.settings.serverUrl;
+  $('borrow-confirm').checked = s.settings.borrowConfirm !== false;
   $('meta').textContent = `client ${s.clientId}` + (s.actorPrincipalId ? ` · actor ${s.actorPrincipalId}` : '');
 }
 
@@ -33,6 +34,8 @@ $('connect').addEventListener('click', () => {
   const serverUrl = $('server').value.trim();
   send({ type: 'connect', serverUrl: serverUrl || undefined }).catch((e) => render({ error: e.message }));
 });
+$('borrow-confirm').addEventListener('change', (e) =>
+  send({ type: 'prefs', borrowConfirm: e.target.checked }).catch((err) => render({ error: err.message })));
 $('pause').addEventListener('click', () => send({ type: 'pause' }).catch((e) => render({ error: e.message })));
 
 chrome.storage.onChanged.addListener((_changes, area) => {

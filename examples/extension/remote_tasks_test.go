@@ -43,7 +43,10 @@ func (rs *remoteStack) userTab(t *testing.T, u string) int {
 		let id = null;
 		const done = (tab) => { if (tab && tab.id === id && tab.status === 'complete') resolve(id); };
 		chrome.tabs.onUpdated.addListener((_id, _info, tab) => done(tab));
-		chrome.tabs.create({url: %q, active: false}).then((tab) => { id = tab.id; chrome.tabs.get(id).then(done); });
+		// In the browser's first window: never an Agent Window.
+		chrome.windows.getAll({windowTypes: ['normal']})
+			.then((ws) => chrome.tabs.create({url: %q, active: false, windowId: Math.min(...ws.map((w) => w.id))}))
+			.then((tab) => { id = tab.id; chrome.tabs.get(id).then(done); });
 	})`, u))
 	var id int
 	require.NoError(t, json.Unmarshal(raw, &id))
@@ -112,6 +115,7 @@ func TestRemote_TabsOfATaskCloseOrReturnOnDisconnectUserTabsSurviveAndNothingIsR
 	rs.pairInPopup(t)
 	rs.waitExtension(t)
 	device := rs.deviceID(t)
+	rs.setBorrowConfirm(t, false) // the user lends tabs without being asked
 
 	borrowed := rs.userTab(t, fx.page("user-borrowed"))
 	untouched := rs.userTab(t, fx.page("user-untouched"))

@@ -52,9 +52,13 @@
 // {"action":"renew","next_token"}.
 //
 // The browser side is the reference extension's remote mode
-// (examples/extension/lib/remote.js), which also enforces the tab ownership
-// of remote tasks (a refused command has the code CodeTabNotOwned)
-// and serves the UI channel: TaskPreview, TaskFocus and UICall send
+// (examples/extension/lib/remote.js). It runs each task in its own Agent
+// Window and enforces which tabs the task controls (created, borrowed with
+// the browser user's confirmation, or observed popups); its refusals arrive
+// as ClassProtocol errors matching ErrTabNotOwned, ErrBorrowDeclined,
+// ErrUnsupported (remote upload and download) or ErrHelpPending. It also
+// answers Vellum.requestHelp (HelpAnswered, HelpCancelled) and serves the
+// UI channel: TaskPreview, TaskFocus and UICall send
 // ui.* requests on a device's socket and wait for the extension's answer.
 // Disconnect drops a device's socket without revoking it.
 package remote

@@ -40,11 +40,6 @@ const (
 	UIReasonLookupFailed      = "ui_lookup_failed"
 )
 
-// CodeTabNotOwned is the error code of a command of a remote task on a tab
-// it neither created nor borrowed; it arrives as a ClassProtocol
-// *browserbackend.Error.
-const CodeTabNotOwned = "tab_not_owned"
-
 // TaskPreview is the answer to ui.task_preview.
 type TaskPreview struct {
 	// ImageBase64 is a JPEG at most 640 px wide, base64 (standard).

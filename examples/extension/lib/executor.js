@@ -13,6 +13,8 @@
 // tab ids are numbers in listTabs and strings in createTab and findTab.
 
 import { identity } from './state.js';
+import { armsObservation } from './observe.js';
+import { requestHelp, waitingOn } from './help.js';
 
 /** Error thrown for failures reported with a structured code. */
 export class CommandError extends Error {
@@ -192,10 +194,9 @@ async function tabFor(conv, guard) {
   // tabs.onRemoved unpins closed tabs, so a pin names a live tab; a tab
   // that vanished in between fails in sendCommand as cdp_session_not_found.
   if (p[conv] != null) return p[conv];
-  const tab = await chrome.tabs.create({ url: 'about:blank', active: false });
-  if (guard) await guard.created(conv, tab.id);
-  await pin(conv, tab.id);
-  return tab.id;
+  const tabId = guard ? await guard.newTab(conv, false) : (await chrome.tabs.create({ url: 'about:blank', active: false })).id;
+  await pin(conv, tabId);
+  return tabId;
 }
 
 function needTab(params, fallback) {
@@ -217,11 +218,11 @@ const vellum = {
   },
   async 'Vellum.createTab'(params, conv, guard) {
     // As the Vellum extension does it: an active about:blank whatever url
-    // and active say (WIRE-3); the caller navigates the tab afterwards.
-    const tab = await chrome.tabs.create({ url: 'about:blank', active: true });
-    if (guard) await guard.created(conv, tab.id);
-    await pin(conv, tab.id);
-    return { tabId: String(tab.id), clientId: (await identity()).clientId };
+    // and active say (WIRE-3); the caller navigates the tab afterwards. A
+    // remote task's tab opens in its Agent Window.
+    const tabId = guard ? await guard.newTab(conv, true) : (await chrome.tabs.create({ url: 'about:blank', active: true })).id;
+    await pin(conv, tabId);
+    return { tabId: String(tabId), clientId: (await identity()).clientId };
   },
   async 'Vellum.findTab'(params) {
     const pattern = params.urlPattern || '';
@@ -255,17 +256,45 @@ const vellum = {
   },
   async 'Vellum.detach'(params, conv, guard) {
     const tabId = needTab(params, (await pins())[conv]);
-    if (guard) await guard.check(conv, tabId);
+    let returned = true;
+    if (guard) {
+      await guard.check(conv, tabId);
+      // A borrowed tab: access ends, then it goes back to its window.
+      returned = await guard.returned(conv, tabId);
+    }
     attached.delete(tabId);
     try {
       await chrome.debugger.detach({ tabId });
     } catch (e) {
-      if (!/not attached/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
+      if (!/not attached|No tab with given id/i.test(String(e && e.message))) throw debuggerError(e, { tabId });
     }
-    if (guard) await guard.returned(conv, tabId);
-    return { detached: true, target: { tabId } };
+    const out = { detached: true, target: { tabId } };
+    if (!returned) out.returned = false; // the tab stays in the Agent Window
+    return out;
+  },
+  async 'Vellum.requestHelp'(params, conv, guard, requestId) {
+    const tabId = params.tabId != null ? needTab(params) : await tabFor(conv, guard);
+    if (guard) await guard.check(conv, tabId);
+    const message = typeof params.message === 'string' ? params.message.slice(0, 500) : '';
+    return requestHelp(tabId, message, ensureAttached, requestId);
   },
 };
+
+/**
+ * CDP methods that move files between the page and the browser's machine
+ * (and a drag that carries files): a remote task gets the "unsupported"
+ * error for them.
+ */
+const FILE_TRANSFER = new Set([
+  'DOM.setFileInputFiles', 'Page.setInterceptFileChooserDialog',
+  'Page.setDownloadBehavior', 'Browser.setDownloadBehavior', 'Browser.cancelDownload',
+]);
+
+function movesFiles(method, params) {
+  if (FILE_TRANSFER.has(method)) return true;
+  const files = method === 'Input.dispatchDragEvent' && params.data && params.data.files;
+  return Array.isArray(files) && files.length > 0;
+}
 
 /** The tab a CDP target id belongs to, or null. */
 async function tabOfTarget(targetId) {
@@ -303,7 +332,10 @@ export async function execute(msg, timing, guard) {
   if (method.startsWith('Vellum.')) {
     const op = vellum[method];
     if (!op) throw new CommandError(-32601, `'${method}' wasn't found`);
-    return op(params, msg.conversationId || '', guard);
+    return op(params, msg.conversationId || '', guard, msg.requestId);
+  }
+  if (guard && movesFiles(method, params)) {
+    throw new CommandError('unsupported', `${method}: remote upload and download are unsupported`);
   }
   let target;
   const sid = msg.cdpSessionId;
@@ -318,9 +350,27 @@ export async function execute(msg, timing, guard) {
   } else {
     target = { tabId: await tabFor(msg.conversationId || '', guard) };
   }
-  if (guard) await guard.check(msg.conversationId || '', target.tabId);
+  const conv = msg.conversationId || '';
+  if (guard) await guard.check(conv, target.tabId);
+  if (guard && method.startsWith('Input.') && waitingOn(target.tabId)) {
+    throw new CommandError('help_pending', `tab ${target.tabId} waits for the browser user's help; only the user answers it`);
+  }
   await ensureAttached(target.tabId);
-  return send(target, method, params, timing);
+  const watch = guard && armsObservation(method, params) ? await guard.watch(conv, target.tabId) : null;
+  if (!watch) return send(target, method, params, timing);
+  // Native click or key input: observe the tabs it opens (lib/observe.js),
+  // armed right before the dispatch.
+  watch.arm();
+  let res;
+  try {
+    res = await send(target, method, params, timing);
+  } catch (e) {
+    watch.cancel();
+    throw e;
+  } finally {
+    await guard.observed(conv, watch);
+  }
+  return res;
 }
 
 /**

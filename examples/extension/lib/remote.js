@@ -25,7 +25,12 @@
 import { executeToContent, setSink } from './executor.js';
 import { Health, loadSettings, saveSettings, setHealth } from './state.js';
 import * as relay from './relay.js';
-import { Guard, ownershipStats, releaseAll, whenReleased } from './ownership.js';
+import {
+  Guard, ownershipHooks, ownershipStats, pendingReturns, releaseAll, whenOwnership, whenReleased, whenResolved,
+} from './ownership.js';
+import { confirmStats, whenConfirm } from './confirm.js';
+import { cancel as cancelHelpOf, cancelAll as cancelHelp, helpStats, whenHelp } from './help.js';
+import { ManualClock } from './observe.js';
 import * as ui from './ui.js';
 import { resultFrame } from './limit.js';
 
@@ -328,6 +333,7 @@ export function stop() {
 // endTasks ends the tasks of socket me (REM-8): its guard releases their
 // tabs (created ones closed, borrowed ones returned). Idempotent.
 function endTasks(me) {
+  cancelHelp();
   if (me.guard) me.guard.end().catch(() => {});
 }
 
@@ -370,7 +376,15 @@ async function loop(my) {
     if (gen !== my) return;
     if (!g) { await setHealth(Health.AUTH_REQUIRED, 'remote: paste a pairing link'); return; }
     if (g.refused) { await setHealth(Health.AUTH_REQUIRED, `remote: pair again (${g.renewError})`); return; }
+    // A borrowed tab whose return failed is resolved by the user first.
+    if ((await pendingReturns().catch(() => [])).length > 0) {
+      await setHealth(Health.ERROR, 'remote: a borrowed tab could not be returned; move it out of the Agent Window or close it to reconnect');
+      await Promise.race([whenResolved(), new Promise((resolve) => { wake = resolve; })]);
+      wake = null;
+      continue;
+    }
     const end = await dial(my, g);
+    if (end.released) await end.released; // its tabs are back before the next socket
     if (gen !== my) return;
     if (end.code === STATUS_REVOKED) {
       await saveGrant({ ...g, refused: true, renewError: 'the server revoked this device or its grant expired' }).catch(() => {});
@@ -384,7 +398,10 @@ async function loop(my) {
   }
 }
 
-/** Opens one socket and resolves with {opened, code, reason} when it closes. */
+/**
+ * Opens one socket and resolves with {opened, code, reason, released} when
+ * it closes; released resolves once its tasks' tabs were released.
+ */
 function dial(my, g) {
   return new Promise((resolve) => {
     stats.dials++;
@@ -405,7 +422,7 @@ function dial(my, g) {
       if (cur === me) cur = null;
       endTasks(me);
       if (gen === my && opened) setHealth(Health.RECONNECTING, 'remote socket closed').catch(() => {});
-      resolve({ opened, code: e.code, reason: e.reason });
+      resolve({ opened, code: e.code, reason: e.reason, released: me.guard.end().catch(() => {}) });
     };
   });
 }
@@ -458,6 +475,7 @@ function handleCancel(_me, msg) {
   const st = inflight.get(msg.requestId);
   if (st) st.cancelled = true;
   else remember(cancelledEarly, msg.requestId);
+  cancelHelpOf(msg.requestId); // a task waiting for the user stops waiting
 }
 
 async function handleRequest(me, msg, env) {
@@ -536,6 +554,7 @@ export async function status() {
 // background's.
 chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
   if (!msg || typeof msg.type !== 'string' || !msg.type.startsWith('remote.')) return false;
+  if (msg.type.startsWith('remote.borrow.')) return false; // lib/confirm.js answers
   (async () => {
     if (msg.type === 'remote.pair') await pair(msg.link);
     return status();
@@ -549,6 +568,14 @@ ui.testHooks.frame = (obj) => {
   return true;
 };
 
+let observeClock = null;
+
 globalThis.vellumRemote = {
   stats, when, status, isConnected, grant: loadGrant, ownership: ownershipStats, whenReleased, ui: ui.testHooks,
+  whenOwnership, confirm: confirmStats, whenConfirm, help: helpStats, whenHelp, pendingReturns,
+  /** The next return of tabId fails (a scripted fault). */
+  failReturnOf(tabId) { ownershipHooks.failReturnOf.add(tabId); return true; },
+  /** From now on observation intervals and budgets end only at expireObservation(). */
+  manualObservation() { observeClock = observeClock || new ManualClock(); ownershipHooks.useClock(observeClock); return true; },
+  expireObservation() { return observeClock ? observeClock.expire() : 0; },
 };

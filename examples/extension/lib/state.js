@@ -7,6 +7,9 @@
 export const DEFAULT_SETTINGS = Object.freeze({
   serverUrl: 'http://127.0.0.1:7830',
   autoConnect: false,
+  // Whether the browser user confirms each borrow of a tab by a remote
+  // task; only the user changes it (the popup), never a request.
+  borrowConfirm: true,
 });
 
 /** Health states shown by the popup (see README.md). */

@@ -4,7 +4,7 @@
 // and gets {"id","result"} or {"id","error":{"code","message","data":{"reason"}}}.
 // The session_id is the task's conversation id. Requests are answered
 // outside the command queue and never create a tab or a claim: they work
-// only on a tab the task created or borrowed (lib/ownership.js).
+// only on a tab the task controls in its Agent Window (lib/ownership.js).
 //
 //   ui.task_preview → {image_base64, format:"jpeg", tab_id, title, captured_at}
 //                     a JPEG at most 640 px wide; one capture per tab at a
@@ -18,7 +18,7 @@
 // unknown_method.
 
 import { ensureAttached } from './executor.js';
-import { claimOf, tabsOf } from './ownership.js';
+import { claimOf, tabsOf, windowOf } from './ownership.js';
 
 /** The whole budget of one UI request, in ms. */
 export const DEADLINE_MS = 3000;
@@ -101,16 +101,21 @@ export function handle(m, reply, guard) {
   ).finally(() => { state.over = true; d.cancel(); });
 }
 
-/** The tab of session's task that UI requests act on: a created one first. */
+/**
+ * The tab of session's task that UI requests act on: one it controls in
+ * its Agent Window, a created one first.
+ */
 async function taskTab(session, guard) {
   if (!guard || !guard.live) throw new UIError('cancelled', 'task_stopping', 'the task is stopping');
   const owned = await tabsOf(session);
   if (owned.length === 0) throw new UIError('not_found', 'task_unavailable', `no task ${session} with a tab on this socket`);
-  try {
-    return await chrome.tabs.get(owned[0].tabId);
-  } catch (e) {
-    throw new UIError('not_found', 'target_unavailable', `the task's tab ${owned[0].tabId} is gone`);
+  const win = await windowOf(session);
+  for (const { tabId } of owned) {
+    let tab;
+    try { tab = await chrome.tabs.get(tabId); } catch { continue; }
+    if (tab.windowId === win) return tab;
   }
+  throw new UIError('not_found', 'target_unavailable', `no tab of task ${session} is in its Agent Window`);
 }
 
 /** Throws unless tab still belongs to session and shows the same document. */
@@ -123,7 +128,7 @@ async function recheck(session, guard, tab, state) {
   try { now = await chrome.tabs.get(tab.id); } catch {
     throw new UIError('not_found', 'target_unavailable', `the task's tab ${tab.id} is gone`);
   }
-  if ((now.url || '') !== (tab.url || '') || now.windowId !== tab.windowId) {
+  if ((now.url || '') !== (tab.url || '') || now.windowId !== tab.windowId || now.windowId !== await windowOf(session)) {
     throw new UIError('cancelled', 'stale_frame', 'the tab changed document or window during the capture');
   }
   return now;
