@@ -187,6 +187,7 @@ func (r *Results) Targets() []Target {
 	}
 	ts = append(ts, r.scaleTargets()...)
 	ts = append(ts, r.transportTargets()...)
+	ts = append(ts, r.recorderTargets()...)
 	return append(ts, r.toolCallTargets()...)
 }
 

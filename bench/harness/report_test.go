@@ -123,7 +123,7 @@ func TestRenderShowsTheRecordersCost(t *testing.T) {
 	}}}
 	var b strings.Builder
 	r.Render(&b)
-	for _, want := range []string{"| local | 100", "+2.0 %", "| 40 |"} {
+	for _, want := range []string{"| local | 100", "+2.0 %", "| 40 |", "≤ 1.03 × without (§12) | 102.0 ms vs 100.0 ms = ×1.020; ", "| met |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
