@@ -269,6 +269,11 @@ func playwrightRound(t *toolRound) error {
 		return err
 	}
 	_, _ = t.timed(StepBack, mcpCall{"browser_navigate_back", map[string]any{}})
+	// In place of the reload it lacks: the page loads again, so that the
+	// console has its messages, as on the other servers.
+	if _, err := t.untimed(nav(t.fix.URL(PageTools))); err != nil {
+		return err
+	}
 	_, _ = t.timed(StepEvaluate, mcpCall{"browser_evaluate", map[string]any{"function": "() => document.title"}})
 	_, _ = t.timed(StepConsole, mcpCall{"browser_console_messages", map[string]any{"level": "debug"}})
 	_, _ = t.timed(StepNetwork, mcpCall{"browser_network_requests", map[string]any{"static": true}})
