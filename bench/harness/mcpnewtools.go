@@ -164,23 +164,43 @@ func browserchainRound(t *toolRound) error {
 	w, h := t.resizeTo()
 	_, _ = t.timed(StepResize, mcpCall{"browser_resize", map[string]any{"width": w, "height": h}})
 
-	list, err := t.timed(StepTabsList, mcpCall{"browser_tabs", map[string]any{}})
-	if err != nil {
-		return nil
-	}
-	orig := bcCurrentTab.FindStringSubmatch(list)
-	opened, err := t.timed(StepTabsOpen, mcpCall{"browser_tabs", map[string]any{"action": "new", "url": t.fix.URL(PageTools2)}})
-	if err != nil || orig == nil {
-		return nil
-	}
-	added := bcCurrentTab.FindStringSubmatch(opened)
-	if added == nil {
-		t.failed(StepTabsSelect, fmt.Errorf("no current tab after new (%.200q)", opened))
-		return nil
-	}
-	_, _ = t.timed(StepTabsSelect, mcpCall{"browser_tabs", map[string]any{"action": "select", "tab_id": orig[1]}})
-	_, _ = t.timed(StepTabsClose, mcpCall{"browser_tabs", map[string]any{"action": "close", "tab_id": added[1]}})
+	t.tabSteps(bcCurrentTab, mcpCall{"browser_tabs", map[string]any{}},
+		mcpCall{"browser_tabs", map[string]any{"action": "new", "url": t.fix.URL(PageTools2)}},
+		func(id string) mcpCall {
+			return mcpCall{"browser_tabs", map[string]any{"action": "select", "tab_id": id}}
+		},
+		func(id string) mcpCall {
+			return mcpCall{"browser_tabs", map[string]any{"action": "close", "tab_id": id}}
+		})
 	return nil
+}
+
+// tabSteps times the four tab steps: list, open (current finds the current
+// tab's id in each answer), select the tab current before the open, close
+// the opened one.
+func (t *toolRound) tabSteps(current *regexp.Regexp, list, open mcpCall, sel, cls func(id string) mcpCall) {
+	listed, err := t.timed(StepTabsList, list)
+	if err != nil {
+		return
+	}
+	orig := current.FindStringSubmatch(listed)
+	opened, err := t.timed(StepTabsOpen, open)
+	if err != nil || orig == nil {
+		return
+	}
+	added := current.FindStringSubmatch(opened)
+	if added == nil {
+		t.failed(StepTabsSelect, fmt.Errorf("no current tab after opening one (%.200q)", opened))
+		return
+	}
+	_, _ = t.timed(StepTabsSelect, sel(orig[1]))
+	_, _ = t.timed(StepTabsClose, cls(added[1]))
+}
+
+// pageID is a page id or tab index of a peer's tab list, as a number.
+func pageID(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // devtoolsRound is the new tools' steps on Chrome DevTools MCP: elements
@@ -200,6 +220,23 @@ func devtoolsRound(t *toolRound) error {
 	_, _ = t.timed(StepEvaluate, mcpCall{"evaluate_script", map[string]any{"function": "() => document.title"}})
 	_, _ = t.timed(StepConsole, mcpCall{"list_console_messages", map[string]any{}})
 	_, _ = t.timed(StepNetwork, mcpCall{"list_network_requests", map[string]any{}})
+	if err := devtoolsElementSteps(t); err != nil {
+		return err
+	}
+	w, h := t.resizeTo()
+	_, _ = t.timed(StepResize, mcpCall{"resize_page", map[string]any{"width": w, "height": h}})
+	t.tabSteps(devtoolsSelected, mcpCall{"list_pages", map[string]any{}},
+		mcpCall{"new_page", map[string]any{"url": t.fix.URL(PageTools2)}},
+		func(id string) mcpCall {
+			return mcpCall{"select_page", map[string]any{"pageId": pageID(id), "bringToFront": true}}
+		},
+		func(id string) mcpCall { return mcpCall{"close_page", map[string]any{"pageId": pageID(id)}} })
+	return nil
+}
+
+// devtoolsElementSteps are Chrome DevTools MCP's steps on the page's
+// elements, named by the uids of one snapshot (untimed).
+func devtoolsElementSteps(t *toolRound) error {
 	snap, err := t.untimed(mcpCall{"take_snapshot", map[string]any{}})
 	if err != nil {
 		return err
@@ -235,27 +272,6 @@ func devtoolsRound(t *toolRound) error {
 	if dl := uid("link", "Download file"); dl != "" {
 		_, _ = t.timed(StepDownload, mcpCall{"click", map[string]any{"uid": dl}})
 	}
-	w, h := t.resizeTo()
-	_, _ = t.timed(StepResize, mcpCall{"resize_page", map[string]any{"width": w, "height": h}})
-
-	list, err := t.timed(StepTabsList, mcpCall{"list_pages", map[string]any{}})
-	if err != nil {
-		return nil
-	}
-	orig := devtoolsSelected.FindStringSubmatch(list)
-	opened, err := t.timed(StepTabsOpen, mcpCall{"new_page", map[string]any{"url": t.fix.URL(PageTools2)}})
-	if err != nil || orig == nil {
-		return nil
-	}
-	added := devtoolsSelected.FindStringSubmatch(opened)
-	if added == nil {
-		t.failed(StepTabsSelect, fmt.Errorf("no selected page after new_page (%.200q)", opened))
-		return nil
-	}
-	o, _ := strconv.Atoi(orig[1])
-	a, _ := strconv.Atoi(added[1])
-	_, _ = t.timed(StepTabsSelect, mcpCall{"select_page", map[string]any{"pageId": o, "bringToFront": true}})
-	_, _ = t.timed(StepTabsClose, mcpCall{"close_page", map[string]any{"pageId": a}})
 	return nil
 }
 
@@ -295,24 +311,14 @@ func playwrightRound(t *toolRound) error {
 	w, h := t.resizeTo()
 	_, _ = t.timed(StepResize, mcpCall{"browser_resize", map[string]any{"width": w, "height": h}})
 
-	list, err := t.timed(StepTabsList, mcpCall{"browser_tabs", map[string]any{"action": "list"}})
-	if err != nil {
-		return nil
-	}
-	orig := playwrightCurrent.FindStringSubmatch(list)
-	opened, err := t.timed(StepTabsOpen, mcpCall{"browser_tabs", map[string]any{"action": "new", "url": t.fix.URL(PageTools2)}})
-	if err != nil || orig == nil {
-		return nil
-	}
-	added := playwrightCurrent.FindStringSubmatch(opened)
-	if added == nil {
-		t.failed(StepTabsSelect, fmt.Errorf("no current tab after new (%.200q)", opened))
-		return nil
-	}
-	o, _ := strconv.Atoi(orig[1])
-	a, _ := strconv.Atoi(added[1])
-	_, _ = t.timed(StepTabsSelect, mcpCall{"browser_tabs", map[string]any{"action": "select", "index": o}})
-	_, _ = t.timed(StepTabsClose, mcpCall{"browser_tabs", map[string]any{"action": "close", "index": a}})
+	t.tabSteps(playwrightCurrent, mcpCall{"browser_tabs", map[string]any{"action": "list"}},
+		mcpCall{"browser_tabs", map[string]any{"action": "new", "url": t.fix.URL(PageTools2)}},
+		func(id string) mcpCall {
+			return mcpCall{"browser_tabs", map[string]any{"action": "select", "index": pageID(id)}}
+		},
+		func(id string) mcpCall {
+			return mcpCall{"browser_tabs", map[string]any{"action": "close", "index": pageID(id)}}
+		})
 	return nil
 }
 
@@ -324,41 +330,43 @@ type newToolsPeer struct {
 	lacks []string
 }
 
-// MeasureMCPNewTools runs the new tools' steps (NewToolSteps) through
-// browserchain's MCP server and the two peers, all attached to one headless
-// Chromium of its own, in interleaved rounds, as MeasureMCP does. A step a
-// server has no tool for is not run; a step that failed in two rounds is
-// not run again.
-func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, error) {
-	tmp, err := os.MkdirTemp("", "benchreport-mcptools-")
-	if err != nil {
-		return nil, err
+// newToolsDirs are the files of one mcptools run: its temp dir, the built
+// examples/mcp, the upload and download directories and the file to upload.
+type newToolsDirs struct {
+	tmp, bin, uploads, downloads, file string
+}
+
+// prepareNewTools makes the run's directories and upload file and builds
+// examples/mcp from root; the caller removes d.tmp.
+func prepareNewTools(ctx context.Context, root string) (d newToolsDirs, err error) {
+	if d.tmp, err = os.MkdirTemp("", "benchreport-mcptools-"); err != nil {
+		return d, err
 	}
-	defer os.RemoveAll(tmp)
-	uploads, downloads := filepath.Join(tmp, "uploads"), filepath.Join(tmp, "downloads")
-	for _, d := range []string{uploads, downloads} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
+	d.uploads, d.downloads = filepath.Join(d.tmp, "uploads"), filepath.Join(d.tmp, "downloads")
+	for _, dir := range []string{d.uploads, d.downloads} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return d, err
 		}
 	}
-	file := filepath.Join(uploads, uploadName)
-	if err := os.WriteFile(file, []byte("a file to upload\n"), 0o600); err != nil {
-		return nil, err
+	d.file = filepath.Join(d.uploads, uploadName)
+	if err := os.WriteFile(d.file, []byte("a file to upload\n"), 0o600); err != nil {
+		return d, err
 	}
-	bin := filepath.Join(tmp, "browserchain-mcp")
+	d.bin = filepath.Join(d.tmp, "browserchain-mcp")
 	Progress("mcptools: building examples/mcp")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/mcp")
-	build.Dir = o.Root
+	build := exec.CommandContext(ctx, "go", "build", "-o", d.bin, "./examples/mcp")
+	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build examples/mcp: %w: %s", err, bytes.TrimSpace(out))
+		return d, fmt.Errorf("build examples/mcp: %w: %s", err, bytes.TrimSpace(out))
 	}
-	ch, err := StartChromium(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	defer ch.Close()
+	return d, nil
+}
 
-	base := mcpPeers(bin, filepath.Join(tmp, "shots"))
+// newToolsPeers are the three servers of §8b: examples/mcp with upload and
+// download directories, Chrome DevTools MCP, Playwright MCP with its PDF
+// capability.
+func newToolsPeers(d newToolsDirs) []newToolsPeer {
+	base := mcpPeers(d.bin, filepath.Join(d.tmp, "shots"))
 	peers := []newToolsPeer{
 		{mcpPeer: base[0], round: browserchainRound},
 		{mcpPeer: base[2], round: devtoolsRound, lacks: []string{StepPDF}},
@@ -367,7 +375,7 @@ func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCP
 	bcCommand := peers[0].command
 	peers[0].command = func(port int) ([]string, string) {
 		argv, why := bcCommand(port)
-		return append(argv, "-upload-dir", uploads, "-download-dir", downloads), why
+		return append(argv, "-upload-dir", d.uploads, "-download-dir", d.downloads), why
 	}
 	pwCommand := peers[2].command
 	peers[2].command = func(port int) ([]string, string) {
@@ -377,7 +385,66 @@ func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCP
 		}
 		return append(argv, "--caps=pdf"), ""
 	}
+	return peers
+}
 
+// start spawns p's server for the browser on port, lists its tools into
+// res and opens its own page; a nil server and no error when p cannot run
+// here (res.Unavailable says why).
+func (p *newToolsPeer) start(ctx context.Context, port int, dir string, res *MCPResult) (*mcpServer, error) {
+	res.Server = p.name
+	for _, st := range NewToolSteps {
+		res.Steps = append(res.Steps, MCPStep{Step: st})
+	}
+	for _, st := range p.lacks {
+		res.Step(st).Err = errNoTool.Error()
+	}
+	argv, why := p.command(port)
+	if why != "" {
+		res.Unavailable = why
+		return nil, nil
+	}
+	Progress("mcptools: starting %s", p.name)
+	s, d, err := startMCP(ctx, &p.mcpPeer, argv, dir)
+	if err != nil {
+		return nil, err
+	}
+	res.Cold = append(res.Cold, d)
+	lctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	tl, err := s.session.ListTools(lctx, nil)
+	cancel()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	res.Tools = len(tl.Tools)
+	if s.front, err = p.ownPage(ctx, s, port); err != nil {
+		s.close()
+		return nil, fmt.Errorf("opening a page of its own: %w", err)
+	}
+	return s, nil
+}
+
+// MeasureMCPNewTools runs the new tools' steps (NewToolSteps) through
+// browserchain's MCP server and the two peers, all attached to one headless
+// Chromium of its own, in interleaved rounds, as MeasureMCP does. A step a
+// server has no tool for is not run; a step that failed in two rounds is
+// not run again.
+func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, error) {
+	d, err := prepareNewTools(ctx, o.Root)
+	if d.tmp != "" {
+		defer os.RemoveAll(d.tmp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ch, err := StartChromium(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
+
+	peers := newToolsPeers(d)
 	results := make([]MCPResult, len(peers))
 	servers := make([]*mcpServer, len(peers))
 	defer func() {
@@ -396,41 +463,9 @@ func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCP
 		Progress("mcptools: %s not available: %v", peers[i].name, err)
 	}
 	for i := range peers {
-		p := &peers[i]
-		results[i].Server = p.name
-		for _, st := range NewToolSteps {
-			results[i].Steps = append(results[i].Steps, MCPStep{Step: st})
-		}
-		argv, why := p.command(ch.Port)
-		if why != "" {
-			results[i].Unavailable = why
-			continue
-		}
-		Progress("mcptools: starting %s", p.name)
-		s, d, err := startMCP(ctx, &p.mcpPeer, argv, tmp)
-		if err != nil {
+		if servers[i], err = peers[i].start(ctx, ch.Port, d.tmp, &results[i]); err != nil {
 			fail(i, err)
-			continue
 		}
-		servers[i] = s
-		results[i].Cold = append(results[i].Cold, d)
-		lctx, cancel := context.WithTimeout(ctx, stepTimeout)
-		tl, err := s.session.ListTools(lctx, nil)
-		cancel()
-		if err != nil {
-			fail(i, fmt.Errorf("tools/list: %w", err))
-			continue
-		}
-		results[i].Tools = len(tl.Tools)
-		for _, st := range p.lacks {
-			results[i].Step(st).Err = errNoTool.Error()
-		}
-		front, err := p.ownPage(ctx, s, ch.Port)
-		if err != nil {
-			fail(i, fmt.Errorf("opening a page of its own: %w", err))
-			continue
-		}
-		s.front = front
 	}
 
 	order := newRounds(len(peers))
@@ -441,7 +476,7 @@ func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCP
 			if s == nil {
 				continue
 			}
-			t := &toolRound{ctx: ctx, s: s, r: &results[i], fix: fix, keep: n >= o.Warmup, n: n, file: file}
+			t := &toolRound{ctx: ctx, s: s, r: &results[i], fix: fix, keep: n >= o.Warmup, n: n, file: d.file}
 			err := s.front(ctx)
 			if err == nil {
 				err = peers[i].round(t)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -112,14 +113,20 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	assert.Equal(t, png, shots[0].Shot.Data)
 
 	// The spans: the failed attempt is a child of the second navigate's
-	// span, and so are its commands.
+	// span, and so are its commands; the screenshot is an event of its
+	// call's span.
 	var navSpans []tracetest.SpanStub
 	var failed []tracetest.SpanStub
 	cdpParents := map[string]bool{}
+	var shotEvent bool
 	for _, sp := range spans.GetSpans() {
 		switch {
 		case sp.Name == "tool navigate":
 			navSpans = append(navSpans, sp)
+		case sp.Name == "tool screenshot":
+			shotEvent = slices.ContainsFunc(sp.Events, func(ev sdktrace.Event) bool {
+				return ev.Name == "screenshot" && slices.Contains(ev.Attributes, attribute.String("sha256", shot.SHA256))
+			})
 		case sp.Name == "attempt extension" && slices.Contains(sp.Attributes, recorder.AttrFailover.Bool(true)):
 			failed = append(failed, sp)
 		case strings.HasPrefix(sp.Name, "cdp "):
@@ -132,6 +139,7 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	require.NotEmpty(t, failed)
 	assert.Equal(t, second.SpanContext.SpanID(), failed[0].Parent.SpanID())
 	assert.True(t, cdpParents[second.SpanContext.SpanID().String()], "the second navigate's commands are its children")
+	assert.True(t, shotEvent, "the screenshot is an event of its call's span")
 
 	// The viewer, opened from a file in headless Chromium: the failover
 	// step and the screenshot (decoded) are on the page, and the page
