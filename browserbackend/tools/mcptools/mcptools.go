@@ -254,10 +254,13 @@ func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common, use
 	conv := c.ConversationID
 	if conv == "" {
 		conv = st.conversationID
-	} else {
-		s.named[conv] = true
 	}
 	if use {
+		// A call that only reads (browser_trace) opens nothing for Close
+		// to release.
+		if c.ConversationID != "" {
+			s.named[conv] = true
+		}
 		st.used.add(conv)
 	}
 	st.calls.Add(1)
