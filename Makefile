@@ -21,6 +21,9 @@ test: setup
 	# no function of the library above cyclomatic complexity 25 (bench and tests aside)
 	$(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -over 25 -ignore '_test.go$$|^bench/' .
 	$(GO) test $(TESTFLAGS) ./...
+	# the recorder's spans over OTLP/HTTP: a module of its own (the exporter's
+	# protobuf and gRPC packages stay out of go.mod)
+	cd internal/otlpe2e && $(GO) vet ./... && $(GO) test $(TESTFLAGS) ./...
 
 # bench: the benchmark harness lives in its own module (bench/, so the peer
 # libraries it compares against stay out of go.mod); it writes BENCHMARKS.md.

@@ -7,7 +7,7 @@
 #   1. Debian's `chromium` (apt-get update + install, only when missing). The
 #      local backend drives this system browser; Playwright's browser CDN is
 #      never used.
-#   2. The Go modules of go.mod (`go mod download`).
+#   2. The Go modules of go.mod and of internal/otlpe2e/go.mod (`go mod download`).
 #   3. The Playwright driver that github.com/mxschmitt/playwright-go expects,
 #      assembled offline-style from the npm package instead of the CDN:
 #        npm pack playwright-core@<version playwright-go pins>
@@ -73,6 +73,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 # ---- 2. Go modules ----------------------------------------------------------
 command -v go >/dev/null 2>&1 || die "go is not on PATH"
 go mod download
+(cd internal/otlpe2e && go mod download)
 
 # ---- 3. Playwright driver ---------------------------------------------------
 pw_mod=github.com/mxschmitt/playwright-go

@@ -10,6 +10,11 @@ const (
 	PageForm    = "/form"
 	PageArticle = "/article"
 	PageBig     = "/big"
+	// PageTools and PageTools2 are the new tools' pages (§8); PageDownload
+	// is the file the tools page's download link fetches.
+	PageTools    = "/tools"
+	PageTools2   = "/tools2"
+	PageDownload = "/file.bin"
 )
 
 // ArticleWords and BigElements size the two large pages.
@@ -66,5 +71,31 @@ func mcpPages() map[string]string {
 		fmt.Fprintf(&g, "<tr><td>row %d</td><td><a href=\"#r%d\">item %d</a></td><td><button type=\"button\">act %d</button><span> ok</span></td></tr>\n", i, i, i, i)
 	}
 	g.WriteString("</table></body></html>")
-	return map[string]string{PageForm: form, PageArticle: a.String(), PageBig: g.String()}
+	return map[string]string{PageForm: form, PageArticle: a.String(), PageBig: g.String(), PageTools: toolsPage,
+		PageTools2: `<!doctype html><html><head><title>bench tools 2</title></head><body><h1>Second page</h1></body></html>`}
 }
+
+// toolsPage is the new tools' page: a form (text, select, checkbox), a drag
+// source and a drop zone, a button that raises an alert, a file input, a
+// download link; it logs to the console as it loads.
+const toolsPage = `<!doctype html><html><head><title>bench tools</title></head><body>
+<h1>Tools</h1>
+<form onsubmit="return false">
+<label for="name">Display name</label> <input id="name" type="text">
+<label for="color">Colour</label> <select id="color"><option>red</option><option>green</option></select>
+<label><input id="agree" type="checkbox"> Agree</label>
+</form>
+<div id="src" draggable="true" role="button" aria-label="Drag me" style="width:80px;height:40px;background:#9cf">Drag me</div>
+<div id="dst" role="region" aria-label="Drop zone" style="width:160px;height:80px;border:1px solid #000">Drop zone</div>
+<p id="dropped">not dropped</p>
+<button id="alert" type="button" onclick="alert('hello bench')">Alert</button>
+<label for="file">Attachment</label> <input id="file" type="file">
+<a id="dl" href="` + PageDownload + `" download="bench.bin">Download file</a>
+<script>
+console.log('bench tools page loaded'); console.warn('bench tools warning');
+const src = document.getElementById('src'), dst = document.getElementById('dst');
+src.addEventListener('dragstart', e => e.dataTransfer.setData('text/plain', 'x'));
+dst.addEventListener('dragover', e => e.preventDefault());
+dst.addEventListener('drop', e => { e.preventDefault(); document.getElementById('dropped').textContent = 'dropped'; });
+</script>
+</body></html>`

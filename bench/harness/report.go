@@ -25,6 +25,8 @@ type Results struct {
 	Distributed *DistributedResult `json:",omitempty"`
 	Guard       []GuardResult
 	MCP         []MCPResult
+	// MCPNewTools is §8's new tools per server (the mcptools phase).
+	MCPNewTools []MCPResult `json:",omitempty"`
 	// Scale is the scale phase (nil when not run).
 	Scale *ScaleResult `json:",omitempty"`
 	// Transport is the extension transport phase (§10).
@@ -187,6 +189,8 @@ func (r *Results) Targets() []Target {
 	}
 	ts = append(ts, r.scaleTargets()...)
 	ts = append(ts, r.transportTargets()...)
+	ts = append(ts, r.recorderTargets()...)
+	ts = append(ts, r.newToolTargets()...)
 	return append(ts, r.toolCallTargets()...)
 }
 
@@ -400,6 +404,7 @@ func (r *Results) Render(out io.Writer) {
 	}
 	r.renderGuard(p)
 	r.renderMCP(p)
+	r.renderMCPNewTools(p)
 	r.renderScale(p)
 	r.renderTransport(p)
 	r.renderToolCall(p)

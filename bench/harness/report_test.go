@@ -123,7 +123,32 @@ func TestRenderShowsTheRecordersCost(t *testing.T) {
 	}}}
 	var b strings.Builder
 	r.Render(&b)
-	for _, want := range []string{"| local | 100", "+2.0 %", "| 40 |"} {
+	for _, want := range []string{"| local | 100", "+2.0 %", "| 40 |", "≤ 1.03 × without (§12) | 102.0 ms vs 100.0 ms = ×1.020; ", "| met |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestRenderComparesEachNewToolWithTheFasterPeer(t *testing.T) {
+	step := func(name string, d time.Duration) MCPStep { return MCPStep{Step: name, D: same(3, d)} }
+	r := &Results{MCPNewTools: []MCPResult{
+		{Server: MCPBrowserchain, Steps: []MCPStep{step(StepBack, 50*time.Millisecond), step(StepPDF, 100*time.Millisecond),
+			step(StepConsole, 80*time.Millisecond)}},
+		{Server: MCPChromeDevTools, Steps: []MCPStep{step(StepBack, 200*time.Millisecond), {Step: StepPDF, Err: errNoTool.Error()},
+			step(StepConsole, 4*time.Millisecond)}},
+		{Server: MCPPlaywright, Steps: []MCPStep{step(StepBack, 100*time.Millisecond), step(StepPDF, 150*time.Millisecond),
+			{Step: StepConsole, Failed: 2, Err: "browser_console_messages: boom"}}},
+	}}
+	var b strings.Builder
+	r.Render(&b)
+	for _, want := range []string{
+		"## 8b. MCP servers: the new tools",
+		"| history: back | 50.0 ms (50.0 ms) | 200.0 ms (200.0 ms) | 100.0 ms (100.0 ms) | ×0.50 met |",
+		"| save as PDF | 100.0 ms (100.0 ms) | no tool | 150.0 ms (150.0 ms) | ×0.67 met |",
+		"| console messages | 80.0 ms (80.0 ms) | 4.000 ms (4.000 ms) | failed: browser_console_messages: boom | ×20.00 **missed** |",
+		"| §8 new tools: browserchain's median ≤ the faster peer's, per step | 2 of 3 steps; over: console messages | **missed** |",
+	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -330,6 +331,11 @@ func StartFixtures() (*Fixtures, error) {
 			fmt.Fprint(w, body)
 		})
 	}
+	mux.HandleFunc(PageDownload, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="bench.bin"`)
+		_, _ = w.Write(bytes.Repeat([]byte("browserchain bench download\n"), 1024))
+	})
 	mux.HandleFunc("/noise", func(w http.ResponseWriter, r *http.Request) {
 		var wd, ht int
 		fmt.Sscan(r.URL.Query().Get("w"), &wd)

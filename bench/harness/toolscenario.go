@@ -277,17 +277,37 @@ func (r *Results) renderRecorderCost(p func(string, ...any)) {
 	p("The flight recorder (`browserbackend/recorder`, no spans): each round also runs the scenario with a fresh " +
 		"recorder on every call (the two runs in alternating order). Each cell is the median of the timed steps' " +
 		"sum per round; the memory is what one scenario run's record holds (`Stats.Bytes`, screenshots included).\n\n")
-	p("| backend | recorder off | recorder on | cost | memory per recorded conversation | entries |\n|---|---|---|---|---|---|\n")
+	p("| backend | recorder off | recorder on | on / off (target ≤ %.2f) | cost | memory per recorded conversation | entries |\n|---|---|---|---|---|---|---|\n", RecorderCostTarget)
 	for _, b := range r.ToolScenario {
 		off, on := b.Total.Median(), b.RecordedTotal.Median()
 		cost := 0.0
 		if off > 0 {
 			cost = 100 * float64(on-off) / float64(off)
 		}
-		p("| %s | %s | %s | %+.1f %% | %s | %d |\n", b.Backend, ms(off), ms(on), cost,
+		p("| %s | %s | %s | %s | %+.1f %% | %s | %d |\n", b.Backend, ms(off), ms(on), ratio(float64(on), float64(off)), cost,
 			mib(float64(medianInt(b.RecordedBytes))), medianInt(b.RecordedEntries))
 	}
 	p("\n")
+}
+
+// RecorderCostTarget bounds the tool scenario's median with the flight
+// recorder on, as a multiple of the median with it off.
+const RecorderCostTarget = 1.03
+
+// recorderTargets are §12's recorder cost targets, one per backend.
+func (r *Results) recorderTargets() []Target {
+	var ts []Target
+	for _, b := range r.ToolScenario {
+		off, on := b.Total.Median(), b.RecordedTotal.Median()
+		if off <= 0 || on <= 0 {
+			continue
+		}
+		q := float64(on) / float64(off)
+		ts = append(ts, Target{fmt.Sprintf("tool scenario on %s with the flight recorder ≤ %.2f × without (§12)", b.Backend, RecorderCostTarget),
+			fmt.Sprintf("%s vs %s = ×%.3f; %s per recorded conversation", ms(on), ms(off), q, mib(float64(medianInt(b.RecordedBytes)))),
+			q <= RecorderCostTarget, false})
+	}
+	return ts
 }
 
 func medianInt(v []int) int {

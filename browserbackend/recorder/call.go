@@ -93,8 +93,10 @@ func (c *Call) push(e Entry) {
 }
 
 // Served records the selection that served the call: the backend that
-// answered, its tab and every attempt in order. An attempt that failed and
-// was followed by another is marked Failover. Attempt spans are laid out
+// answered, its tab and every attempt in order. An attempt followed by
+// another is marked Failover when it failed (construction or send) or when
+// it was the conversation's remembered backend, gone at selection (a skip
+// that did not yield). Attempt spans are laid out
 // one after another from the call's first command, each as long as its
 // Attempt.Elapsed.
 func (c *Call) Served(backend browserbackend.Kind, tab string, attempts []browserbackend.Attempt) {
@@ -111,14 +113,25 @@ func (c *Call) Served(backend browserbackend.Kind, tab string, attempts []browse
 	for i := range attempts {
 		a := attempts[i]
 		a.Err = nil
-		failover := a.Stage != browserbackend.StageSuccess && a.Stage != browserbackend.StageCandidateSelection &&
-			i < len(attempts)-1
+		failover := i < len(attempts)-1 && movedOn(a)
 		c.push(Entry{Time: at, Type: TypeAttempt, Backend: string(a.Kind), Duration: a.Elapsed, Attempt: &a, Failover: failover})
 		if c.r.tracer != nil {
 			c.attemptSpan(at, a, failover)
 		}
 		at = at.Add(a.Elapsed)
 	}
+}
+
+// movedOn reports whether the selection left attempt a for another because
+// a failed or, remembered, was gone.
+func movedOn(a browserbackend.Attempt) bool {
+	switch a.Stage {
+	case browserbackend.StageSuccess:
+		return false
+	case browserbackend.StageCandidateSelection:
+		return a.Remembered && !a.Yielded
+	}
+	return true
 }
 
 func (c *Call) attemptSpan(at time.Time, a browserbackend.Attempt, failover bool) {

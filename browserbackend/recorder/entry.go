@@ -52,7 +52,8 @@ type Entry struct {
 	Error string `json:"error,omitempty"`
 
 	Attempt *browserbackend.Attempt `json:"attempt,omitempty"`
-	// Failover marks an attempt that failed and was followed by another.
+	// Failover marks an attempt followed by another because it failed, or
+	// because it was the conversation's remembered backend and was gone.
 	Failover bool           `json:"failover,omitempty"`
 	Command  *Command       `json:"cdp,omitempty"`
 	Guard    *GuardDecision `json:"guard,omitempty"`

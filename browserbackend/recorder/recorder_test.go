@@ -257,6 +257,35 @@ func failoverCall(t *testing.T, r *recorder.Recorder, shotPath string) {
 	c.End("", nil)
 }
 
+func TestFailoverMarksAFailureOrTheRememberedBackendGoneNeverTheLastOrASkip(t *testing.T) {
+	local := bb.Attempt{Kind: bb.KindLocal, Stage: bb.StageSuccess}
+	for name, tc := range map[string]struct {
+		first bb.Attempt
+		want  bool
+	}{
+		"failed at send":               {bb.Attempt{Kind: bb.KindCDPInspect, Stage: bb.StageSend, Class: bb.ClassTransport}, true},
+		"failed at construction":       {bb.Attempt{Kind: bb.KindCDPInspect, Stage: bb.StageConstruction, Class: bb.ClassTransport}, true},
+		"remembered and gone":          {bb.Attempt{Kind: bb.KindExtension, Stage: bb.StageCandidateSelection, Code: bb.CodeNoClient, Remembered: true}, true},
+		"remembered but yielded":       {bb.Attempt{Kind: bb.KindHostBridge, Stage: bb.StageCandidateSelection, Remembered: true, Yielded: true}, false},
+		"skipped, not remembered":      {bb.Attempt{Kind: bb.KindExtension, Stage: bb.StageCandidateSelection, Code: bb.CodeNoClient}, false},
+		"served (a later one was too)": {bb.Attempt{Kind: bb.KindExtension, Stage: bb.StageSuccess}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := recorder.New(recorder.Options{})
+			_, c := r.Begin(t.Context(), "conv", "click")
+			c.Served(bb.KindLocal, "T1", []bb.Attempt{tc.first, local})
+			c.End("", nil)
+			var marks []bool
+			for _, e := range r.Entries("conv") {
+				if e.Type == recorder.TypeAttempt {
+					marks = append(marks, e.Failover)
+				}
+			}
+			assert.Equal(t, []bool{tc.want, false}, marks)
+		})
+	}
+}
+
 func TestServedRecordsTheAttemptsAndMarksFailover(t *testing.T) {
 	shot := filepath.Join(t.TempDir(), "s.png")
 	require.NoError(t, os.WriteFile(shot, []byte("\x89PNG"), 0o600))

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"crypto/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,11 +30,19 @@ type hubStack struct {
 	url string
 }
 
-func startRuntime(t testing.TB) *hubStack {
+func startRuntime(t testing.TB) *hubStack { return startRuntimeWith(t, nil) }
+
+// startRuntimeWith is startRuntime with a config edited by edit (nil: none),
+// e.g. fallback providers after the hub's.
+func startRuntimeWith(t testing.TB, edit func(*runtime.Config)) *hubStack {
 	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	rt, err := runtime.New(runtime.Config{Key: key, AllowedOrigins: []string{extension.Origin, vellumtest.DevOrigin}, Logger: quietLogger()})
+	cfg := runtime.Config{Key: key, AllowedOrigins: []string{extension.Origin, vellumtest.DevOrigin}, Logger: quietLogger()}
+	if edit != nil {
+		edit(&cfg)
+	}
+	rt, err := runtime.New(cfg)
 	require.NoError(t, err)
 	srv := chromiumtest.LoopbackServer(t, rt.Handler)
 	// Runs before the server's Close (cleanups are LIFO): streams end first.
@@ -66,6 +75,25 @@ func (h *hubStack) waitClient(t testing.TB, iface string) eventhub.ClientInfo {
 		case <-changed:
 		case <-guard.C:
 			t.Fatalf("no %s client connected within %v", iface, stepTimeout)
+		}
+	}
+}
+
+// waitGone waits, woken by roster changes, until no client of the
+// interface is connected.
+func (h *hubStack) waitGone(t testing.TB, iface string) {
+	t.Helper()
+	guard := time.NewTimer(stepTimeout)
+	defer guard.Stop()
+	for {
+		changed := h.rt.Hub.Changed()
+		if !slices.ContainsFunc(h.rt.Hub.Roster(), func(c eventhub.ClientInfo) bool { return c.InterfaceID == iface }) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-guard.C:
+			t.Fatalf("a %s client still connected after %v", iface, stepTimeout)
 		}
 	}
 }

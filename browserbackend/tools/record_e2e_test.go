@@ -1,7 +1,7 @@
 package tools_test
 
 // The flight recorder on real browsers: a conversation that fails over
-// (cdp-inspect's Chromium killed between two calls → local) as the JSON
+// (the extension's Chromium killed between two calls → local) as the JSON
 // lines, the spans and the HTML viewer (opened in headless Chromium) show
 // it; and a typed password and a vault login that appear in none of them.
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -26,6 +27,8 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/recorder"
 	"github.com/browserchain/browserchain/browserbackend/tools"
+	"github.com/browserchain/browserchain/eventhub/wire"
+	"github.com/browserchain/browserchain/examples/server/runtime"
 	"github.com/browserchain/browserchain/internal/chromiumtest"
 	"github.com/browserchain/browserchain/local"
 )
@@ -53,21 +56,21 @@ func jsonLines(t *testing.T, rec *recorder.Recorder, conv string) (string, []rec
 }
 
 func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
-	chrome := chromiumtest.Start(t)
 	site := chromiumtest.FixtureServer(t, nil)
 	lb := local.New(local.Options{Logger: quietLogger()})
 	t.Cleanup(func() { lb.Close() })
+	h := startRuntimeWith(t, func(c *runtime.Config) { c.Fallbacks = []browserbackend.Provider{local.NewProvider(lb)} })
+	ext := startExtension(t, h)
 	rec, spans := tracedRecorder(t)
-	sel := browserbackend.NewSelector(browserbackend.Options{Logger: quietLogger(), Providers: []browserbackend.Provider{
-		cdpInspectProvider(t, chrome), local.NewProvider(lb)}})
-	tl := tools.New(tools.Options{Selector: sel, Recorder: rec, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
-	inv := browserbackend.Invocation{ConversationID: "conv-failover", InterfaceID: "cli"}
+	tl := tools.New(tools.Options{Selector: h.rt.Selector, Recorder: rec, ScreenshotDir: t.TempDir(), Logger: quietLogger()})
+	inv := h.invocation("conv-failover")
 	ctx := stepCtx(t)
 
 	nav, err := tl.Navigate(ctx, inv, tools.NavigateInput{URL: site.URL + "/"})
 	require.NoError(t, err)
-	require.Equal(t, browserbackend.KindCDPInspect, nav.Backend)
-	chrome.Kill()
+	require.Equal(t, browserbackend.KindExtension, nav.Backend)
+	ext.Kill() // the extension goes with its browser, mid-conversation
+	h.waitGone(t, wire.InterfaceChromeExtension)
 	nav, err = tl.Navigate(ctx, inv, tools.NavigateInput{URL: site.URL + "/"})
 	require.NoError(t, err)
 	require.Equal(t, browserbackend.KindLocal, nav.Backend, "failed over")
@@ -77,7 +80,7 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	require.NoError(t, err)
 
 	// The JSON lines: three calls; the second's attempts fail over from
-	// cdp-inspect to local; its commands ran on local; the screenshot's
+	// the extension to local; its commands ran on local; the screenshot's
 	// bytes are there.
 	_, es := jsonLines(t, rec, inv.ConversationID)
 	var calls []recorder.Entry
@@ -96,12 +99,12 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 		}
 	}
 	require.Len(t, calls, 3)
-	assert.Equal(t, []string{"cdp-inspect", "local", "local"}, []string{calls[0].Backend, calls[1].Backend, calls[2].Backend})
+	assert.Equal(t, []string{"extension", "local", "local"}, []string{calls[0].Backend, calls[1].Backend, calls[2].Backend})
 	require.NotEmpty(t, failovers)
 	for _, f := range failovers {
 		assert.Equal(t, uint64(2), f.Call)
-		assert.Equal(t, "cdp-inspect", f.Backend)
-		assert.Equal(t, browserbackend.ClassTransport, f.Attempt.Class)
+		assert.Equal(t, "extension", f.Backend)
+		assert.Equal(t, browserbackend.CodeNoClient, f.Attempt.Code, "the remembered extension is gone")
 	}
 	require.NotEmpty(t, localNavs)
 	assert.Equal(t, uint64(2), localNavs[0].Call)
@@ -110,15 +113,21 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	assert.Equal(t, png, shots[0].Shot.Data)
 
 	// The spans: the failed attempt is a child of the second navigate's
-	// span, and so are its commands.
+	// span, and so are its commands; the screenshot is an event of its
+	// call's span.
 	var navSpans []tracetest.SpanStub
 	var failed []tracetest.SpanStub
 	cdpParents := map[string]bool{}
+	var shotEvent bool
 	for _, sp := range spans.GetSpans() {
 		switch {
 		case sp.Name == "tool navigate":
 			navSpans = append(navSpans, sp)
-		case sp.Name == "attempt cdp-inspect" && slices.Contains(sp.Attributes, recorder.AttrFailover.Bool(true)):
+		case sp.Name == "tool screenshot":
+			shotEvent = slices.ContainsFunc(sp.Events, func(ev sdktrace.Event) bool {
+				return ev.Name == "screenshot" && slices.Contains(ev.Attributes, attribute.String("sha256", shot.SHA256))
+			})
+		case sp.Name == "attempt extension" && slices.Contains(sp.Attributes, recorder.AttrFailover.Bool(true)):
 			failed = append(failed, sp)
 		case strings.HasPrefix(sp.Name, "cdp "):
 			cdpParents[sp.Parent.SpanID().String()] = true
@@ -130,6 +139,7 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 	require.NotEmpty(t, failed)
 	assert.Equal(t, second.SpanContext.SpanID(), failed[0].Parent.SpanID())
 	assert.True(t, cdpParents[second.SpanContext.SpanID().String()], "the second navigate's commands are its children")
+	assert.True(t, shotEvent, "the screenshot is an event of its call's span")
 
 	// The viewer, opened from a file in headless Chromium: the failover
 	// step and the screenshot (decoded) are on the page, and the page
@@ -159,7 +169,7 @@ func TestRecorderShowsAFailoverInTheTraceTheSpansAndTheViewer(t *testing.T) {
 			localNav: [...document.querySelectorAll('[data-call="2"] li.cdp[data-method="Page.navigate"]')].some(li => li.textContent.includes('on local')),
 		});
 	})`, &shown)
-	assert.Equal(t, "cdp-inspect", shown.Failover)
+	assert.Equal(t, "extension", shown.Failover)
 	assert.Contains(t, shown.Note, "failover")
 	assert.Equal(t, 3, shown.Calls)
 	assert.Equal(t, shot.Width, shown.ImgWidth, "the screenshot is decoded inline")

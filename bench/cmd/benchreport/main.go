@@ -123,7 +123,7 @@ func run() error {
 	profiles := flag.String("profile-dir", "", "directory for per-phase CPU profiles (default <root>/bench/out)")
 	isQuick := flag.Bool("quick", false, "few samples: a smoke test of the harness, not a report to keep")
 	from := flag.String("from", "", "re-render the report from a results.json of an earlier run (no measuring); the analysis is read again")
-	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,tools,hub,distributed,mcp,scale,transport,toolcall); default all")
+	only := flag.String("phases", "", "comma-separated phases to run (evaluate,worker,screenshot,failover,coldstart,guard,tools,hub,distributed,mcp,mcptools,scale,transport,toolcall); default all")
 	flag.Parse()
 	if *root == "" {
 		r, err := findRoot()
@@ -284,6 +284,21 @@ func run() error {
 		o := n.mcp
 		o.Root = *root
 		res.MCP, err = harness.MeasureMCP(ctx, fix, o)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = phase("mcptools", func() (err error) {
+		// §8's new tools: the three servers again, on a Chromium of their own.
+		fix, err := harness.StartFixtures()
+		if err != nil {
+			return err
+		}
+		defer fix.Close()
+		o := n.mcp
+		o.Root = *root
+		res.MCPNewTools, err = harness.MeasureMCPNewTools(ctx, fix, o)
 		return err
 	})
 	if err != nil {

@@ -12,11 +12,14 @@ import (
 // oldest is forgotten (the file itself stays on disk).
 const maxSessionFiles = 256
 
-// producedFile is a file a tool call wrote for its session, served as an
-// MCP resource.
+// producedFile is a file a tool call wrote for its session, or a page it
+// linked (render), served as an MCP resource.
 type producedFile struct {
 	res  *mcp.Resource
 	path string
+	// render, when set, makes the resource's contents at each read
+	// instead of reading path.
+	render func() (*mcp.ReadResourceResult, error)
 }
 
 // sessionFiles are the files of one session, by URI, oldest first.
@@ -32,22 +35,27 @@ type sessionFiles struct {
 func (s *Server) addFile(st *session, prefix, path, mimeType, title string, size int64) *mcp.ResourceLink {
 	name := filepath.Base(path)
 	res := &mcp.Resource{URI: prefix + name, Name: name, Title: title, MIMEType: mimeType, Size: size}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := &st.files
-	if f.byURI == nil {
-		f.byURI = map[string]producedFile{}
-	}
-	if _, ok := f.byURI[res.URI]; !ok {
-		f.order = append(f.order, res.URI)
-	}
-	f.byURI[res.URI] = producedFile{res: res, path: path}
-	for len(f.order) > maxSessionFiles {
-		delete(f.byURI, f.order[0])
-		f.order = f.order[1:]
-	}
+	s.addResource(st, producedFile{res: res, path: path})
 	sz := size
 	return &mcp.ResourceLink{URI: res.URI, Name: name, Title: title, MIMEType: mimeType, Size: &sz}
+}
+
+// addResource makes f a resource of st's session, as addFile does.
+func (s *Server) addResource(st *session, f producedFile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := &st.files
+	if fs.byURI == nil {
+		fs.byURI = map[string]producedFile{}
+	}
+	if _, ok := fs.byURI[f.res.URI]; !ok {
+		fs.order = append(fs.order, f.res.URI)
+	}
+	fs.byURI[f.res.URI] = f
+	for len(fs.order) > maxSessionFiles {
+		delete(fs.byURI, fs.order[0])
+		fs.order = fs.order[1:]
+	}
 }
 
 // file returns the file uri names in ss's session.
@@ -95,8 +103,12 @@ func (s *Server) resourcesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// readFile reads a produced file; a file gone from disk is not found.
+// readFile reads a produced file (or renders it); a file gone from disk is
+// not found.
 func readFile(f producedFile) (*mcp.ReadResourceResult, error) {
+	if f.render != nil {
+		return f.render()
+	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		return nil, mcp.ResourceNotFoundError(f.res.URI)

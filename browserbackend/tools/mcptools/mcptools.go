@@ -125,6 +125,41 @@ type session struct {
 	calls          sync.WaitGroup
 	logger         *slog.Logger // slog plus the session's MCP logging
 	files          sessionFiles // guarded by Server.mu
+	used           usedConvs    // guarded by Server.mu
+}
+
+// maxUsedConversations bounds the conversations a session remembers having
+// used; past it the one used longest ago is forgotten.
+const maxUsedConversations = 256
+
+// usedConvs are the conversations a session's tool calls acted in, the one
+// used longest ago first.
+type usedConvs struct {
+	set   map[string]bool
+	order []string
+}
+
+func (u *usedConvs) add(conv string) {
+	if u.set[conv] {
+		return
+	}
+	if u.set == nil {
+		u.set = map[string]bool{}
+	}
+	u.set[conv] = true
+	u.order = append(u.order, conv)
+	for len(u.order) > maxUsedConversations {
+		delete(u.set, u.order[0])
+		u.order = u.order[1:]
+	}
+}
+
+// usedBy reports whether conv is st's own conversation or one its tool
+// calls acted in.
+func (s *Server) usedBy(st *session, conv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return conv == st.conversationID || st.used.set[conv]
 }
 
 // New returns a Server over opts.Tools; it panics when Tools is nil (a
@@ -192,7 +227,10 @@ var ErrClosed = errors.New("mcptools: the browser tool server is closed")
 // enter registers a tool call of ss and returns the context it runs with
 // (ctx, cancelled by Close with ErrClosed as its cause), its session state
 // and the invocation it runs as; done must be called when the call returns.
-func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common) (context.Context, browserbackend.Invocation, *session, func(), error) {
+//
+// A call that uses the conversation (use) makes it one of the session's:
+// the session may then read its trace.
+func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common, use bool) (context.Context, browserbackend.Invocation, *session, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -216,8 +254,14 @@ func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common) (co
 	conv := c.ConversationID
 	if conv == "" {
 		conv = st.conversationID
-	} else {
-		s.named[conv] = true
+	}
+	if use {
+		// A call that only reads (browser_trace) opens nothing for Close
+		// to release.
+		if c.ConversationID != "" {
+			s.named[conv] = true
+		}
+		st.used.add(conv)
 	}
 	st.calls.Add(1)
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -34,6 +34,10 @@ type toolDef[A args, R any] struct {
 	// progress makes the call report progress while it runs.
 	progress func(A) string
 	call     func(ctx context.Context, inv browserbackend.Invocation, a A) (R, error)
+	// inspect, set instead of call, runs with the caller's session and
+	// reads the conversation without acting in it: the call does not make
+	// the conversation the session's.
+	inspect func(ctx context.Context, st *session, inv browserbackend.Invocation, a A) (R, error)
 	// content renders the result for the model; text is the default.
 	content func(s *Server, st *session, r R) ([]mcp.Content, error)
 	text    func(R) string
@@ -310,7 +314,7 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 	// output schema, which would add as much again to tools/list as the
 	// input schemas for what the result's text already says.
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, any, error) {
-		ctx, inv, st, done, err := s.enter(ctx, req.Session, a.common())
+		ctx, inv, st, done, err := s.enter(ctx, req.Session, a.common(), d.inspect == nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -322,7 +326,12 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 				defer stop()
 			}
 		}
-		r, err := d.call(ctx, inv, a)
+		var r R
+		if d.inspect != nil {
+			r, err = d.inspect(ctx, st, inv, a)
+		} else {
+			r, err = d.call(ctx, inv, a)
+		}
 		ms := time.Since(start).Milliseconds()
 		if err != nil {
 			st.logger.Warn("browser tool failed", "tool", d.name, "conversationId", inv.ConversationID,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,14 +55,19 @@ func (s *Server) registerTrace(srv *mcp.Server) {
 		name: "browser_trace", title: "Browser trace", readOnly: true,
 		desc: "Show what the browser tools did in this conversation: each call with the browser that served it, the browsers tried before " +
 			"and why they failed (failover), the CDP commands, the browser policy's decisions, dialogs and screenshots. Typed text and credentials are never recorded.",
-		call: func(_ context.Context, inv browserbackend.Invocation, a TraceArgs) (TraceResult, error) {
+		inspect: func(_ context.Context, st *session, inv browserbackend.Invocation, a TraceArgs) (TraceResult, error) {
+			if !s.usedBy(st, inv.ConversationID) {
+				return TraceResult{}, &tools.Error{Op: "trace", Code: tools.CodeInvalidInput,
+					Message: "a session reads the trace of its own conversation or of one its browser calls named, not of " + strconv.Quote(inv.ConversationID)}
+			}
 			return traceOf(rec, inv.ConversationID, a)
 		},
-		content: func(_ *Server, _ *session, r TraceResult) ([]mcp.Content, error) {
+		content: func(s *Server, st *session, r TraceResult) ([]mcp.Content, error) {
 			text := &mcp.TextContent{Text: traceText(r)}
 			if r.HTML == "" {
 				return []mcp.Content{text}, nil
 			}
+			s.addResource(st, tracePage(rec, r))
 			return []mcp.Content{text, &mcp.ResourceLink{URI: r.HTML, Name: "trace-" + r.Conversation,
 				Title: "Trace of conversation " + r.Conversation, MIMEType: "text/html"}}, nil
 		},
@@ -69,23 +75,28 @@ func (s *Server) registerTrace(srv *mcp.Server) {
 	})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "trace", Title: "Browser trace", MIMEType: "text/html",
-		Description: "The recorded browser tool calls of a conversation, as one self-contained HTML page.",
+		Description: "The recorded browser tool calls of a conversation, as one HTML page, linked by browser_trace in this session.",
 		URITemplate: TraceURIPrefix + "{conversation}",
-	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		uri := req.Params.URI
-		conv, err := url.PathUnescape(strings.TrimPrefix(uri, TraceURIPrefix))
-		if err != nil || !strings.HasPrefix(uri, TraceURIPrefix) {
-			return nil, mcp.ResourceNotFoundError(uri)
-		}
-		if _, ok := rec.Stats(conv); !ok {
-			return nil, mcp.ResourceNotFoundError(uri)
-		}
-		var page bytes.Buffer
-		if err := rec.WriteHTML(&page, conv); err != nil {
-			return nil, err
-		}
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/html", Text: page.String()}}}, nil
-	})
+	}, notProduced)
+}
+
+// tracePage is the resource of r's trace page: the conversation's record
+// rendered at each read.
+func tracePage(rec *recorder.Recorder, r TraceResult) producedFile {
+	conv, uri := r.Conversation, r.HTML
+	return producedFile{
+		res: &mcp.Resource{URI: uri, Name: "trace-" + conv, Title: "Trace of conversation " + conv, MIMEType: "text/html"},
+		render: func() (*mcp.ReadResourceResult, error) {
+			if _, ok := rec.Stats(conv); !ok {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			var page bytes.Buffer
+			if err := rec.WriteHTML(&page, conv); err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/html", Text: page.String()}}}, nil
+		},
+	}
 }
 
 // traceOf is browser_trace's result for conversation conv.

@@ -2,6 +2,7 @@ package mcptools_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,4 +70,46 @@ func TestBrowserTraceShowsTheConversationsCallsAndFailover(t *testing.T) {
 	require.Error(t, err)
 	bad := call(t, cs, "browser_trace", map[string]any{"conversation_id": "c1", "format": "pdf"})
 	assert.True(t, bad.IsError)
+}
+
+func TestATraceIsReadOnlyByTheSessionsThatUsedItsConversation(t *testing.T) {
+	tl, _ := fakeChain()
+	rec := recorder.New(recorder.Options{})
+	tl = tools.New(tools.Options{Selector: tl.Selector(), Logger: browserbackendtest.DiscardLogger(), Recorder: rec})
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	owner, other := connect(t, ms, nil), connect(t, ms, nil)
+
+	// The owner's own conversation (no conversation_id) and a named one.
+	call(t, owner, "browser_scroll", map[string]any{})
+	call(t, owner, "browser_scroll", map[string]any{"conversation_id": "shared"})
+	own, _ := ok[mcptools.TraceResult](t, owner, "browser_trace", map[string]any{"format": "html"})
+	require.NotEmpty(t, own.HTML)
+	named, _ := ok[mcptools.TraceResult](t, owner, "browser_trace", map[string]any{"conversation_id": "shared"})
+	assert.Equal(t, uint64(1), named.Stats.Calls)
+
+	// Another session reads neither: not by naming the conversation, not
+	// by the owner's link, and lists no trace among its resources.
+	for _, conv := range []string{own.Conversation, "shared"} {
+		res := call(t, other, "browser_trace", map[string]any{"conversation_id": conv})
+		assert.True(t, res.IsError, conv)
+		assert.Contains(t, text(res), "not of "+strconv.Quote(conv))
+	}
+	_, err := other.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: own.HTML})
+	require.Error(t, err)
+	list, err := other.ListResources(testCtx(t), nil)
+	require.NoError(t, err)
+	assert.Empty(t, list.Resources)
+
+	// The owner reads its link, and lists it.
+	page, err := owner.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: own.HTML})
+	require.NoError(t, err)
+	assert.Contains(t, page.Contents[0].Text, "<html")
+	list, err = owner.ListResources(testCtx(t), nil)
+	require.NoError(t, err)
+	assert.True(t, slices.ContainsFunc(list.Resources, func(r *mcp.Resource) bool { return r.URI == own.HTML }))
+
+	// A session that acts in the shared conversation may read its trace.
+	call(t, other, "browser_scroll", map[string]any{"conversation_id": "shared"})
+	shared, _ := ok[mcptools.TraceResult](t, other, "browser_trace", map[string]any{"conversation_id": "shared"})
+	assert.Equal(t, uint64(2), shared.Stats.Calls)
 }
