@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,8 +80,18 @@ func checkConsole(in ConsoleInput) error {
 }
 
 // consoleSettle is how long Console waits, after the domains answered, for
-// the messages the browser replays to arrive.
+// the messages the browser replays to arrive, when its mark does not come
+// back (a page that replaced console.debug).
 const consoleSettle = 50 * time.Millisecond
+
+// consoleMark starts the text of the debug message Console logs after the
+// replay: the browser sends events in order, so when the mark arrives every
+// replayed message has. Marks are never reported.
+const consoleMark = "\u2063browserchain console mark "
+
+// markGrace is how long Console still reads the exception and log streams
+// once its mark has come back.
+const markGrace = 2 * time.Millisecond
 
 // console reads the messages the tab's current document logged: the
 // browser keeps them (up to 1000, cleared by a navigation) and replays them
@@ -105,6 +116,12 @@ func (p *Page) console(ctx context.Context, in ConsoleInput) (ConsoleResult, err
 		return ConsoleResult{}, wrap(op, err)
 	}
 	rtt := time.Since(start) / 2
+	mark := consoleMark + strconv.FormatInt(time.Now().UnixNano(), 36)
+	marked := false
+	if _, err := cdp.Call(ctx, p.s, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: "console.debug(" + strconv.Quote(mark) + ")", Silent: new(true)}); err == nil {
+		marked = true
+	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopLoadingTimeout)
 		defer cancel()
@@ -120,6 +137,10 @@ func (p *Page) console(ctx context.Context, in ConsoleInput) (ConsoleResult, err
 		select {
 		case raw := <-api:
 			m, ok = consoleAPIMessage(raw)
+			if ok && strings.HasPrefix(m.Text, consoleMark) {
+				ok = false
+				done = marked && m.Text == mark
+			}
 		case raw := <-exc:
 			m, ok = exceptionMessage(raw)
 		case raw := <-logs:
@@ -132,6 +153,25 @@ func (p *Page) console(ctx context.Context, in ConsoleInput) (ConsoleResult, err
 		if ok {
 			all = append(all, m)
 			idle.Reset(consoleSettle + 2*rtt)
+		}
+	}
+	// The browser sent what the exception and log streams hold before the
+	// mark; each stream is forwarded on its own, so they get a moment.
+	grace := time.NewTimer(markGrace)
+	defer grace.Stop()
+	for drained := false; !drained && ctx.Err() == nil; {
+		var m ConsoleMessage
+		var ok bool
+		select {
+		case raw := <-exc:
+			m, ok = exceptionMessage(raw)
+		case raw := <-logs:
+			m, ok = logMessage(raw)
+		case <-grace.C:
+			drained = true
+		}
+		if ok {
+			all = append(all, m)
 		}
 	}
 	// Runtime and Log messages arrive on separate streams: order by time.
