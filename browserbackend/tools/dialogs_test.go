@@ -74,6 +74,8 @@ func TestPageToolsOnEveryBackend(t *testing.T) {
 		{"pdf and resize", pdfAndResize},
 		{"the conversation's tabs", tabsOfAConversation},
 		{"a download is reported to the action that started it", downloadsAreReported},
+		{"the screenshot file is the raw answer decoded", screenshotFileIsTheRawAnswer},
+		{"the tool scenario passes", scenarioPasses},
 	}
 	for name, start := range dialogBackends(t) {
 		t.Run(name, func(t *testing.T) {

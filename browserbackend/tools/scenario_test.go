@@ -189,22 +189,23 @@ func localToolsWith(t testing.TB, opts local.Options) (*tools.Tools, *local.Brow
 	return tools.New(tools.Options{Selector: sel, ScreenshotDir: t.TempDir(), Logger: quietLogger()}), b
 }
 
-func TestScenarioPassesOnEveryBackend(t *testing.T) {
-	s := startSite(t)
-	t.Run("local", func(t *testing.T) {
-		tl, _ := localTools(t)
-		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-local", InterfaceID: "cli"}, s, browserbackend.KindLocal)
-	})
-	t.Run("extension", func(t *testing.T) {
-		h := startRuntime(t)
-		startExtension(t, h)
-		tl := h.tools(t)
-		inv := h.invocation("conv-ext")
-		scenario(t, tl, inv, s, browserbackend.KindExtension)
+// scenarioPasses is a case of TestPageToolsOnEveryBackend: the tool
+// scenario on the backend; on the extension, in a tab pinned to the
+// conversation.
+func scenarioPasses(t *testing.T, backend string, tl *tools.Tools, inv browserbackend.Invocation) {
+	scenario(t, tl, inv, startSite(t), browserbackend.Kind(backend))
+	if backend == string(browserbackend.KindExtension) {
 		ex, err := tl.Read().Extract(stepCtx(t), inv, tools.ExtractInput{})
 		require.NoError(t, err)
 		assert.NotEmpty(t, ex.TabID, "the conversation's tab is pinned")
-	})
+	}
+}
+
+// TestScenarioPassesOnEveryBackend runs the scenario where
+// TestPageToolsOnEveryBackend does not: over a client that speaks as the
+// real Vellum extension does, and over the bridge's one page.
+func TestScenarioPassesOnEveryBackend(t *testing.T) {
+	s := startSite(t)
 	t.Run("vellum-shaped client", func(t *testing.T) {
 		// The same tool code over a client that speaks exactly as the real
 		// Vellum extension does (WIRE-FACTS): bearer-only events naming no
@@ -228,14 +229,10 @@ func TestScenarioPassesOnEveryBackend(t *testing.T) {
 		assert.Empty(t, st.ResultsRefused, "every result was accepted")
 		assert.Zero(t, st.EventsRefused, "every event post was accepted")
 	})
-	t.Run("host-bridge", func(t *testing.T) {
+	t.Run("host-bridge, one page", func(t *testing.T) {
 		h := startRuntime(t)
 		startBridge(t, h)
 		scenario(t, h.tools(t), h.invocation("conv-bridge"), s, browserbackend.KindHostBridge)
-	})
-	t.Run("cdp-inspect", func(t *testing.T) {
-		tl, _ := cdpInspectTools(t)
-		scenario(t, tl, browserbackend.Invocation{ConversationID: "conv-cdp", InterfaceID: "cli"}, s, browserbackend.KindCDPInspect)
 	})
 }
 

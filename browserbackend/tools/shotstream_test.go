@@ -70,27 +70,9 @@ func screenshotIsTheRawAnswer(t *testing.T, tl *tools.Tools, inv browserbackend.
 	assert.Equal(t, noiseH, shot.Height)
 }
 
-// TestTheStreamedScreenshotFileIsTheRawAnswerDecodedOnEveryBackend: on
-// cdp-inspect, host-bridge, the extension and local, the screenshot tool's
-// file (decoded while the answer is read) is identical to the raw
-// Page.captureScreenshot answer decoded.
-func TestTheStreamedScreenshotFileIsTheRawAnswerDecodedOnEveryBackend(t *testing.T) {
-	t.Run("cdp-inspect", func(t *testing.T) {
-		tl, _ := cdpInspectTools(t)
-		screenshotIsTheRawAnswer(t, tl, browserbackend.Invocation{ConversationID: "conv-shot", InterfaceID: "cli"}, browserbackend.KindCDPInspect)
-	})
-	t.Run("host-bridge", func(t *testing.T) {
-		h := startRuntime(t)
-		startBridge(t, h)
-		screenshotIsTheRawAnswer(t, h.tools(t), h.invocation("conv-shot"), browserbackend.KindHostBridge)
-	})
-	t.Run("extension", func(t *testing.T) {
-		h := startRuntime(t)
-		startExtension(t, h)
-		screenshotIsTheRawAnswer(t, h.tools(t), h.invocation("conv-shot"), browserbackend.KindExtension)
-	})
-	t.Run("local", func(t *testing.T) {
-		tl, _ := localTools(t)
-		screenshotIsTheRawAnswer(t, tl, browserbackend.Invocation{ConversationID: "conv-shot", InterfaceID: "cli"}, browserbackend.KindLocal)
-	})
+// screenshotFileIsTheRawAnswer is a case of TestPageToolsOnEveryBackend:
+// the screenshot tool's file (decoded while the answer is read) is
+// identical to the raw Page.captureScreenshot answer decoded.
+func screenshotFileIsTheRawAnswer(t *testing.T, backend string, tl *tools.Tools, inv browserbackend.Invocation) {
+	screenshotIsTheRawAnswer(t, tl, inv, browserbackend.Kind(backend))
 }
