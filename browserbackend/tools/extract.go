@@ -37,6 +37,8 @@ type ExtractResult struct {
 	Length    int    `json:"length"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Ref       string `json:"ref,omitempty"`
+	// Data is the answer of a Plain().Extract with a schema.
+	Data json.RawMessage `json:"data,omitempty"`
 	Call
 }
 
