@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -208,7 +209,16 @@ func errorText(err error) string {
 	case tools.CodeFeatureNotConfigured:
 		return "browser_" + te.Op + " is not available on this server: " + guardCause(te) + "."
 	case guard.CodeProviderError:
+		if !errors.As(te, new(*guard.Error)) { // the model's failure
+			return "browser_" + te.Op + " failed: " + chainText(te) + ". Read the page with browser_snapshot and act by ref."
+		}
 		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
+	case tools.CodeApprovalDenied:
+		return "browser_" + te.Op + " was not approved: " + chainText(te) + ". Do not retry it unless the user asks."
+	case tools.CodeApprovalTimeout:
+		return "browser_" + te.Op + " got no approval before its deadline. Ask the user, or call again with a larger timeout_ms."
+	case tools.CodeApprovalUnavailable:
+		return "browser_" + te.Op + " needs an approval that cannot be asked: " + chainText(te) + "."
 	case tools.CodeDialogOpen:
 		return "browser_" + te.Op + ": " + cause + ". Call browser_handle_dialog with accept true or false; nothing else runs on the page until then."
 	case tools.CodeNoDialog:
@@ -220,6 +230,11 @@ func errorText(err error) string {
 		return "browser_" + te.Op + ": the browser stopped answering (" + te.Error() + "). Call again; call browser_status if it keeps failing."
 	}
 	return te.Error()
+}
+
+// chainText is te's text without the package prefixes.
+func chainText(te *tools.Error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(te.Error(), "tools: "), "mcptools: ", "")
 }
 
 // guardCause is the refusal of a guard, without the tools' own prefix.
@@ -277,11 +292,14 @@ type ExtractSummary struct {
 	Length    int    `json:"length"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Ref       string `json:"ref,omitempty"`
+	// Data is the answer of an extract with a schema (the text content
+	// holds it too).
+	Data json.RawMessage `json:"data,omitempty"`
 	tools.Call
 }
 
 func summarizeExtract(r tools.ExtractResult) ExtractSummary {
-	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Call: r.Call}
+	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Data: r.Data, Call: r.Call}
 }
 
 // dialogText is the note of a result that met a JavaScript dialog.
