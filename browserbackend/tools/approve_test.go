@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -78,11 +79,16 @@ func TestApprovalsGateTheListedActions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var asked []tools.ApprovalRequest
+				var (
+					mu    sync.Mutex // the approver runs on a goroutine of its own
+					asked []tools.ApprovalRequest
+				)
 				approve := tc.approve
 				if approve != nil {
 					approve = func(ctx context.Context, req tools.ApprovalRequest) (tools.ApprovalDecision, error) {
+						mu.Lock()
 						asked = append(asked, req)
+						mu.Unlock()
 						return tc.approve(ctx, req)
 					}
 				}
@@ -100,6 +106,9 @@ func TestApprovalsGateTheListedActions(t *testing.T) {
 				if tc.code == tools.CodeApprovalTimeout {
 					assert.ErrorIs(t, err, context.DeadlineExceeded)
 				}
+				synctest.Wait() // the approver has returned
+				mu.Lock()
+				defer mu.Unlock()
 				if approve != nil {
 					require.Len(t, asked, 1)
 					assert.Equal(t, tools.ApprovalRequest{ConversationID: inv.ConversationID, ActorPrincipalID: "agent-1",

@@ -84,19 +84,6 @@ type ObserveResult struct {
 	Call
 }
 
-// PlainExtractInput is the extract tool input with an instruction or a
-// schema (at least one).
-type PlainExtractInput struct {
-	BrowserMode string `json:"browser_mode,omitempty"`
-	TimeoutMs   int    `json:"timeout_ms,omitempty"`
-	Instruction string `json:"instruction,omitempty"`
-	// Schema is a JSON Schema (draft 2020-12) the answer's Data must
-	// satisfy.
-	Schema json.RawMessage `json:"schema,omitempty"`
-	// Ref narrows the page the model reads to one element's subtree.
-	Ref string `json:"ref,omitempty"`
-}
-
 // check is what every plain-language call checks before a backend is
 // contacted: a model, and the instruction's size.
 func (pt PlainTools) check(op, instruction string, required bool) error {
@@ -174,12 +161,13 @@ func (pt PlainTools) Observe(ctx context.Context, inv browserbackend.Invocation,
 		})
 }
 
-// Extract is the extract tool with an instruction or a schema: the model
-// answers from the page's snapshot (narrowed to in.Ref when set) with
-// text, or with Data valid against in.Schema (ExtractResult.Text then
+// Extract is the extract tool with an Instruction or a Schema (at least
+// one): the model answers from the page's snapshot (narrowed to the
+// subtree of in.Ref when set; a selector or MaxChars is CodeInvalidInput)
+// with text, or with Data valid against in.Schema (ExtractResult.Text then
 // holds the same JSON). A schema that does not resolve is
 // CodeInvalidInput; data that does not satisfy it is CodeProviderError.
-func (pt PlainTools) Extract(ctx context.Context, inv browserbackend.Invocation, in PlainExtractInput) (ExtractResult, error) {
+func (pt PlainTools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
 	const op = "extract"
 	var schema *jsonschema.Resolved
 	about := strconv.Quote(in.Instruction)
@@ -191,8 +179,11 @@ func (pt PlainTools) Extract(ctx context.Context, inv browserbackend.Invocation,
 			if err := pt.check(op, in.Instruction, len(in.Schema) == 0); err != nil {
 				return err
 			}
+			if in.Selector != "" || in.MaxChars != 0 {
+				return invalidInput(op, "with instruction or schema, only ref narrows the page")
+			}
 			if in.Ref != "" {
-				if err := checkTarget(op, Target{Ref: in.Ref}); err != nil {
+				if err := checkTarget(op, in.Target); err != nil {
 					return err
 				}
 			}

@@ -176,22 +176,24 @@ func TestPlainLanguageToolsOnARealPage(t *testing.T) {
 			has := strings.Contains(req.Page.Snapshot, `button "Send"`)
 			return tools.ExtractAnswer{Data: json.RawMessage(`{"button": "Send", "found": ` + map[bool]string{true: "true", false: "false"}[has] + `}`)}, nil
 		}
-		res, err := withModel.Plain().Extract(ctx, inv, tools.PlainExtractInput{Instruction: "what does the form ask?"})
+		res, err := withModel.Plain().Extract(ctx, inv, tools.ExtractInput{Instruction: "what does the form ask?"})
 		require.NoError(t, err)
 		assert.Equal(t, "The form asks for a query.", res.Text)
 		assert.Nil(t, res.Data)
 
 		schema := json.RawMessage(`{"type":"object","properties":{"button":{"type":"string"},"found":{"type":"boolean"}},"required":["button","found"]}`)
-		res, err = withModel.Plain().Extract(ctx, inv, tools.PlainExtractInput{Instruction: "the submit button's name", Schema: schema})
+		res, err = withModel.Read().Extract(ctx, inv, tools.ExtractInput{Instruction: "the submit button's name", Schema: schema})
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"button":"Send","found":true}`, string(res.Data))
 		assert.Equal(t, string(res.Data), res.Text)
 
 		strict := json.RawMessage(`{"type":"object","properties":{"button":{"type":"integer"}}}`)
-		_, err = withModel.Plain().Extract(ctx, inv, tools.PlainExtractInput{Schema: strict})
+		_, err = withModel.Plain().Extract(ctx, inv, tools.ExtractInput{Schema: strict})
 		require.ErrorIs(t, err, tools.ErrProviderError, "data that does not satisfy the schema")
-		_, err = withModel.Plain().Extract(ctx, inv, tools.PlainExtractInput{Schema: json.RawMessage(`{"type":7}`)})
+		_, err = withModel.Read().Extract(ctx, inv, tools.ExtractInput{Schema: json.RawMessage(`{"type":7}`)})
 		require.ErrorIs(t, err, tools.ErrInvalidInput, "a schema that does not resolve")
+		_, err = withModel.Read().Extract(ctx, inv, tools.ExtractInput{Instruction: "the heading", Target: tools.Target{Selector: "h1"}})
+		require.ErrorIs(t, err, tools.ErrInvalidInput, "only a ref narrows what the model reads")
 	})
 
 	t.Run("without a model", func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestPlainLanguageToolsOnARealPage(t *testing.T) {
 		require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
 		_, err = noModel.Plain().Observe(ctx, inv, tools.ObserveInput{Instruction: "the button"})
 		require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
-		_, err = noModel.Plain().Extract(ctx, inv, tools.PlainExtractInput{Instruction: "the title"})
+		_, err = noModel.Plain().Extract(ctx, inv, tools.ExtractInput{Instruction: "the title"})
 		require.ErrorIs(t, err, tools.ErrFeatureNotConfigured)
 		res, err := noModel.Read().Extract(ctx, inv, tools.ExtractInput{Target: tools.Target{Selector: "h1"}})
 		require.NoError(t, err, "the deterministic tools keep working")

@@ -569,8 +569,12 @@ func (r ReadTools) WaitFor(ctx context.Context, inv browserbackend.Invocation, i
 		func(ctx context.Context, p *Page) (WaitForResult, error) { return p.WaitFor(ctx, in) })
 }
 
-// Extract is the browser_extract tool; see Page.Extract.
+// Extract is the browser_extract tool; see Page.Extract. With an
+// Instruction or a Schema it is PlainTools.Extract.
 func (r ReadTools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
+	if in.Instruction != "" || len(in.Schema) > 0 {
+		return r.t.Plain().Extract(ctx, inv, in)
+	}
 	return run(r.t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
 		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }, about: in.Target.about()},
 		func(ctx context.Context, p *Page) (ExtractResult, error) { return p.Extract(ctx, in) })

@@ -17,8 +17,7 @@ import (
 )
 
 // Without a model the plain-language tools say the server does not have
-// one, and reach no backend; extract with an instruction takes only ref
-// to narrow the page.
+// one, and reach no backend.
 func TestPlainToolsWithoutAModelOverMCP(t *testing.T) {
 	tl, provs := fakeChain()
 	_, ms := serve(t, mcptools.Options{Tools: tl})
@@ -32,7 +31,6 @@ func TestPlainToolsWithoutAModelOverMCP(t *testing.T) {
 		{"browser_observe", map[string]any{"instruction": "the menu"}, "not available on this server"},
 		{"browser_extract", map[string]any{"instruction": "the price"}, "not available on this server"},
 		{"browser_extract", map[string]any{"schema": map[string]any{"type": "object"}}, "not available on this server"},
-		{"browser_extract", map[string]any{"instruction": "the price", "selector": "#p"}, "only ref narrows"},
 	} {
 		res := call(t, cs, c.tool, c.args)
 		require.True(t, res.IsError, c.tool)

@@ -48,27 +48,19 @@ func (s *Server) registerPlainTools(srv *mcp.Server) {
 	})
 }
 
-// extract runs browser_extract: by the model when the arguments give an
-// instruction or a schema, else the element's or page's text.
+// extract runs browser_extract: the element's or page's text, or with an
+// instruction or a schema the model's answer.
 func (s *Server) extract(ctx context.Context, inv browserbackend.Invocation, a ExtractArgs) (tools.ExtractResult, error) {
-	if a.Instruction == "" && a.Schema == nil {
-		return s.opts.Tools.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
-			Target: a.target(), MaxChars: a.MaxChars})
-	}
-	if a.Selector != "" || a.MaxChars != 0 {
-		return tools.ExtractResult{}, &tools.Error{Op: "extract", Code: tools.CodeInvalidInput,
-			Message: "with instruction or schema, only ref narrows the page"}
-	}
-	var schema json.RawMessage
+	in := tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs, Target: a.target(), MaxChars: a.MaxChars,
+		Instruction: a.Instruction}
 	if a.Schema != nil {
 		raw, err := json.Marshal(a.Schema)
 		if err != nil {
 			return tools.ExtractResult{}, &tools.Error{Op: "extract", Code: tools.CodeInvalidInput, Message: "schema is not JSON"}
 		}
-		schema = raw
+		in.Schema = raw
 	}
-	return s.opts.Tools.Plain().Extract(ctx, inv, tools.PlainExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
-		Instruction: a.Instruction, Schema: schema, Ref: a.Ref})
+	return s.opts.Tools.Read().Extract(ctx, inv, in)
 }
 
 func actText(r tools.ActResult) string {
