@@ -214,11 +214,11 @@ func errorText(err error) string {
 		}
 		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
 	case tools.CodeApprovalDenied:
-		return "browser_" + te.Op + " was not approved: " + chainText(te) + ". Do not retry it unless the user asks."
+		return "browser_" + te.Op + " was not approved: " + approvalCause(te) + ". Do not retry it unless the user asks."
 	case tools.CodeApprovalTimeout:
 		return "browser_" + te.Op + " got no approval before its deadline. Ask the user, or call again with a larger timeout_ms."
 	case tools.CodeApprovalUnavailable:
-		return "browser_" + te.Op + " needs an approval that cannot be asked: " + chainText(te) + "."
+		return "browser_" + te.Op + " needs an approval that cannot be asked: " + approvalCause(te) + "."
 	case tools.CodeDialogOpen:
 		return "browser_" + te.Op + ": " + cause + ". Call browser_handle_dialog with accept true or false; nothing else runs on the page until then."
 	case tools.CodeNoDialog:
@@ -235,6 +235,24 @@ func errorText(err error) string {
 // chainText is te's text without the package prefixes.
 func chainText(te *tools.Error) string {
 	return strings.ReplaceAll(strings.TrimPrefix(te.Error(), "tools: "), "mcptools: ", "")
+}
+
+// approvalCause is what an approval refusal says: the message of the
+// innermost *tools.Error (the approval's own, under an act's action), or
+// for approval_unavailable its cause; an act's action is named.
+func approvalCause(te *tools.Error) string {
+	inner := te
+	for next := (*tools.Error)(nil); errors.As(inner.Err, &next); {
+		inner = next
+	}
+	msg := inner.Message
+	if inner.Code == tools.CodeApprovalUnavailable && inner.Err != nil {
+		msg = strings.TrimPrefix(inner.Err.Error(), "mcptools: ")
+	}
+	if inner != te {
+		msg = te.Message + ": " + msg
+	}
+	return msg
 }
 
 // guardCause is the refusal of a guard, without the tools' own prefix.
