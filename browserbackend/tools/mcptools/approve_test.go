@@ -2,6 +2,11 @@ package mcptools_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 
@@ -117,4 +122,55 @@ func TestApprovalOverMCPElicitationTimesOut(t *testing.T) {
 		require.Len(t, ev, 1)
 		assert.Equal(t, "timed out", ev[0].Handled)
 	})
+}
+
+// tsSDK returns the node binary and the node_modules holding the
+// TypeScript MCP SDK that scripts/setup.sh installs with the conformance
+// suite ($BROWSERCHAIN_MCP_CONFORMANCE overrides the directory).
+func tsSDK(t *testing.T) (node, modules string) {
+	dir := os.Getenv("BROWSERCHAIN_MCP_CONFORMANCE")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		require.NoError(t, err)
+		dir = filepath.Join(home, ".cache", "browserchain", "mcp-conformance", "0.1.16")
+	}
+	node, modules = filepath.Join(dir, "node"), filepath.Join(dir, "node_modules")
+	for _, p := range []string{node, filepath.Join(modules, "@modelcontextprotocol", "sdk")} {
+		_, err := os.Stat(p)
+		require.NoError(t, err, "the TypeScript MCP SDK is missing: run scripts/setup.sh")
+	}
+	return node, modules
+}
+
+// The TypeScript SDK's client, over streamable HTTP, answers the approval
+// elicitations: approved runs the call, denied refuses it.
+func TestApprovalOverMCPElicitationWithTheTypeScriptSDK(t *testing.T) {
+	node, modules := tsSDK(t)
+	tl, prov, rec := approvalChain()
+	_, ms := serve(t, mcptools.Options{Tools: tl})
+	hs := httptest.NewServer(mcptools.StreamableHTTPHandler(ms, nil))
+	t.Cleanup(hs.Close)
+
+	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("testdata", "approval-client.cjs"), hs.URL)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	var got struct {
+		Asked []string
+		Calls []struct {
+			IsError bool
+			Text    string
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Len(t, got.Asked, 2)
+	assert.Contains(t, got.Asked[0], "links")
+	require.Len(t, got.Calls, 2)
+	assert.False(t, got.Calls[0].IsError, got.Calls[0].Text)
+	assert.True(t, got.Calls[1].IsError)
+	assert.Contains(t, got.Calls[1].Text, "mcp client ts-sdk-approver denied it")
+	assert.Equal(t, 1, prov.Builds(), "only the approved call reached a backend")
+	ev := approvals(rec)
+	require.Len(t, ev, 2)
+	assert.Equal(t, []string{"approved", "denied"}, []string{ev[0].Handled, ev[1].Handled})
 }
