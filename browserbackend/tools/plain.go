@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 
@@ -268,7 +269,8 @@ type actPlanned struct {
 // click, a type or a select on a ref the snapshot shows), and each runs
 // as the Act facet's call of its own (ActTools.Click, Type with Clear,
 // SelectOption), so the guard and Options.Approvals apply to it as to
-// any such call. The deadline (TimeoutMs, else DefaultPlainTimeout)
+// any such call; under a guard without allow_writes an instruction that
+// looks like a write is refused before the model is asked. The deadline (TimeoutMs, else DefaultPlainTimeout)
 // bounds the plan and every action. Act never reports a quiet success: an
 // empty plan, a plan that names an element the snapshot does not show or
 // an action that fails is CodeProviderError (wrapping the action's
@@ -282,7 +284,8 @@ func (pt PlainTools) Act(ctx context.Context, inv browserbackend.Invocation, in 
 	}
 	defer cancel()
 	planned, err := run(pt.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultPlainTimeout,
-		check: func() error { return pt.check(op, in.Instruction, true) }, about: strconv.Quote(in.Instruction)},
+		check: func() error { return pt.check(op, in.Instruction, true) }, about: strconv.Quote(in.Instruction),
+		act: instructionCheck(op, in.Instruction)},
 		func(ctx context.Context, p *Page) (actPlanned, error) {
 			v, refs, err := view(ctx, p, "")
 			if err != nil {
@@ -313,6 +316,23 @@ func (pt PlainTools) Act(ctx context.Context, inv browserbackend.Invocation, in 
 		res.Actions = append(res.Actions, ActStep{PlannedAction: a, Effects: eff})
 	}
 	return res, nil
+}
+
+// instructionCheck is the write guard of an act's instruction, run under
+// a guard before the model is asked: without allow_writes, an instruction
+// that says submit, buy, delete, send … is refused. Each planned action
+// passes the write guard of its own tool too.
+func instructionCheck(op, instruction string) func(context.Context, *Page, *guard.Guard) error {
+	return func(_ context.Context, _ *Page, g *guard.Guard) error {
+		if g.AllowWrites() {
+			return nil
+		}
+		if m := writeWords.FindString(instruction); m != "" {
+			return guardErr(op, &guard.Error{Code: guard.CodeForbidden, Param: "allow_writes", Rule: guard.RuleAllowWrites,
+				Message: "the instruction looks like a write (it says " + strings.ToLower(m) + ") and allow_writes is off"})
+		}
+		return nil
+	}
 }
 
 // checkPlan refuses an empty or oversized plan, an unknown action and a

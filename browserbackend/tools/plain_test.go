@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/local"
 )
@@ -145,6 +147,27 @@ func TestPlainLanguageToolsOnARealPage(t *testing.T) {
 		_, err := withModel.Plain().Act(ctx, inv, tools.ActInput{Instruction: "do it"})
 		require.ErrorIs(t, err, tools.ErrProviderError)
 		assert.ErrorContains(t, err, "model overloaded")
+	})
+
+	t.Run("the write guard reads the instruction", func(t *testing.T) {
+		load(t, "/form")
+		u, err := url.Parse(s.main.URL)
+		require.NoError(t, err)
+		g, err := guard.New(guard.Policy{AllowedDomains: []string{"*"}, DevLoopback: []string{u.Host}, Logger: quietLogger()})
+		require.NoError(t, err)
+		gctx := guard.NewContext(ctx, g)
+		asked := len(m.seen)
+		_, err = withModel.Plain().Act(gctx, inv, tools.ActInput{Instruction: "send the form"})
+		require.ErrorIs(t, err, tools.ErrForbidden)
+		assert.ErrorContains(t, err, "it says send")
+		assert.Len(t, m.seen, asked, "the model is not asked")
+
+		m.act = func(req tools.ModelRequest) (tools.ActPlan, error) {
+			return tools.ActPlan{Actions: []tools.PlannedAction{{Action: tools.PlanClick, Ref: refOf(req.Page.Snapshot, "button", "Send")}}}, nil
+		}
+		_, err = withModel.Plain().Act(gctx, inv, tools.ActInput{Instruction: "press the button"})
+		require.ErrorIs(t, err, tools.ErrForbidden, "the planned click passes the click tool's write guard")
+		assert.ErrorContains(t, err, "planned action 1 (click")
 	})
 
 	t.Run("observe names elements by ref", func(t *testing.T) {
