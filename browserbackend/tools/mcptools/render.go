@@ -191,6 +191,9 @@ func errorText(err error) string {
 	} else if te.Err != nil && cause == "" {
 		cause = te.Err.Error()
 	}
+	if text, ok := approvalText(te); ok {
+		return text
+	}
 	switch te.Code {
 	case tools.CodeInvalidMode:
 		return "browser_" + te.Op + " refused: " + cause + ". Omit browser_mode to let the chain choose (auto)."
@@ -213,12 +216,6 @@ func errorText(err error) string {
 			return "browser_" + te.Op + " failed: " + chainText(te) + ". Read the page with browser_snapshot and act by ref."
 		}
 		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
-	case tools.CodeApprovalDenied:
-		return "browser_" + te.Op + " was not approved: " + approvalCause(te) + ". Do not retry it unless the user asks."
-	case tools.CodeApprovalTimeout:
-		return "browser_" + te.Op + " got no approval before its deadline. Ask the user, or call again with a larger timeout_ms."
-	case tools.CodeApprovalUnavailable:
-		return "browser_" + te.Op + " needs an approval that cannot be asked: " + approvalCause(te) + "."
 	case tools.CodeDialogOpen:
 		return "browser_" + te.Op + ": " + cause + ". Call browser_handle_dialog with accept true or false; nothing else runs on the page until then."
 	case tools.CodeNoDialog:
@@ -235,6 +232,20 @@ func errorText(err error) string {
 // chainText is te's text without the package prefixes.
 func chainText(te *tools.Error) string {
 	return strings.ReplaceAll(strings.TrimPrefix(te.Error(), "tools: "), "mcptools: ", "")
+}
+
+// approvalText is the text of an approval refusal; false for any other
+// error.
+func approvalText(te *tools.Error) (string, bool) {
+	switch te.Code {
+	case tools.CodeApprovalDenied:
+		return "browser_" + te.Op + " was not approved: " + approvalCause(te) + ". Do not retry it unless the user asks.", true
+	case tools.CodeApprovalTimeout:
+		return "browser_" + te.Op + " got no approval before its deadline. Ask the user, or call again with a larger timeout_ms.", true
+	case tools.CodeApprovalUnavailable:
+		return "browser_" + te.Op + " needs an approval that cannot be asked: " + approvalCause(te) + ".", true
+	}
+	return "", false
 }
 
 // approvalCause is what an approval refusal says: the message of the
