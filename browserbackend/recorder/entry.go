@@ -91,7 +91,9 @@ type GuardDecision struct {
 // PageEvent is something the page did: Type "dialog" (Detail the dialog's
 // kind and message, Handled how it was answered), "popup" (URL the window
 // an action opened) or "navigation" (URL and, as Detail, the title of the
-// page an action navigated to).
+// page an action navigated to); or the approval the call waited for: Type
+// "approval", Detail what was asked and who decided, Handled "approved",
+// "denied", "timed out" or "unavailable".
 type PageEvent struct {
 	Type    string `json:"type"`
 	Detail  string `json:"detail,omitempty"`

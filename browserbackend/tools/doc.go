@@ -3,7 +3,10 @@
 // select option, handle dialog, file upload, wait for, extract, links,
 // attach, detach, close and status — over any backend of the browserchain
 // chain. Tools holds the conversation's lifecycle; Tools.Act and Tools.Read
-// are its page tools.
+// are its page tools, and Tools.Plain the plain-language ones (act,
+// observe, extract with an instruction) that Options.Model carries out.
+// Options.Approvals names the actions that wait for an approver
+// (Options.Approve, or WithApprover per call) before any backend is asked.
 //
 // Tools is the entry point for a host application: each method is one tool
 // call. It validates the input's browser_mode with the Selector's ParseMode

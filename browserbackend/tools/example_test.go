@@ -66,3 +66,26 @@ func ExampleStatus() {
 	// extension: false preflight no_client
 	// true
 }
+
+// Options.Approvals names the actions that wait for the operator; the
+// approver answers each with who decided. A denied call fails
+// approval_denied before any backend is asked.
+func ExampleOptions_approvals() {
+	prov := &browserbackendtest.Provider{K: browserbackend.KindLocal, Desc: &local.Descriptor}
+	sel := browserbackend.NewSelector(browserbackend.Options{Providers: []browserbackend.Provider{prov}, Logger: quietLogger()})
+	tl := tools.New(tools.Options{Selector: sel, Logger: quietLogger(),
+		Approvals: []string{tools.ApproveGoto, tools.ApproveClick},
+		Approve: func(ctx context.Context, req tools.ApprovalRequest) (tools.ApprovalDecision, error) {
+			fmt.Println("asked:", req.Action, "-", req.Summary)
+			return tools.ApprovalDecision{Approved: false, By: "operator-7", Reason: "not that site"}, nil
+		}})
+	inv := browserbackend.Invocation{ConversationID: "conv-1", InterfaceID: "cli"}
+
+	_, err := tl.Navigate(context.Background(), inv, tools.NavigateInput{URL: "https://shop.example/checkout"})
+	fmt.Println(errors.Is(err, tools.ErrApprovalDenied), prov.Proposed())
+	fmt.Println(err)
+	// Output:
+	// asked: goto - navigate https://shop.example/checkout
+	// true 0
+	// tools: navigate: approval_denied: operator-7 denied it: not that site
+}

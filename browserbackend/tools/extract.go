@@ -27,6 +27,11 @@ type ExtractInput struct {
 	// MaxChars bounds the text (default DefaultExtractMaxChars, max
 	// MaxExtractChars); the rest is cut and Truncated set.
 	MaxChars int `json:"max_chars,omitempty"`
+	// Instruction or Schema (a JSON Schema, draft 2020-12) make the
+	// extract the model's answer instead of the text: see
+	// PlainTools.Extract.
+	Instruction string          `json:"instruction,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
 }
 
 // ExtractResult is the page's or an element's visible text.
@@ -37,6 +42,8 @@ type ExtractResult struct {
 	Length    int    `json:"length"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Ref       string `json:"ref,omitempty"`
+	// Data is the answer of a Plain().Extract with a schema.
+	Data json.RawMessage `json:"data,omitempty"`
 	Call
 }
 

@@ -92,7 +92,7 @@ type LoginResult struct {
 // provider_error.
 func (t *Tools) Login(ctx context.Context, inv browserbackend.Invocation, in LoginInput) (LoginResult, error) {
 	const op = "login"
-	return run(t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, secret: true,
+	return run(t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, secret: true, about: in.Credential,
 		check: func() error {
 			if t.vault == nil {
 				return guardErr(op, &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "vault", Message: "no vault is configured"})

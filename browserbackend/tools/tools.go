@@ -147,6 +147,18 @@ type Options struct {
 	// with recorder.NewContext overrides it for one call. nil: nothing is
 	// recorded.
 	Recorder *recorder.Recorder
+	// Approvals names the actions that wait for an approval (ApproveGoto,
+	// ApproveClick, …: see ApprovalActions and the ops each gates); New
+	// panics on an unknown name (CheckApprovals). Approve decides them; a
+	// ctx made with WithApprover overrides it for one call. A gated call
+	// asks after its input and guard checks and before any backend is
+	// contacted, within its own deadline, and the outcome goes into its
+	// record. nil Approvals: nothing waits.
+	Approvals []string
+	Approve   ApprovalFunc
+	// Model, optional, carries out the plain-language tools (Plain); nil
+	// makes them fail feature_not_configured.
+	Model Model
 }
 
 // Tools runs the browser tools for a host application: each method is one
@@ -182,14 +194,19 @@ type Tools struct {
 	viewports   *lru.Cache[string, ViewportInput]
 	downloads   *downloads
 	rec         *recorder.Recorder
+	gated       map[string]string // op → the Approvals action that gates it
+	approve     ApprovalFunc
+	model       Model
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
-// (a wiring bug, not a runtime condition).
+// (a wiring bug, not a runtime condition) and with CheckApprovals' error on
+// an unknown Approvals name.
 func New(opts Options) *Tools {
 	if opts.Selector == nil {
 		panic("tools: Options.Selector is nil")
 	}
+	gated := gatedOps(opts.Approvals)
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -209,6 +226,9 @@ func New(opts Options) *Tools {
 		viewports:   newViewports(),
 		downloads:   &downloads{root: opts.DownloadDir},
 		rec:         opts.Recorder,
+		gated:       gated,
+		approve:     opts.Approve,
+		model:       opts.Model,
 	}
 }
 
@@ -285,6 +305,9 @@ type spec struct {
 	// file's bytes, a prompt's answer); a recorder keeps none of their
 	// params.
 	secret bool
+	// about is what the call acts on, for its approval request (never
+	// typed text); "" means navURL.
+	about string
 }
 
 type callResult interface {
@@ -361,6 +384,13 @@ func runCall[R any, PR interface {
 		if err := checkTypedText(s.op, *s.typed); err != nil {
 			return zero, err
 		}
+	}
+	about := s.about
+	if about == "" {
+		about = s.navURL
+	}
+	if err := t.askApproval(ctx, rc, inv, s.op, about); err != nil {
+		return zero, err
 	}
 
 	inv.Tab = s.tab
@@ -481,7 +511,7 @@ func (r ReadTools) Screenshot(ctx context.Context, inv browserbackend.Invocation
 // Click is the browser_click tool; see Page.Click.
 func (a ActTools) Click(ctx context.Context, inv browserbackend.Invocation, in ElementInput) (ActionResult, error) {
 	return run(a.t, ctx, inv, spec{op: "click", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false)},
+		check: func() error { return checkTarget("click", in.Target) }, act: actionCheck("click", in.Target, false, false), about: in.Target.about()},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Click(ctx, in) })
 }
 
@@ -495,7 +525,7 @@ func (a ActTools) Hover(ctx context.Context, inv browserbackend.Invocation, in E
 // Type is the browser_type tool; see Page.Type.
 func (a ActTools) Type(ctx context.Context, inv browserbackend.Invocation, in TypeInput) (ActionResult, error) {
 	return run(a.t, ctx, inv, spec{op: "type", input: true, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text,
+		check: func() error { return checkTarget("type", in.Target) }, typed: &in.Text, about: in.Target.about(),
 		act: actionCheck("type", in.Target, in.Submit, true)},
 		func(ctx context.Context, p *Page) (ActionResult, error) { return p.Type(ctx, in) })
 }
@@ -522,7 +552,7 @@ func (a ActTools) SelectOption(ctx context.Context, inv browserbackend.Invocatio
 				return invalidInput("select_option", "values is required")
 			}
 			return checkTarget("select_option", in.Target)
-		}, act: actionCheck("select_option", in.Target, false, false)},
+		}, act: actionCheck("select_option", in.Target, false, false), about: in.Target.about()},
 		func(ctx context.Context, p *Page) (SelectOptionResult, error) { return p.SelectOption(ctx, in) })
 }
 
@@ -544,10 +574,14 @@ func (r ReadTools) WaitFor(ctx context.Context, inv browserbackend.Invocation, i
 		func(ctx context.Context, p *Page) (WaitForResult, error) { return p.WaitFor(ctx, in) })
 }
 
-// Extract is the browser_extract tool; see Page.Extract.
+// Extract is the browser_extract tool; see Page.Extract. With an
+// Instruction or a Schema it is PlainTools.Extract.
 func (r ReadTools) Extract(ctx context.Context, inv browserbackend.Invocation, in ExtractInput) (ExtractResult, error) {
+	if in.Instruction != "" || len(in.Schema) > 0 {
+		return r.t.Plain().Extract(ctx, inv, in)
+	}
 	return run(r.t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
-		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }},
+		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }, about: in.Target.about()},
 		func(ctx context.Context, p *Page) (ExtractResult, error) { return p.Extract(ctx, in) })
 }
 

@@ -99,8 +99,8 @@ type HandleDialogArgs struct {
 // ScrollArgs is the browser_scroll input.
 type ScrollArgs struct {
 	Element
-	DeltaX float64 `json:"delta_x,omitempty" jsonschema:"Horizontal scroll in CSS pixels, positive to the right."`
-	DeltaY float64 `json:"delta_y,omitempty" jsonschema:"Vertical scroll in CSS pixels, positive down. With no element and no deltas the page scrolls down one viewport; with an element and no deltas the element is scrolled into view."`
+	DeltaX float64 `json:"delta_x,omitempty" jsonschema:"CSS pixels, positive right."`
+	DeltaY float64 `json:"delta_y,omitempty" jsonschema:"CSS pixels, positive down."`
 	Common
 }
 
@@ -124,7 +124,9 @@ type WaitForArgs struct {
 // ExtractArgs is the browser_extract input.
 type ExtractArgs struct {
 	Element
-	MaxChars int `json:"max_chars,omitempty" jsonschema:"Most characters returned (default 50000, max 1000000); a cut is marked truncated."`
+	MaxChars    int    `json:"max_chars,omitempty" jsonschema:"Most characters (default 50000, max 1000000)."`
+	Instruction string `json:"instruction,omitempty" jsonschema:"Ask the server's model instead."`
+	Schema      any    `json:"schema,omitempty" jsonschema:"JSON Schema of the model's answer."`
 	Common
 }
 

@@ -13,7 +13,10 @@
 // browser_click, browser_type, browser_hover, browser_scroll,
 // browser_press_key, browser_select_option, browser_wait_for,
 // browser_extract, browser_links, browser_attach, browser_detach,
-// browser_close, browser_status and browser_login (ToolNames). Each input schema is
+// browser_close, browser_status, browser_login, the page tools
+// (browser_history … browser_tabs) and the plain-language browser_act and
+// browser_observe (ToolNames); browser_extract takes an instruction or a
+// schema for the model's answer. Each input schema is
 // inferred from an argument type of this package (its jsonschema tags are
 // the property descriptions), with an enum on every closed set, and has
 // browser_mode, timeout_ms and conversation_id, described in a line each and
@@ -30,6 +33,10 @@
 // too: a conversation's record as structured content, or a resource link
 // (TraceURIPrefix) to its HTML page. StreamableHTTPHandler serves the tools
 // over streamable HTTP with resumable event streams.
+//
+// A call the Tools gate (tools.Options.Approvals) asks the session's client
+// through MCP elicitation, a form of one boolean (approve); a client
+// without the elicitation capability gets approval_unavailable.
 //
 // A failure is a tool error (IsError) whose text says what to do: a value
 // outside an enum (an unknown browser_mode) is refused by the schema before

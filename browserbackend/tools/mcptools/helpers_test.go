@@ -128,6 +128,8 @@ var validArgs = map[string]map[string]any{
 	"browser_pdf_save":         {},
 	"browser_resize":           {"width": 400, "height": 300},
 	"browser_tabs":             {},
+	"browser_act":              {"instruction": "open the menu"},
+	"browser_observe":          {"instruction": "the menu"},
 }
 
 func with(m map[string]any, k string, v any) map[string]any {

@@ -22,6 +22,7 @@ var ToolNames = []string{
 	"browser_login", "browser_handle_dialog", "browser_file_upload",
 	"browser_history", "browser_evaluate", "browser_console_messages", "browser_network_requests",
 	"browser_fill_form", "browser_drag", "browser_pdf_save", "browser_resize", "browser_tabs",
+	"browser_act", "browser_observe",
 }
 
 // args is what every argument type has: the Common properties.
@@ -210,11 +211,8 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	addSummarized(s, srv, toolDef[ExtractArgs, tools.ExtractResult]{
 		name: "browser_extract", title: "Extract text", readOnly: true,
-		desc: "Return the visible text of the page, or of one element (by ref or CSS selector).",
-		call: func(ctx context.Context, inv browserbackend.Invocation, a ExtractArgs) (tools.ExtractResult, error) {
-			return s.opts.Tools.Read().Extract(ctx, inv, tools.ExtractInput{BrowserMode: a.BrowserMode, TimeoutMs: a.TimeoutMs,
-				Target: a.target(), MaxChars: a.MaxChars})
-		},
+		desc:    "Visible text of the page or of one element (by ref or CSS selector).",
+		call:    s.extract,
 		text:    extractText,
 		backend: func(r tools.ExtractResult) browserbackend.Kind { return r.Backend },
 	}, summarizeExtract)
@@ -284,6 +282,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		backend: func(r tools.LoginResult) browserbackend.Kind { return r.Backend },
 	})
 	s.registerPageTools(srv)
+	s.registerPlainTools(srv)
 	s.registerTrace(srv) // browser_trace, when the Tools records (trace.go)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",
@@ -319,6 +318,7 @@ func addSummarized[A args, R, O any](s *Server, srv *mcp.Server, d toolDef[A, R]
 			return nil, nil, err
 		}
 		defer done()
+		ctx = tools.WithApprover(ctx, elicitApproval(req.Session))
 		start := time.Now()
 		if d.progress != nil {
 			if token := req.Params.GetProgressToken(); token != nil {

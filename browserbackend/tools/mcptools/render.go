@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -193,6 +194,9 @@ func errorText(err error) string {
 	} else if te.Err != nil && cause == "" {
 		cause = te.Err.Error()
 	}
+	if text, ok := approvalText(te); ok {
+		return text
+	}
 	switch te.Code {
 	case tools.CodeInvalidMode:
 		return "browser_" + te.Op + " refused: " + cause + ". Omit browser_mode to let the chain choose (auto)."
@@ -211,6 +215,9 @@ func errorText(err error) string {
 	case tools.CodeFeatureNotConfigured:
 		return "browser_" + te.Op + " is not available on this server: " + guardCause(te) + "."
 	case guard.CodeProviderError:
+		if !errors.As(te, new(*guard.Error)) { // the model's failure
+			return "browser_" + te.Op + " failed: " + chainText(te) + ". Read the page with browser_snapshot and act by ref."
+		}
 		return "browser_" + te.Op + " failed: " + guardCause(te) + ". Check the name with the user; do not guess it."
 	case tools.CodeDialogOpen:
 		return "browser_" + te.Op + ": " + cause + ". Call browser_handle_dialog with accept true or false; nothing else runs on the page until then."
@@ -223,6 +230,43 @@ func errorText(err error) string {
 		return "browser_" + te.Op + ": the browser stopped answering (" + te.Error() + "). Call again; call browser_status if it keeps failing."
 	}
 	return te.Error()
+}
+
+// chainText is te's text without the package prefixes.
+func chainText(te *tools.Error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(te.Error(), "tools: "), "mcptools: ", "")
+}
+
+// approvalText is the text of an approval refusal; false for any other
+// error.
+func approvalText(te *tools.Error) (string, bool) {
+	switch te.Code {
+	case tools.CodeApprovalDenied:
+		return "browser_" + te.Op + " was not approved: " + approvalCause(te) + ". Do not retry it unless the user asks.", true
+	case tools.CodeApprovalTimeout:
+		return "browser_" + te.Op + " got no approval before its deadline. Ask the user, or call again with a larger timeout_ms.", true
+	case tools.CodeApprovalUnavailable:
+		return "browser_" + te.Op + " needs an approval that cannot be asked: " + approvalCause(te) + ".", true
+	}
+	return "", false
+}
+
+// approvalCause is what an approval refusal says: the message of the
+// innermost *tools.Error (the approval's own, under an act's action), or
+// for approval_unavailable its cause; an act's action is named.
+func approvalCause(te *tools.Error) string {
+	inner := te
+	for next := (*tools.Error)(nil); errors.As(inner.Err, &next); {
+		inner = next
+	}
+	msg := inner.Message
+	if inner.Code == tools.CodeApprovalUnavailable && inner.Err != nil {
+		msg = strings.TrimPrefix(inner.Err.Error(), "mcptools: ")
+	}
+	if inner != te {
+		msg = te.Message + ": " + msg
+	}
+	return msg
 }
 
 // guardCause is the refusal of a guard, without the tools' own prefix.
@@ -280,11 +324,14 @@ type ExtractSummary struct {
 	Length    int    `json:"length"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Ref       string `json:"ref,omitempty"`
+	// Data is the answer of an extract with a schema (the text content
+	// holds it too).
+	Data json.RawMessage `json:"data,omitempty"`
 	tools.Call
 }
 
 func summarizeExtract(r tools.ExtractResult) ExtractSummary {
-	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Call: r.Call}
+	return ExtractSummary{URL: r.URL, Chars: len([]rune(r.Text)), Length: r.Length, Truncated: r.Truncated, Ref: r.Ref, Data: r.Data, Call: r.Call}
 }
 
 // dialogText is the note of a result that met a JavaScript dialog.

@@ -178,6 +178,8 @@ func TestArgumentTypesMirrorTheToolInputs(t *testing.T) {
 		{mcptools.ReleaseArgs{}, tools.ReleaseInput{}},
 		{mcptools.StatusArgs{}, tools.StatusInput{}},
 		{mcptools.LoginArgs{}, tools.LoginInput{}},
+		{mcptools.ActArgs{}, tools.ActInput{}},
+		{mcptools.ObserveArgs{}, tools.ObserveInput{}},
 	}
 	for _, p := range pairs {
 		got := jsonNames(reflect.TypeOf(p.args))
