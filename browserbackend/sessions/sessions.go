@@ -259,6 +259,12 @@ func (s *Store) Activate(ctx context.Context, id string) error {
 	return s.transition(ctx, id, `state = ?, activated_at_ms = ?`, []any{string(StateActive), ms(s.now())}, StateCreating)
 }
 
+// ActivateAs is Activate that also records the backend that serves the
+// session (a record begun before selection has none).
+func (s *Store) ActivateAs(ctx context.Context, id string, backend browserbackend.Kind) error {
+	return s.transition(ctx, id, `state = ?, activated_at_ms = ?, backend = ?`, []any{string(StateActive), ms(s.now()), string(backend)}, StateCreating)
+}
+
 // Fail marks a "creating" row "error" (the backend session could not be
 // made); reason must not hold secrets.
 func (s *Store) Fail(ctx context.Context, id, reason string) error {
