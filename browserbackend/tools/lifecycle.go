@@ -80,7 +80,7 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		by = sessions.ClosedByClose
 	}
 	saveErr := t.managed.end(ctx, op, t, inv, by) // reads the browser before its tabs go
-	t.kept.dropConversation(inv.ConversationID) // before the tabs go: its Client must not outlive them
+	t.kept.dropConversation(inv.ConversationID)   // before the tabs go: its Client must not outlive them
 	t.viewports.Remove(inv.ConversationID)
 	t.snaps.forget(inv.ConversationID)
 	var res ReleaseResult
