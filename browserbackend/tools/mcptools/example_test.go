@@ -44,7 +44,7 @@ func ExampleServer() {
 	}
 	fmt.Println("error:", res.IsError)
 	// Output:
-	// 28 tools
+	// 29 tools
 	// browser_mode: [auto extension cdp-inspect cdp-debugger local playwright]
 	// error: true
 }

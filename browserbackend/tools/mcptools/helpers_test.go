@@ -128,6 +128,7 @@ var validArgs = map[string]map[string]any{
 	"browser_pdf_save":         {},
 	"browser_resize":           {"width": 400, "height": 300},
 	"browser_tabs":             {},
+	"browser_save_context":     {"context_name": "crm"},
 }
 
 func with(m map[string]any, k string, v any) map[string]any {
