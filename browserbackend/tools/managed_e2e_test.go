@@ -3,6 +3,7 @@ package tools_test
 import (
 	"bytes"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +74,17 @@ func TestSavedLoginsAcrossConversations(t *testing.T) {
 	require.ErrorIs(t, err, guard.ErrValidationFailed, "save_context from a browser open on another login")
 	_, err = tl.Close(ctx, fill, tools.ReleaseInput{})
 	require.NoError(t, err)
+	files, _ := filepath.Glob(path + "*")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.False(t, bytes.Contains(raw, []byte("signed-in-ada")), "%s holds the cookie in plain text", f)
+		if f == path {
+			fi, err := os.Stat(f)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		}
+	}
 
 	// Refused without a grant; a plain conversation is signed out.
 	require.ErrorIs(t, account(inv("nogrant", "agent-b"), tools.SessionInput{ContextName: "crm"}), guard.ErrForbidden)

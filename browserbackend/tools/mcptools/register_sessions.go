@@ -36,6 +36,7 @@ func (s *Server) registerSessionTools(srv *mcp.Server) {
 		call: func(ctx context.Context, inv browserbackend.Invocation, a SaveContextArgs) (tools.SaveContextResult, error) {
 			return s.opts.Tools.SaveContext(ctx, inv, tools.SaveContextInput{ContextName: a.ContextName, TimeoutMs: a.TimeoutMs})
 		},
-		text: func(r tools.SaveContextResult) string { return "saved login " + r.ContextName + ": " + r.State },
+		text:    func(r tools.SaveContextResult) string { return "saved login " + r.ContextName + ": " + r.State },
+		backend: func(tools.SaveContextResult) browserbackend.Kind { return "" },
 	})
 }
