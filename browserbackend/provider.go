@@ -17,6 +17,10 @@ type Invocation struct {
 	// ActorPrincipalID is who asked; only that actor's hub clients may serve
 	// the invocation.
 	ActorPrincipalID string
+	// AgentID and Roles name the agent that asked; saved logins are
+	// granted to an agent id or a role (tools' context_name).
+	AgentID string
+	Roles   []string
 	// Mode is the requested browser_mode; the zero value means ModeAuto.
 	Mode Mode
 	// TargetClientID, when set, aims the invocation at one client; only kinds

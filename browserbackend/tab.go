@@ -73,6 +73,12 @@ const (
 	// directory the runtime chooses. Without it a download stays the
 	// browser user's (it is only observed).
 	CapDownloads
+	// CapIsolated: each conversation's pages run in a browser context of
+	// their own (Target.createBrowserContext), so cookies, storage and
+	// cache are shared with no other conversation and not with the
+	// browser's own profile; closing the conversation disposes of it.
+	// Saved logins (tools' context_name) need it.
+	CapIsolated
 )
 
 // Has reports whether c holds every capability of x.

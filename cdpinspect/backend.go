@@ -222,7 +222,12 @@ func (b *Backend) attach(ctx context.Context) error {
 		}
 		// A foreground tab: a background one in a headful Chrome produces
 		// no frames, so screenshots and rAF-driven pages would stall.
-		raw, err := b.c.call(ctx, "Target.createTarget", json.RawMessage(`{"url":"about:blank","background":false}`), "")
+		create := map[string]any{"url": "about:blank", "background": false}
+		if b.s.tab.browserContextID != "" {
+			create["browserContextId"] = b.s.tab.browserContextID
+		}
+		params, _ := json.Marshal(create)
+		raw, err := b.c.call(ctx, "Target.createTarget", params, "")
 		if err != nil {
 			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
 		}

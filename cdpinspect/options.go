@@ -47,6 +47,7 @@ type settings struct {
 	idleTimeout    time.Duration    // Provider only: the shared connection's idle timeout; < 0 closes when unused
 	tab            tabChoice        // set by Provider per invocation
 	now            func() time.Time // the clock of timeout diagnostics; nil = time.Now (tests inject one)
+	isolated       bool             // Provider only: a browser context per conversation
 }
 
 // tabChoice is how attach picks the target; the zero value is Dial's rule
@@ -55,6 +56,9 @@ type tabChoice struct {
 	targetID string          // attach exactly this target, or fail target_not_found
 	open     bool            // always open a new tab
 	exclude  map[string]bool // targets the first-page rule must skip (other conversations' tabs)
+	// browserContextID is the browser context a new tab opens in; "" for
+	// the browser's default one.
+	browserContextID string
 }
 
 func newSettings(opts []Option) settings {
@@ -125,6 +129,21 @@ func WithReadLimit(n int64) Option {
 // (Close closes only what the backend created).
 func WithCreateTarget(create bool) Option {
 	return func(s *settings) { s.createTarget = create }
+}
+
+// WithIsolatedContexts gives each conversation of a Provider a browser
+// context of its own (Target.createBrowserContext; its tabs open with
+// Target.createTarget browserContextId), disposed of when the
+// conversation closes (Target.disposeBrowserContext): its cookies and
+// storage are shared with no other conversation and not with the user's
+// profile. The Provider then declares browserbackend.CapIsolated, and a
+// TabActive invocation (adopt the user's tab) is refused with
+// CodeNotSupported. Default false: on the user's own Chrome an isolated
+// context is signed in nowhere, so isolation is the host's explicit
+// choice (Chrome DevTools MCP's isolatedContext is opt-in too). Dial and
+// DialConversation ignore it.
+func WithIsolatedContexts(on bool) Option {
+	return func(s *settings) { s.isolated = on }
 }
 
 // WithMaxConversations bounds how many conversations' tabs a Provider

@@ -73,6 +73,9 @@ type Provider struct {
 	dialing chan struct{} // one slot: one Build discovers and dials at a time
 	dials   atomic.Int64
 	last    *bb.InFlight // the tracker of the last connection a Build opened; nil before one
+	// contexts are the conversations' browser contexts
+	// (WithIsolatedContexts), by browser run and conversation.
+	contexts map[tabKey]string
 }
 
 var _ bb.Provider = (*Provider)(nil)
@@ -84,13 +87,20 @@ func NewProvider(cfg Config, opts ...Option) *Provider {
 	opts = append([]Option(nil), opts...)
 	base := newSettings(opts)
 	base.probeTimeout = probeTimeout(cfg)
-	return &Provider{cfg: cfg, opts: opts, base: base, tabs: newTabRegistry(base.maxConvs), dialing: make(chan struct{}, 1)}
+	return &Provider{cfg: cfg, opts: opts, base: base, tabs: newTabRegistry(base.maxConvs), dialing: make(chan struct{}, 1),
+		contexts: map[tabKey]string{}}
 }
 
 // Describe declares the cdp-inspect kind: browser_mode "cdp-inspect" (alias
 // "cdp-debugger"), transport label "cdp-ws", and remediation that names the
 // configured host and port.
-func (p *Provider) Describe() bb.Descriptor { return Descriptor(p.cfg) }
+func (p *Provider) Describe() bb.Descriptor {
+	d := Descriptor(p.cfg)
+	if p.base.isolated {
+		d.Caps |= bb.CapIsolated
+	}
+	return d
+}
 
 // Descriptor returns the cdp-inspect descriptor for cfg (see
 // Provider.Describe).
@@ -424,9 +434,20 @@ func (p *Provider) build(ctx context.Context, conversation string, req bb.TabReq
 	ep := sc.ep
 	key := tabKey{browser: ep.BrowserWSURL, conversation: conversation}
 	prev, had := p.tabs.get(key)
+	if s.isolated && req.Want == bb.TabActive {
+		sc.release()
+		return nil, &bb.Error{Class: bb.ClassPolicy, Code: bb.CodeNotSupported, Backend: bb.KindCDPInspect,
+			Message: "an isolated conversation cannot adopt the user's tab"}
+	}
 	fast, err := chooseTab(&s, req, prev, had, func() map[string]bool { return p.tabs.targetsOf(ep.BrowserWSURL, conversation) })
 	if err != nil {
 		return nil, err
+	}
+	if s.isolated && s.tab.open {
+		if s.tab.browserContextID, err = p.browserContext(ctx, sc, key, s.commandTimeout); err != nil {
+			sc.release()
+			return nil, err
+		}
 	}
 	crashed := false // the conversation's session saw its tab's renderer crash
 	if fast {
@@ -468,6 +489,44 @@ func (p *Provider) build(ctx context.Context, conversation string, req bb.TabReq
 		return ok
 	})
 	return b, nil
+}
+
+// browserContext returns the browser context of key's conversation,
+// creating it (Target.createBrowserContext) on its first tab. The caller
+// holds the conversation's lock.
+func (p *Provider) browserContext(ctx context.Context, sc *sharedConn, key tabKey, timeout time.Duration) (string, error) {
+	p.mu.Lock()
+	id := p.contexts[key]
+	p.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	cctx, cancel := withDeadline(ctx, timeout)
+	defer cancel()
+	raw, err := sc.c.call(cctx, "Target.createBrowserContext", json.RawMessage(`{"disposeOnDetach":false}`), "")
+	if err != nil {
+		return "", constructionErr(err)
+	}
+	var res struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.BrowserContextID == "" {
+		return "", &bb.Error{Class: bb.ClassProtocol, Code: bb.CodeInvalidResponse, Backend: bb.KindCDPInspect,
+			Method: "Target.createBrowserContext", Dispatched: true, Message: "no browserContextId in the reply", Err: err}
+	}
+	p.mu.Lock()
+	p.contexts[key] = res.BrowserContextID
+	p.mu.Unlock()
+	return res.BrowserContextID, nil
+}
+
+// takeContext forgets and returns key's browser context ("" for none).
+func (p *Provider) takeContext(key tabKey) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := p.contexts[key]
+	delete(p.contexts, key)
+	return id
 }
 
 // adoptTab records b's tab as conversation's (key; prev and had are what
@@ -668,9 +727,22 @@ func (p *Provider) ReleaseConversation(ctx context.Context, conversationID strin
 		}
 		p.tabs.forgetAll(conversationID)
 		p.forgetShared(ctx, conversationID)
+		p.forgetContexts(conversationID)
 		return out, nil
 	}
 	return p.closeConversation(ctx, conversationID)
+}
+
+// forgetContexts forgets conversationID's browser contexts without
+// disposing of them: its detached tabs live on in them.
+func (p *Provider) forgetContexts(conversationID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.contexts {
+		if k.conversation == conversationID {
+			delete(p.contexts, k)
+		}
+	}
 }
 
 func (p *Provider) closeConversation(ctx context.Context, conversationID string) ([]bb.Released, error) {
@@ -689,10 +761,12 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 		}
 		return nil, err
 	}
-	t, ok := p.tabs.get(tabKey{browser: ep.BrowserWSURL, conversation: conversationID})
+	key := tabKey{browser: ep.BrowserWSURL, conversation: conversationID}
+	t, ok := p.tabs.get(key)
 	if !ok {
 		return nil, nil
 	}
+	browserCtx := p.takeContext(key)
 	// Target discovery on this connection reports each tab's destruction,
 	// so the tabs are gone when ReleaseConversation returns.
 	var mu sync.Mutex
@@ -759,6 +833,13 @@ func (p *Provider) closeConversation(ctx context.Context, conversationID string)
 		s.logger.Info("cdpinspect: closed the conversation's tab", "conversationId", conversationID, "targetId", x.targetID)
 		rel.Closed = true
 		out = append(out, rel)
+	}
+	if browserCtx != "" {
+		// With its cookies and storage; a tab still in it closes too.
+		params, _ := json.Marshal(map[string]string{"browserContextId": browserCtx})
+		if _, err := c.call(cctx, "Target.disposeBrowserContext", params, ""); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

@@ -126,6 +126,16 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// Logger receives launch and close records; nil means slog.Default().
 	Logger *slog.Logger
+	// Isolated gives each conversation a browser context of its own
+	// (Playwright Browser.NewContext beside the persistent one): its
+	// cookies, storage and cache are seen by no other conversation and
+	// never reach ProfileDir, and CloseConversation disposes of them. The
+	// provider then declares browserbackend.CapIsolated. Default false:
+	// every conversation shares the persistent context of ProfileDir, so a
+	// sign-in made in one is seen by all (Playwright MCP's default; its
+	// --isolated is this option). A conversation's first page then opens
+	// without the prepared spare page (≈ 50 ms more).
+	Isolated bool
 }
 
 // Browser is one lazily launched, shared Chromium driven through
@@ -164,6 +174,10 @@ type Browser struct {
 	tune tuning
 	// openings counts the page opening attempts running (openPage).
 	openings atomic.Int32
+
+	// contexts are the isolated conversations' browser contexts
+	// (Options.Isolated), by conversation id.
+	contexts map[string]*isoContext
 
 	// lastTrack is the command tracker of the last browser launched (nil
 	// before the first; guarded by mu): a timeout while waiting for a
@@ -258,6 +272,7 @@ func New(opts Options) *Browser {
 
 		popupNoted: make(chan struct{}),
 		lost:       make(map[string]string),
+		contexts:   make(map[string]*isoContext),
 		tune:       defaultTuning,
 	}
 }
@@ -605,6 +620,7 @@ func (b *Browser) Close() error {
 	pages := b.pages
 	b.pages = make(map[string]*pageEntry)
 	b.lost, b.lostOrder = make(map[string]string), nil
+	b.contexts = make(map[string]*isoContext) // they close with the browser
 	b.mu.Unlock()
 
 	for _, p := range pages {
@@ -653,6 +669,9 @@ func (b *Browser) CloseConversation(conversationID string) error {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := b.closeContextOf(conversationID); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -722,8 +741,10 @@ func (b *Browser) page(ctx context.Context, conversationID string, c *Client, in
 			victim = b.evictLocked()
 			p = newPageEntry(b, st, conversationID)
 			b.pages[conversationID] = p
-			spare := st.spare
-			st.spare = nil
+			var spare *spareTab
+			if !b.opts.Isolated { // the spare is a page of the shared context
+				spare, st.spare = st.spare, nil
+			}
 			if spare != nil && spare.page.IsClosed() {
 				spare = nil // went away with nobody waiting on it
 			}
@@ -983,7 +1004,7 @@ func (b *Browser) maybeRefill() {
 // st has no spare, none is being prepared, and b is open. It registers the
 // refill with b.wg. b.mu must be held.
 func (b *Browser) startRefillLocked(st *state) bool {
-	if b.closed || st.spare != nil || st.refilling || st.isDead() {
+	if b.closed || b.opts.Isolated || st.spare != nil || st.refilling || st.isDead() {
 		return false
 	}
 	st.refilling = true

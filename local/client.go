@@ -74,7 +74,7 @@ func (p *pageEntry) open(spare *spareTab) {
 		page, sess = spare.page, spare.sess
 	} else {
 		var err error
-		if page, sess, err = p.b.openPage(p.st); err != nil {
+		if page, sess, err = p.b.openConversationPage(p.st, conversationOf(p.conv)); err != nil {
 			p.err = classifyOpenError(p.st, err)
 			return
 		}

@@ -229,7 +229,7 @@ func (b *Browser) adoptPopups(ctx context.Context, conversation string) error {
 		if st == nil {
 			break
 		}
-		sess, err := st.bctx.NewCDPSession(pp.page)
+		sess, err := pp.page.Context().NewCDPSession(pp.page)
 		if err != nil {
 			if !pp.page.IsClosed() {
 				errs = append(errs, err)

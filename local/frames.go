@@ -114,7 +114,7 @@ func (c *Client) attachFrame(p *pageEntry, target string) (any, error) {
 		if fr == p.page.MainFrame() {
 			continue
 		}
-		s, err := p.st.bctx.NewCDPSession(fr)
+		s, err := p.page.Context().NewCDPSession(fr)
 		if err != nil {
 			continue // a frame of the page's own process
 		}

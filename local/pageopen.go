@@ -67,7 +67,12 @@ func openPageOnce(st *state) openedPage {
 // when every attempt failed, and with errClosed once b is closed. Attempts
 // end at the latest when the browser goes away (Playwright then fails them).
 func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, error) {
-	attempt, hedge := b.tune.openAttempt, b.tune.pageOpenHedge
+	return b.openPageWith(func() openedPage { return b.tune.openAttempt(st) })
+}
+
+// openPageWith is openPage with attempt as one attempt.
+func (b *Browser) openPageWith(attempt func() openedPage) (playwright.Page, playwright.CDPSession, error) {
+	hedge := b.tune.pageOpenHedge
 	results := make(chan openedPage, maxPageOpenAttempts)
 	started, pending := 0, 0
 	start := func() bool {
@@ -80,7 +85,7 @@ func (b *Browser) openPage(st *state) (playwright.Page, playwright.CDPSession, e
 		go func() {
 			defer b.wg.Done()
 			defer b.openings.Add(-1)
-			results <- attempt(st)
+			results <- attempt()
 		}()
 		return true
 	}

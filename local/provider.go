@@ -74,7 +74,15 @@ func Rule(_ browserbackend.Invocation, env browserbackend.Env) browserbackend.Ca
 	return browserbackend.Candidate{Kind: browserbackend.KindLocal, Reason: reason}
 }
 
-func (provider) Describe() browserbackend.Descriptor { return Descriptor }
+// Describe returns Descriptor, with browserbackend.CapIsolated when the
+// Browser runs with Options.Isolated.
+func (p provider) Describe() browserbackend.Descriptor {
+	d := Descriptor
+	if p.b.opts.Isolated {
+		d.Caps |= browserbackend.CapIsolated
+	}
+	return d
+}
 
 func (p provider) Propose(inv browserbackend.Invocation, env browserbackend.Env) (browserbackend.Candidate, error) {
 	c := Rule(inv, env)

@@ -21,6 +21,9 @@ const (
 	// CodeProviderError: a dependency the guard relies on failed (the
 	// resolver, the vault, the session store).
 	CodeProviderError = "provider_error"
+	// CodeContextLocked: the saved login is held by a human_login flow of
+	// another session until its lock expires (HTTP 409).
+	CodeContextLocked = "context_locked"
 )
 
 // Rules named in errors (Error.Rule).
@@ -108,6 +111,7 @@ var (
 	ErrValidationFailed     = &Error{Code: CodeValidationFailed}
 	ErrFeatureNotConfigured = &Error{Code: CodeFeatureNotConfigured}
 	ErrProviderError        = &Error{Code: CodeProviderError}
+	ErrContextLocked        = &Error{Code: CodeContextLocked}
 )
 
 func forbidden(rawURL, rule, msg string) *Error {

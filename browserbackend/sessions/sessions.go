@@ -18,10 +18,12 @@ package sessions
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"os"
 	"strconv"
 	"time"
 
@@ -90,14 +92,19 @@ type Begin struct {
 type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Key, when set (16, 24 or 32 bytes), seals every saved login's
+	// cookies and storage with AES-GCM; without it they are stored as
+	// they are, protected only by the file's mode (0600).
+	Key []byte
 }
 
 // Store keeps the records in a database/sql database. It is safe for
 // concurrent use; Close closes the database only when Open opened it.
 type Store struct {
-	db  *sql.DB
-	own bool
-	now func() time.Time
+	db   *sql.DB
+	own  bool
+	now  func() time.Time
+	aead cipher.AEAD // nil: saved logins unsealed
 }
 
 const schema = `CREATE TABLE IF NOT EXISTS browser_sessions (
@@ -114,9 +121,17 @@ const schema = `CREATE TABLE IF NOT EXISTS browser_sessions (
 	error TEXT NOT NULL DEFAULT ''
 )`
 
-// Open opens (creating when missing) the SQLite file at path and its table.
-// A failure is provider_error.
+// Open opens (creating when missing, mode 0600) the SQLite file at path
+// and its tables. A failure is provider_error.
 func Open(path string, opts Options) (*Store, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, storeErr("cannot open the database", err)
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, storeErr("cannot restrict the database's mode", err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 	if err != nil {
 		return nil, storeErr("cannot open the database", err)
@@ -131,14 +146,24 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // New uses a database the host application opened (and keeps closing); it
-// creates the table when missing.
+// creates the tables when missing. A Key of the wrong size is
+// validation_failed.
 func New(db *sql.DB, opts Options) (*Store, error) {
 	s := &Store{db: db, now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if _, err := db.Exec(schema); err != nil {
-		return nil, storeErr("cannot create the table", err)
+	if len(opts.Key) > 0 {
+		aead, err := newAEAD(opts.Key)
+		if err != nil {
+			return nil, err
+		}
+		s.aead = aead
+	}
+	for _, q := range []string{schema, contextSchema} {
+		if _, err := db.Exec(q); err != nil {
+			return nil, storeErr("cannot create the tables", err)
+		}
 	}
 	return s, nil
 }
@@ -232,6 +257,12 @@ func repeat(s string, n int) string {
 // Activate promotes a "creating" row once the backend session exists.
 func (s *Store) Activate(ctx context.Context, id string) error {
 	return s.transition(ctx, id, `state = ?, activated_at_ms = ?`, []any{string(StateActive), ms(s.now())}, StateCreating)
+}
+
+// ActivateAs is Activate that also records the backend that serves the
+// session (a record begun before selection has none).
+func (s *Store) ActivateAs(ctx context.Context, id string, backend browserbackend.Kind) error {
+	return s.transition(ctx, id, `state = ?, activated_at_ms = ?, backend = ?`, []any{string(StateActive), ms(s.now()), string(backend)}, StateCreating)
 }
 
 // Fail marks a "creating" row "error" (the backend session could not be

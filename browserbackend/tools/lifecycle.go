@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/browserbackend/sessions"
 )
 
 // AttachInput is the browser_attach tool input.
@@ -74,7 +75,12 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 		return ReleaseResult{}, err
 	}
 	defer cancel()
-	t.kept.dropConversation(inv.ConversationID) // before the tabs go: its Client must not outlive them
+	by := sessions.ClosedByAgent
+	if closing {
+		by = sessions.ClosedByClose
+	}
+	saveErr := t.managed.end(ctx, op, t, inv, by) // reads the browser before its tabs go
+	t.kept.dropConversation(inv.ConversationID)   // before the tabs go: its Client must not outlive them
 	t.viewports.Remove(inv.ConversationID)
 	t.snaps.forget(inv.ConversationID)
 	var res ReleaseResult
@@ -84,7 +90,7 @@ func (t *Tools) release(ctx context.Context, inv browserbackend.Invocation, in R
 	if err != nil {
 		return res, wrap(op, err)
 	}
-	return res, nil
+	return res, saveErr
 }
 
 // StatusInput is the browser_status tool input.

@@ -40,6 +40,9 @@ type NavigateInput struct {
 	// document is parsed; images may still load) or WaitNone ("none":
 	// return at commit). Anything else is CodeInvalidInput.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// SessionInput applies when this call opens the conversation's
+	// browser (see SessionInput).
+	SessionInput
 }
 
 // The NavigateInput.WaitUntil values.

@@ -121,6 +121,15 @@ func view(ctx context.Context, p *Page, ref string) (PageView, map[string]bool, 
 	return PageView{URL: res.URL, Title: res.Title, Snapshot: res.Text, Truncated: res.Truncated}, refs, nil
 }
 
+// redact removes e-mails, phone and card numbers from what the model is
+// shown of a page whose reads are redacted (a reopened saved login), so
+// that neither the model nor what it returns holds them.
+func (pt PlainTools) redact(inv browserbackend.Invocation, v *PageView) {
+	if pt.t.redacting(inv) {
+		v.URL, v.Title, v.Snapshot = Redact(v.URL), Redact(v.Title), Redact(v.Snapshot)
+	}
+}
+
 // modelErr is the error of a model call: CodeTimeout when ctx ended,
 // else CodeProviderError.
 func modelErr(ctx context.Context, op string, err error) error {
@@ -139,13 +148,14 @@ func providerErr(op, msg string) error {
 // touching them. A ref the snapshot does not show is CodeProviderError.
 func (pt PlainTools) Observe(ctx context.Context, inv browserbackend.Invocation, in ObserveInput) (ObserveResult, error) {
 	const op = "observe"
-	return run(pt.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultPlainTimeout,
+	return run(pt.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultPlainTimeout, read: true,
 		check: func() error { return pt.check(op, in.Instruction, true) }, about: strconv.Quote(in.Instruction)},
 		func(ctx context.Context, p *Page) (ObserveResult, error) {
 			v, refs, err := view(ctx, p, "")
 			if err != nil {
 				return ObserveResult{}, err
 			}
+			pt.redact(inv, &v)
 			els, err := pt.t.model.Observe(ctx, pt.request(inv, in.Instruction, nil, v))
 			if err != nil {
 				return ObserveResult{}, modelErr(ctx, op, err)
@@ -175,7 +185,7 @@ func (pt PlainTools) Extract(ctx context.Context, inv browserbackend.Invocation,
 	if in.Instruction == "" {
 		about = "data by a schema"
 	}
-	return run(pt.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultPlainTimeout,
+	return run(pt.t, ctx, inv, spec{op: op, mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultPlainTimeout, read: true,
 		check: func() error {
 			if err := pt.check(op, in.Instruction, len(in.Schema) == 0); err != nil {
 				return err
@@ -197,6 +207,7 @@ func (pt PlainTools) Extract(ctx context.Context, inv browserbackend.Invocation,
 			if err != nil {
 				return ExtractResult{}, err
 			}
+			pt.redact(inv, &v)
 			ans, err := pt.t.model.Extract(ctx, pt.request(inv, in.Instruction, in.Schema, v))
 			if err != nil {
 				return ExtractResult{}, modelErr(ctx, op, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend/catalog"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/recorder"
+	"github.com/browserchain/browserchain/browserbackend/sessions"
 	"github.com/chromedp/cdproto/cdp"
 )
 
@@ -159,6 +160,13 @@ type Options struct {
 	// Model, optional, carries out the plain-language tools (Plain); nil
 	// makes them fail feature_not_configured.
 	Model Model
+	// Sessions, optional, keeps a managed session per conversation (a
+	// record begun when the conversation opens its browser, active once a
+	// backend serves it, closed by Close or Detach; New sweeps the
+	// records orphaned by an earlier process) and the saved logins of
+	// SaveContext and NavigateInput.ContextName. nil: no records, and
+	// ContextName is feature_not_configured.
+	Sessions *sessions.Store
 }
 
 // Tools runs the browser tools for a host application: each method is one
@@ -197,6 +205,7 @@ type Tools struct {
 	gated       map[string]string // op → the Approvals action that gates it
 	approve     ApprovalFunc
 	model       Model
+	managed     *managed
 }
 
 // New returns Tools over opts.Selector; it panics when Selector is nil
@@ -210,6 +219,15 @@ func New(opts Options) *Tools {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if opts.Sessions != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultActionTimeout)
+		if n, err := opts.Sessions.Sweep(ctx); err != nil {
+			log.Warn("tools: sweeping the session records failed", "error", err)
+		} else if n > 0 {
+			log.Info("tools: swept orphaned or timed-out session records", "count", n)
+		}
+		cancel()
 	}
 	return &Tools{
 		sel:      opts.Selector,
@@ -229,6 +247,7 @@ func New(opts Options) *Tools {
 		gated:       gated,
 		approve:     opts.Approve,
 		model:       opts.Model,
+		managed:     &managed{store: opts.Sessions, m: map[string]*managedSession{}},
 	}
 }
 
@@ -308,6 +327,12 @@ type spec struct {
 	// about is what the call acts on, for its approval request (never
 	// typed text); "" means navURL.
 	about string
+	// open is how the conversation's browser opens, when this call opens
+	// it (navigate's SessionInput).
+	open *SessionInput
+	// read: the call returns page content, which a browser that reopened
+	// a saved login gives only with allow_extract.
+	read bool
 }
 
 type callResult interface {
@@ -393,6 +418,16 @@ func runCall[R any, PR interface {
 		return zero, err
 	}
 
+	ms, fresh, err := t.managed.open(ctx, s.op, inv, s.open)
+	if err != nil {
+		return zero, err
+	}
+	defer t.managed.settle(inv.ConversationID, ms, fresh)
+	if refuse, _ := t.managed.gated(ms); refuse && s.read {
+		return zero, guardErr(s.op, &guard.Error{Code: guard.CodeForbidden, Param: "allow_extract",
+			Message: "this browser reopened a saved login; reading its pages needs allow_extract"})
+	}
+
 	inv.Tab = s.tab
 	client := t.client(inv)
 	var callErr error
@@ -407,6 +442,10 @@ func runCall[R any, PR interface {
 	page.s = rc.Session(session)             // session itself when not recording
 	kept := rc != nil && client.Kind() != "" // selected by an earlier call
 	call1 := func(ctx context.Context) (R, error) {
+		if err := t.managed.ready(ctx, s.op, ms, client); err != nil {
+			var zero R
+			return zero, err
+		}
 		t.restoreViewport(ctx, s.op, inv, page)
 		if g == nil {
 			return fn(ctx, page)
@@ -454,8 +493,12 @@ func (t *Tools) Navigate(ctx context.Context, inv browserbackend.Invocation, in 
 			}
 			return checkWaitUntil("navigate", in.WaitUntil)
 		}, navURL: in.URL,
-		tab: tabWanted(in.NewTab, in.UseActiveTab)},
-		func(ctx context.Context, p *Page) (NavigateResult, error) { return p.Navigate(ctx, in) })
+		tab: tabWanted(in.NewTab, in.UseActiveTab), open: &in.SessionInput},
+		func(ctx context.Context, p *Page) (NavigateResult, error) {
+			res, err := p.Navigate(ctx, in)
+			t.managed.visited(t.managed.session(inv.ConversationID), res.URL)
+			return res, err
+		})
 }
 
 // Snapshot is the browser_snapshot tool; see Page.Snapshot. Tools keeps
@@ -491,7 +534,7 @@ func (r ReadTools) Snapshot(ctx context.Context, inv browserbackend.Invocation, 
 
 // Screenshot is the browser_screenshot tool; see Page.Screenshot.
 func (r ReadTools) Screenshot(ctx context.Context, inv browserbackend.Invocation, in ScreenshotInput) (ScreenshotResult, error) {
-	return run(r.t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(r.t, ctx, inv, spec{op: "screenshot", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, read: true,
 		check: func() error {
 			if in.AsFile && r.t.catalog == nil {
 				return guardErr("screenshot", &guard.Error{Code: guard.CodeFeatureNotConfigured, Param: "as_file",
@@ -501,6 +544,9 @@ func (r ReadTools) Screenshot(ctx context.Context, inv browserbackend.Invocation
 		}},
 		func(ctx context.Context, p *Page) (ScreenshotResult, error) {
 			res, err := p.Screenshot(ctx, in)
+			if r.t.redacting(inv) {
+				res.URL = Redact(res.URL)
+			}
 			if err != nil || !in.AsFile {
 				return res, err
 			}
@@ -580,16 +626,31 @@ func (r ReadTools) Extract(ctx context.Context, inv browserbackend.Invocation, i
 	if in.Instruction != "" || len(in.Schema) > 0 {
 		return r.t.Plain().Extract(ctx, inv, in)
 	}
-	return run(r.t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(r.t, ctx, inv, spec{op: "extract", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, read: true,
 		check: func() error { return checkRange("extract", "max_chars", in.MaxChars, MaxExtractChars) }, about: in.Target.about()},
-		func(ctx context.Context, p *Page) (ExtractResult, error) { return p.Extract(ctx, in) })
+		func(ctx context.Context, p *Page) (ExtractResult, error) {
+			res, err := p.Extract(ctx, in)
+			if r.t.redacting(inv) {
+				res.Text, res.URL = Redact(res.Text), Redact(res.URL)
+			}
+			return res, err
+		})
 }
 
 // Links is the links tool; see Page.Links.
 func (r ReadTools) Links(ctx context.Context, inv browserbackend.Invocation, in LinksInput) (LinksResult, error) {
-	return run(r.t, ctx, inv, spec{op: "links", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout,
+	return run(r.t, ctx, inv, spec{op: "links", mode: in.BrowserMode, timeoutMs: in.TimeoutMs, def: DefaultActionTimeout, read: true,
 		check: func() error { return checkRange("links", "limit", in.Limit, MaxLinksLimit) }},
-		func(ctx context.Context, p *Page) (LinksResult, error) { return p.Links(ctx, in) })
+		func(ctx context.Context, p *Page) (LinksResult, error) {
+			res, err := p.Links(ctx, in)
+			if r.t.redacting(inv) {
+				res.URL = Redact(res.URL)
+				for i := range res.Links {
+					res.Links[i].Href, res.Links[i].Text = Redact(res.Links[i].Href), Redact(res.Links[i].Text)
+				}
+			}
+			return res, err
+		})
 }
 
 func checkRange(op, field string, v, max int) error {

@@ -34,6 +34,7 @@ type NavigateArgs struct {
 	NewTab       bool   `json:"new_tab,omitempty" jsonschema:"Load it in a new tab of the conversation's (browser_tabs lists them)."`
 	UseActiveTab bool   `json:"use_active_tab,omitempty" jsonschema:"Work in the user's active tab; only when the user asks."`
 	WaitUntil    string `json:"wait_until,omitempty" jsonschema:"After the commit: load (default), domcontentloaded or none. Still loading at the deadline: stillLoading true."`
+	SessionArgs
 	Common
 }
 

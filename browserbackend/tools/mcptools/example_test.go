@@ -44,7 +44,7 @@ func ExampleServer() {
 	}
 	fmt.Println("error:", res.IsError)
 	// Output:
-	// 30 tools
+	// 31 tools
 	// browser_mode: [auto extension cdp-inspect cdp-debugger local playwright]
 	// error: true
 }

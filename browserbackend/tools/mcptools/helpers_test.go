@@ -130,6 +130,7 @@ var validArgs = map[string]map[string]any{
 	"browser_tabs":             {},
 	"browser_act":              {"instruction": "open the menu"},
 	"browser_observe":          {"instruction": "the menu"},
+	"browser_save_context":     {"context_name": "crm"},
 }
 
 func with(m map[string]any, k string, v any) map[string]any {

@@ -62,6 +62,10 @@ type Options struct {
 	// actor the extension or bridge paired as for them to serve.
 	InterfaceID      string
 	ActorPrincipalID string
+	// AgentID and Roles are the agent of every invocation, matched by
+	// saved logins' grants (browser_navigate context_name).
+	AgentID string
+	Roles   []string
 	// DefaultMode is the browser_mode of a call that sends none; "" means
 	// auto. An invalid value makes every such call a tool error.
 	DefaultMode browserbackend.Mode
@@ -275,7 +279,7 @@ func (s *Server) enter(ctx context.Context, ss *mcp.ServerSession, c Common, use
 		st.calls.Done()
 	}
 	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
-		ActorPrincipalID: s.opts.ActorPrincipalID, Mode: s.opts.DefaultMode}
+		ActorPrincipalID: s.opts.ActorPrincipalID, AgentID: s.opts.AgentID, Roles: s.opts.Roles, Mode: s.opts.DefaultMode}
 	return ctx, inv, st, done, nil
 }
 
@@ -325,7 +329,7 @@ func (s *Server) release(conv string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ReleaseTimeout)
 	defer cancel()
 	inv := browserbackend.Invocation{ConversationID: conv, InterfaceID: s.opts.InterfaceID,
-		ActorPrincipalID: s.opts.ActorPrincipalID}
+		ActorPrincipalID: s.opts.ActorPrincipalID, AgentID: s.opts.AgentID, Roles: s.opts.Roles}
 	if _, err := s.opts.Tools.Close(ctx, inv, tools.ReleaseInput{BrowserMode: string(browserbackend.ModeAuto)}); err != nil {
 		s.log.Warn("closing the conversation of an ended mcp session failed", "conversationId", conv, "error", err)
 	}

@@ -23,6 +23,7 @@ var ToolNames = []string{
 	"browser_history", "browser_evaluate", "browser_console_messages", "browser_network_requests",
 	"browser_fill_form", "browser_drag", "browser_pdf_save", "browser_resize", "browser_tabs",
 	"browser_act", "browser_observe",
+	"browser_save_context",
 }
 
 // args is what every argument type has: the Common properties.
@@ -69,7 +70,7 @@ func (s *Server) Register(srv *mcp.Server) {
 		progress: func(a NavigateArgs) string { return "navigating to " + a.URL },
 		call: func(ctx context.Context, inv browserbackend.Invocation, a NavigateArgs) (tools.NavigateResult, error) {
 			return s.opts.Tools.Navigate(ctx, inv, tools.NavigateInput{BrowserMode: a.BrowserMode, URL: a.URL,
-				TimeoutMs: a.TimeoutMs, NewTab: a.NewTab, UseActiveTab: a.UseActiveTab, WaitUntil: a.WaitUntil})
+				TimeoutMs: a.TimeoutMs, NewTab: a.NewTab, UseActiveTab: a.UseActiveTab, WaitUntil: a.WaitUntil, SessionInput: a.input()})
 		},
 		text:    navigateText,
 		backend: func(r tools.NavigateResult) browserbackend.Kind { return r.Backend },
@@ -283,6 +284,7 @@ func (s *Server) Register(srv *mcp.Server) {
 	})
 	s.registerPageTools(srv)
 	s.registerPlainTools(srv)
+	s.registerSessionTools(srv)
 	s.registerTrace(srv) // browser_trace, when the Tools records (trace.go)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "screenshot", Title: "Browser screenshot", MIMEType: "image/png",

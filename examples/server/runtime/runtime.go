@@ -21,6 +21,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/recorder"
+	"github.com/browserchain/browserchain/browserbackend/sessions"
 	"github.com/browserchain/browserchain/eventhub"
 	"github.com/browserchain/browserchain/eventhub/natshub"
 	"github.com/browserchain/browserchain/hostproxy"
@@ -103,6 +104,9 @@ type Config struct {
 	// <id>.jsonl and <id>.html, in this directory after each. "": nothing is
 	// recorded.
 	TraceDir string
+	// Sessions, optional, serves the actor's saved logins and their grants
+	// at sessions.ContextsPath (local-only, like the command endpoint).
+	Sessions *sessions.Store
 	// Now is the auth clock (tests); nil means time.Now.
 	Now func() time.Time
 	// NewRequestID, when set, makes the proxy's request ids (tests).
@@ -241,6 +245,11 @@ func New(cfg Config) (*Runtime, error) {
 	mux.Handle("POST "+wire.PathPair, a.PairHandler())
 	mux.Handle("POST "+wire.PathPairRefresh, a.RefreshHandler())
 	mux.Handle("POST "+CommandPath, a.LocalOnly(http.HandlerFunc(rt.serveCommand)))
+	if cfg.Sessions != nil {
+		contexts := a.LocalOnly(sessions.ContextsHandler(cfg.Sessions, func(*http.Request) string { return a.ActorPrincipalID() }))
+		mux.Handle(sessions.ContextsPath, contexts)
+		mux.Handle(sessions.ContextsPath+"/", contexts)
+	}
 	// A web page's request is refused before the limiter counts it (a page
 	// the user visits must not spend the paired clients' budget); Identify
 	// lets the limiter see the actor; Middleware then refuses anything
