@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/internal/textcap"
 )
 
 // Attribute keys of the spans.
@@ -163,7 +164,7 @@ func (c *Call) Event(ev PageEvent) {
 	if c == nil {
 		return
 	}
-	ev.Detail = capString(ev.Detail, maxErrorBytes)
+	ev.Detail = textcap.Cut(ev.Detail, maxErrorBytes)
 	c.push(Entry{Type: TypeEvent, Event: &ev})
 	if c.span != nil {
 		c.span.AddEvent("page "+ev.Type, trace.WithAttributes(attribute.String("handled", ev.Handled)))
@@ -205,7 +206,7 @@ func (c *Call) End(code string, err error) {
 	e := Entry{Time: c.start, Type: TypeCall, Duration: now.Sub(c.start), Backend: c.backend, Tab: c.tab, Outcome: "ok"}
 	c.mu.Unlock()
 	if err != nil {
-		e.Outcome, e.Code, e.Error = "error", code, capString(err.Error(), maxErrorBytes)
+		e.Outcome, e.Code, e.Error = "error", code, textcap.Cut(err.Error(), maxErrorBytes)
 	}
 	c.push(e)
 	c.ended.Store(true)
@@ -217,17 +218,4 @@ func (c *Call) End(code string, err error) {
 		}
 		c.span.End(trace.WithTimestamp(now))
 	}
-}
-
-// capString returns s cut to at most n bytes on a rune boundary, with "…"
-// appended when cut.
-func capString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xc0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

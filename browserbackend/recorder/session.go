@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/browserchain/browserchain/browserbackend"
+	"github.com/browserchain/browserchain/internal/textcap"
 )
 
 // Session returns s with every command recorded in c: method, sizes,
@@ -61,7 +62,7 @@ func (rs *session) Call(ctx context.Context, method string, params, result any) 
 	if err != nil {
 		e.Outcome, e.Code = "error", errorCode(err)
 		if !secret {
-			e.Error = capString(err.Error(), maxErrorBytes)
+			e.Error = textcap.Cut(err.Error(), maxErrorBytes)
 		}
 	}
 	c.push(e)
@@ -162,5 +163,5 @@ func Redact(raw []byte, max int) string {
 	if max < 0 || len(raw) == 0 {
 		return ""
 	}
-	return capString(string(raw), max)
+	return textcap.Cut(string(raw), max)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/recorder"
+	"github.com/browserchain/browserchain/internal/textcap"
 )
 
 // The actions Options.Approvals may name, and the tool ops each one gates.
@@ -165,7 +166,7 @@ func (t *Tools) askApproval(ctx context.Context, rc *recorder.Call, inv browserb
 	if !gated {
 		return nil
 	}
-	target = capText(target, maxApprovalTarget)
+	target = textcap.Cut(target, maxApprovalTarget)
 	req := ApprovalRequest{ConversationID: inv.ConversationID, ActorPrincipalID: inv.ActorPrincipalID,
 		Action: action, Op: op, Target: target, Summary: op}
 	if target != "" {
@@ -237,19 +238,6 @@ func decide(ctx context.Context, fn ApprovalFunc, req ApprovalRequest) (Approval
 		return ApprovalDecision{}, &Error{Code: CodeApprovalUnavailable, Message: "no decision could be obtained", Err: a.err}
 	}
 	return a.d, nil
-}
-
-// capText cuts s to at most n bytes on a rune boundary, marking a cut
-// with "…".
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xc0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }
 
 // about is t for an approval request, "" when empty.
