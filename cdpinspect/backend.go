@@ -179,6 +179,32 @@ func eligiblePageURL(u string) bool {
 	return true
 }
 
+// createPage opens a foreground page target (a background one in a headful
+// Chrome produces no frames, so screenshots and rAF-driven pages would
+// stall), in the conversation's browser context when it has one, and
+// records it as the backend's own.
+func (b *Backend) createPage(ctx context.Context) (string, error) {
+	create := map[string]any{"url": "about:blank", "background": false}
+	if b.s.tab.browserContextID != "" {
+		create["browserContextId"] = b.s.tab.browserContextID
+	}
+	params, _ := json.Marshal(create)
+	raw, err := b.c.call(ctx, "Target.createTarget", params, "")
+	if err != nil {
+		return "", b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
+	}
+	var created struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil || created.TargetID == "" {
+		return "", b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
+	}
+	b.mu.Lock()
+	b.targetID, b.created = created.TargetID, true
+	b.mu.Unlock()
+	return created.TargetID, nil
+}
+
 // attach picks or creates the page target and attaches a flat session.
 func (b *Backend) attach(ctx context.Context) error {
 	ctx, cancel := withDeadline(ctx, b.s.commandTimeout)
@@ -220,27 +246,9 @@ func (b *Backend) attach(ctx context.Context) error {
 		if !b.s.createTarget && !b.s.tab.open {
 			return b.transportErr(bb.CodeNoTargets, "Target.getTargets", "the browser has no page target to attach to", nil)
 		}
-		// A foreground tab: a background one in a headful Chrome produces
-		// no frames, so screenshots and rAF-driven pages would stall.
-		create := map[string]any{"url": "about:blank", "background": false}
-		if b.s.tab.browserContextID != "" {
-			create["browserContextId"] = b.s.tab.browserContextID
+		if targetID, err = b.createPage(ctx); err != nil {
+			return err
 		}
-		params, _ := json.Marshal(create)
-		raw, err := b.c.call(ctx, "Target.createTarget", params, "")
-		if err != nil {
-			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
-		}
-		var created struct {
-			TargetID string `json:"targetId"`
-		}
-		if err := json.Unmarshal(raw, &created); err != nil || created.TargetID == "" {
-			return b.transportErr(bb.CodeNoTargets, "Target.createTarget", "no page target, and opening one failed", err)
-		}
-		targetID = created.TargetID
-		b.mu.Lock()
-		b.targetID, b.created = targetID, true
-		b.mu.Unlock()
 	}
 	b.mu.Lock()
 	b.targetID = targetID

@@ -441,6 +441,7 @@ func (p *Provider) build(ctx context.Context, conversation string, req bb.TabReq
 	}
 	fast, err := chooseTab(&s, req, prev, had, func() map[string]bool { return p.tabs.targetsOf(ep.BrowserWSURL, conversation) })
 	if err != nil {
+		sc.release()
 		return nil, err
 	}
 	if s.isolated && s.tab.open {

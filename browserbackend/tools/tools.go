@@ -373,6 +373,28 @@ func run[R any, PR interface {
 	return res, err
 }
 
+// checkBeforeBrowser runs the checks of g (nil: none) that need no
+// browser: the URL a call loads, running the agent's scripts, and the text
+// it types.
+func checkBeforeBrowser(ctx context.Context, g *guard.Guard, s spec) error {
+	if g == nil {
+		return nil
+	}
+	if s.navURL != "" {
+		if err := g.CheckURL(ctx, s.navURL); err != nil {
+			return guardErr(s.op, err)
+		}
+	}
+	if s.script && !g.AllowScripts() {
+		return guardErr(s.op, &guard.Error{Code: guard.CodeForbidden, Param: "allow_scripts", Rule: guard.RuleAllowScripts,
+			Message: "running the agent's JavaScript in the page needs allow_scripts"})
+	}
+	if s.typed != nil {
+		return checkTypedText(s.op, *s.typed)
+	}
+	return nil
+}
+
 // runCall is run once the invocation is checked; rc, possibly nil, records
 // the call.
 func runCall[R any, PR interface {
@@ -396,19 +418,8 @@ func runCall[R any, PR interface {
 	defer cancel()
 	inv.Mode = mode
 	g := t.guardFor(ctx)
-	if g != nil && s.navURL != "" {
-		if err := g.CheckURL(ctx, s.navURL); err != nil {
-			return zero, guardErr(s.op, err)
-		}
-	}
-	if g != nil && s.script && !g.AllowScripts() {
-		return zero, guardErr(s.op, &guard.Error{Code: guard.CodeForbidden, Param: "allow_scripts", Rule: guard.RuleAllowScripts,
-			Message: "running the agent's JavaScript in the page needs allow_scripts"})
-	}
-	if g != nil && s.typed != nil {
-		if err := checkTypedText(s.op, *s.typed); err != nil {
-			return zero, err
-		}
+	if err := checkBeforeBrowser(ctx, g, s); err != nil {
+		return zero, err
 	}
 	about := s.about
 	if about == "" {
