@@ -15,7 +15,7 @@ import (
 
 // The actions Options.Approvals may name, and the tool ops each one gates.
 const (
-	ApproveGoto        = "goto"         // navigate, navigate_back, navigate_forward
+	ApproveGoto        = "goto"         // navigate, navigate_back, navigate_forward, reload
 	ApproveClick       = "click"        // click, drag
 	ApproveType        = "type"         // type, press_key, fill_form, select_option, file_upload
 	ApproveAct         = "act"          // act (its planned actions are gated by their own names)
@@ -30,7 +30,7 @@ const (
 
 // approvalOps maps each action to the tool ops it gates.
 var approvalOps = map[string][]string{
-	ApproveGoto:        {"navigate", "navigate_back", "navigate_forward"},
+	ApproveGoto:        {"navigate", "navigate_back", "navigate_forward", "reload"},
 	ApproveClick:       {"click", "drag"},
 	ApproveType:        {"type", "press_key", "fill_form", "select_option", "file_upload"},
 	ApproveAct:         {"act"},
