@@ -63,6 +63,7 @@ import (
 	"github.com/browserchain/browserchain/browserbackend"
 	"github.com/browserchain/browserchain/browserbackend/guard"
 	"github.com/browserchain/browserchain/browserbackend/recorder"
+	"github.com/browserchain/browserchain/browserbackend/sessions"
 	"github.com/browserchain/browserchain/browserbackend/tools"
 	"github.com/browserchain/browserchain/browserbackend/tools/mcptools"
 	"github.com/browserchain/browserchain/cdpinspect"
@@ -93,6 +94,11 @@ type config struct {
 	guard                                                                                                   *guard.Policy
 	vault                                                                                                   string
 	traceDir                                                                                                string
+	// Managed sessions: the SQLite file of session records and saved
+	// logins, the key file that seals them, isolation, and the agent that
+	// grants name.
+	sessionsDB, sessionsKeyFile, agentID, roles string
+	isolated                                    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -117,6 +123,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.downloadDir, "download-dir", "", "directory where downloads in the private Chromium are saved, one directory per conversation (\"\": that browser refuses downloads)")
 	fs.StringVar(&c.vault, "vault", "", "JSON file of browser_login credentials (mode 0600): {\"name\": {\"username\": …, \"password\": …}}")
 	fs.StringVar(&c.traceDir, "trace-dir", "", "record every tool call and write each conversation's trace (.jsonl and .html) into this directory when its session ends (\"\": no recording)")
+	fs.StringVar(&c.sessionsDB, "sessions-db", "", "SQLite file (mode 0600) of managed-session records and saved logins (browser_save_context, context_name); \"\": none")
+	fs.StringVar(&c.sessionsKeyFile, "sessions-key-file", "", "key file (32 bytes, created with mode 0600) that seals the saved logins in -sessions-db; \"\": stored unsealed")
+	fs.BoolVar(&c.isolated, "isolated", false, "give each conversation a browser context of its own (cookies and storage) on local and cdp-inspect; saved logins need it")
+	fs.StringVar(&c.agentID, "agent-id", "", "agent id of every tool call, matched by saved-login grants")
+	fs.StringVar(&c.roles, "roles", "", "comma-separated roles of every tool call, matched by saved-login grants")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
 	guardFlags := runtime.AddGuardFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -184,12 +195,25 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return err
 	}
 	defer stopGuard() // after the local browser has closed
-	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log))
+	var store *sessions.Store
+	if c.sessionsDB != "" {
+		var skey []byte
+		if c.sessionsKeyFile != "" {
+			if skey, err = auth.LoadOrCreateKey(c.sessionsKeyFile); err != nil {
+				return err
+			}
+		}
+		if store, err = sessions.Open(c.sessionsDB, sessions.Options{Key: skey}); err != nil {
+			return fmt.Errorf("-sessions-db: %w", err)
+		}
+		defer store.Close()
+	}
+	insp := cdpinspect.NewProvider(cfg, cdpinspect.WithLogger(log), cdpinspect.WithIsolatedContexts(c.isolated))
 	defer insp.Close() // its shared browser WebSocket, after the runtime
 	fallbacks := []browserbackend.Provider{insp}
 	var lb *local.Browser
 	if c.useLocal {
-		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs})
+		lb = local.New(local.Options{ExecutablePath: c.chromium, Logger: log, Args: localArgs, Isolated: c.isolated})
 		defer lb.Close() // no Chromium or driver outlives the server
 		fallbacks = append(fallbacks, local.NewProvider(lb))
 	}
@@ -218,9 +242,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// Closing a conversation closes what it opened on every provider.
 	rec := traceRecorder(c.traceDir)
 	tl := tools.New(tools.Options{Selector: rt.Selector, ScreenshotDir: c.shotDir, UploadDir: c.uploadDir, DownloadDir: c.downloadDir, Logger: log, Guard: g,
-		Vault: vault, KeepClients: true, Recorder: rec})
+		Vault: vault, KeepClients: true, Recorder: rec, Sessions: store})
 	defer tl.Shutdown() // after srv.Close below has closed the sessions' pages
-	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log}
+	mo := mcptools.Options{Tools: tl, ActorPrincipalID: c.actor, DefaultMode: mode, Logger: log,
+		AgentID: c.agentID, Roles: runtime.SplitList(c.roles)}
 	if rec != nil {
 		mo.OnSessionEnd = func(conv string) { writeTrace(rec, c.traceDir, conv, log) }
 		defer func() { // the conversations calls named, after srv.Close
