@@ -55,8 +55,10 @@ func (rs *remoteStack) answerBorrow(t *testing.T, n int, allow bool) {
 	})
 	button := map[bool]string{true: "allow", false: "deny"}[allow]
 	require.NoError(t, c.call(ctx, session, "Runtime.evaluate", map[string]any{
+		// The click is queued after the answer: it closes this window, which
+		// must not race the evaluate's own reply.
 		"expression": fmt.Sprintf(`new Promise((r) => document.readyState === 'complete' ? r() : addEventListener('load', r))
-			.then(() => document.getElementById(%q).click())`, button),
+			.then(() => { setTimeout(() => document.getElementById(%q).click(), 0); })`, button),
 		"awaitPromise": true,
 	}, nil))
 }
