@@ -445,23 +445,13 @@ func MeasureMCPNewTools(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCP
 	defer ch.Close()
 
 	peers := newToolsPeers(d)
-	results := make([]MCPResult, len(peers))
-	servers := make([]*mcpServer, len(peers))
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	fail := func(i int, err error) {
-		results[i].Unavailable = err.Error()
-		if servers[i] != nil {
-			servers[i].close()
-			servers[i] = nil
-		}
-		Progress("mcptools: %s not available: %v", peers[i].name, err)
+	names := make([]string, len(peers))
+	for i, p := range peers {
+		names[i] = p.name
 	}
+	set := newServerSet("mcptools", names)
+	defer set.close()
+	results, servers, fail := set.results, set.servers, set.fail
 	for i := range peers {
 		if servers[i], err = peers[i].start(ctx, ch.Port, d.tmp, &results[i]); err != nil {
 			fail(i, err)

@@ -496,23 +496,13 @@ func MeasureMCP(ctx context.Context, fix *Fixtures, o MCPOptions) ([]MCPResult, 
 	defer ch.Close()
 
 	peers := mcpPeers(bin, filepath.Join(tmp, "shots"))
-	results := make([]MCPResult, len(peers))
-	servers := make([]*mcpServer, len(peers))
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	fail := func(i int, err error) {
-		results[i].Unavailable = err.Error()
-		if servers[i] != nil {
-			servers[i].close()
-			servers[i] = nil
-		}
-		Progress("mcp: %s not available: %v", peers[i].name, err)
+	names := make([]string, len(peers))
+	for i, p := range peers {
+		names[i] = p.name
 	}
+	set := newServerSet("mcp", names)
+	defer set.close()
+	results, servers, fail := set.results, set.servers, set.fail
 	for i := range peers {
 		p := &peers[i]
 		results[i].Server = p.name
@@ -796,4 +786,36 @@ func jsonLen(v any) (int, error) {
 		return 0, errNoJSON
 	}
 	return len(b), nil
+}
+
+// serverSet is the MCP servers of one phase and their results, by peer
+// index: servers[i] is nil until peer i started and after it failed.
+type serverSet struct {
+	phase   string
+	names   []string
+	servers []*mcpServer
+	results []MCPResult
+}
+
+func newServerSet(phase string, names []string) *serverSet {
+	return &serverSet{phase: phase, names: names, servers: make([]*mcpServer, len(names)), results: make([]MCPResult, len(names))}
+}
+
+// fail marks peer i unavailable with err and stops its server, if any.
+func (s *serverSet) fail(i int, err error) {
+	s.results[i].Unavailable = err.Error()
+	if s.servers[i] != nil {
+		s.servers[i].close()
+		s.servers[i] = nil
+	}
+	Progress("%s: %s not available: %v", s.phase, s.names[i], err)
+}
+
+// close stops every server still running.
+func (s *serverSet) close() {
+	for _, srv := range s.servers {
+		if srv != nil {
+			srv.close()
+		}
+	}
 }

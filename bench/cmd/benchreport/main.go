@@ -273,34 +273,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	err = phase("mcp", func() (err error) {
-		// The world is closed: the three MCP servers share one fresh
-		// Chromium and the fixture pages only.
-		fix, err := harness.StartFixtures()
-		if err != nil {
+	// The world is closed: the three MCP servers run on a fresh Chromium of
+	// each phase's own, with the fixture pages only.
+	mcpPhase := func(measure func(context.Context, *harness.Fixtures, harness.MCPOptions) ([]harness.MCPResult, error), out *[]harness.MCPResult) func() error {
+		return func() error {
+			fix, err := harness.StartFixtures()
+			if err != nil {
+				return err
+			}
+			defer fix.Close()
+			o := n.mcp
+			o.Root = *root
+			*out, err = measure(ctx, fix, o)
 			return err
 		}
-		defer fix.Close()
-		o := n.mcp
-		o.Root = *root
-		res.MCP, err = harness.MeasureMCP(ctx, fix, o)
-		return err
-	})
+	}
+	err = phase("mcp", mcpPhase(harness.MeasureMCP, &res.MCP))
 	if err != nil {
 		return err
 	}
-	err = phase("mcptools", func() (err error) {
-		// §8's new tools: the three servers again, on a Chromium of their own.
-		fix, err := harness.StartFixtures()
-		if err != nil {
-			return err
-		}
-		defer fix.Close()
-		o := n.mcp
-		o.Root = *root
-		res.MCPNewTools, err = harness.MeasureMCPNewTools(ctx, fix, o)
-		return err
-	})
+	err = phase("mcptools", mcpPhase(harness.MeasureMCPNewTools, &res.MCPNewTools))
 	if err != nil {
 		return err
 	}
